@@ -1,0 +1,40 @@
+"""The command line: ``python -m cipherlab COMMAND ...`` (or the ``cipherlab`` script).
+
+Each module that owns commands adds them with its own ``register_cli(subparsers)``. A user error
+(bad data, a missing file, an unknown configuration) ends with one line on stderr that names the
+problem and a non-zero exit, never a traceback; set CIPHERLAB_DEBUG=1 to see the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import data
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m cipherlab",
+        description="Train, evaluate and explore Transformers that decrypt a repeating-key XOR cipher.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    data.register_cli(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, OSError, KeyError) as e:  # DatasetError is a ValueError
+        if os.environ.get("CIPHERLAB_DEBUG"):
+            raise
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"cipherlab: error: {message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

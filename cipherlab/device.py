@@ -1,0 +1,35 @@
+"""Which device to run on: CUDA when present, then Apple's MPS, then the CPU."""
+
+from __future__ import annotations
+
+import torch
+
+
+def pick_device(preference: str | None = None) -> torch.device:
+    """The device to use: ``preference`` ('cpu', 'cuda', 'cuda:1', 'mps') if given, else the best available.
+
+    Raises ValueError when the requested device is not available here.
+    """
+    if preference:
+        device = torch.device(preference)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {preference!r} requested but CUDA is not available on this machine")
+        if device.type == "mps" and not torch.backends.mps.is_available():
+            raise ValueError(f"device {preference!r} requested but MPS is not available on this machine")
+        return device
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def describe_device(device: torch.device | str | None = None) -> str:
+    """One line for a notebook's first cell, e.g. 'cpu (2 threads), torch 2.13.0+cpu'."""
+    device = pick_device(None if device is None else str(device))
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        return f"cuda: {name}, torch {torch.__version__}"
+    if device.type == "mps":
+        return f"mps (Apple GPU), torch {torch.__version__}"
+    return f"cpu ({torch.get_num_threads()} threads), torch {torch.__version__}"
