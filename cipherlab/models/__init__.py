@@ -1,0 +1,25 @@
+"""cipherlab.models: the from-scratch Transformer pieces (chapters 2-5) and the BLT (chapter 7).
+
+    attention    ScaledDotProductAttention, MultiHeadAttention, GroupedQueryAttention, masks, KV cache
+    positional   SinusoidalPositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding
+    norm         LayerNorm, RMSNorm
+    transformer  FeedForward, Encoder/Decoder layers and stacks, Seq2SeqTransformer (C1-C4)
+"""
+
+from .attention import (GroupedQueryAttention, KVCache, MultiHeadAttention, ScaledDotProductAttention,
+                        causal_mask, make_attention, padding_mask, repeat_kv)
+from .norm import LayerNorm, RMSNorm, make_norm
+from .positional import (AbsolutePositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding,
+                         SinusoidalPositionalEncoding, interleaved_to_half_split, rotate_half)
+from .transformer import (Decoder, DecoderCache, DecoderLayer, Encoder, EncoderLayer, FeedForward,
+                          Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights, kv_cache_bytes)
+
+__all__ = [
+    "ScaledDotProductAttention", "MultiHeadAttention", "GroupedQueryAttention", "KVCache",
+    "padding_mask", "causal_mask", "repeat_kv", "make_attention",
+    "AbsolutePositionalEncoding", "SinusoidalPositionalEncoding", "LearnedPositionalEncoding", "RotaryPositionalEmbedding",
+    "rotate_half", "interleaved_to_half_split",
+    "LayerNorm", "RMSNorm", "make_norm",
+    "FeedForward", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "DecoderCache",
+    "Seq2SeqTransformer", "init_transformer_weights", "kv_cache_bytes", "cross_kv_cache_bytes",
+]

@@ -1,0 +1,295 @@
+"""The encoder-decoder Transformer behind configurations C1-C4.
+
+Taught in chapter 5 (norms and the Pre-LN layer) and used by every ablation chapter. Pre-LN layers:
+
+    EncoderLayer:  x <- x + Dropout(SelfAttn(Norm(x)))
+                   x <- x + Dropout(FFN(Norm(x)))
+    DecoderLayer:  x <- x + Dropout(SelfAttn(Norm(x), causal))
+                   x <- x + Dropout(CrossAttn(Norm(x), memory))
+                   x <- x + Dropout(FFN(Norm(x)))
+
+Each stack ends with a final norm. C1-C4 differ only in the flags of Seq2SeqTransformer:
+
+    C1  pos_encoding="sinusoidal"  attn_type="mha"                norm="layernorm"
+    C2  pos_encoding="rope"        attn_type="mha"                norm="layernorm"
+    C3  pos_encoding="sinusoidal"  attn_type="gqa", n_kv_heads=2  norm="layernorm"
+    C4  pos_encoding="sinusoidal"  attn_type="mha"                norm="rmsnorm"
+
+Cross-attention is MHA without RoPE in every configuration: its queries and keys live on
+different sequences, and the ablated components concern self-attention only. The BLT
+(C5) reuses Encoder and Decoder unchanged.
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import KVCache, MultiHeadAttention, causal_mask, make_attention, padding_mask
+from .norm import make_norm
+from .positional import LearnedPositionalEncoding, RotaryPositionalEmbedding, SinusoidalPositionalEncoding
+
+POS_ENCODINGS = ("sinusoidal", "rope", "learned")
+
+
+class FeedForward(nn.Module):
+    """Position-wise MLP: (B, L, D) -> Linear(D, ffn_dim) -> GELU -> Dropout -> Linear(ffn_dim, D)."""
+
+    def __init__(self, d_model: int, ffn_dim: int, dropout: float = 0.1):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, ffn_dim)
+        self.activation = nn.GELU()
+        self.dropout = nn.Dropout(dropout)
+        self.linear2 = nn.Linear(ffn_dim, d_model)
+
+    def forward(self, x):
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+class EncoderLayer(nn.Module):
+    """Pre-LN: bidirectional self-attention, then the FFN, each in its own residual branch."""
+
+    def __init__(self, d_model, n_heads, ffn_dim, dropout=0.1, *, norm="layernorm", attn_type="mha",
+                 n_kv_heads=None, rope=None, fused_attention=False):
+        super().__init__()
+        self.norm1 = make_norm(norm, d_model)
+        self.self_attn = make_attention(attn_type, d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
+                                        rope=rope, fused=fused_attention)
+        self.norm2 = make_norm(norm, d_model)
+        self.ffn = FeedForward(d_model, ffn_dim, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, mask=None):
+        """x (B, L, D), mask (B, 1, 1, L) key padding -> (B, L, D)."""
+        h = self.norm1(x)
+        x = x + self.dropout(self.self_attn(h, h, h, mask))
+        return x + self.dropout(self.ffn(self.norm2(x)))
+
+
+class DecoderLayer(nn.Module):
+    """Pre-LN: causal self-attention, cross-attention to the encoder memory, then the FFN."""
+
+    def __init__(self, d_model, n_heads, ffn_dim, dropout=0.1, *, norm="layernorm", attn_type="mha",
+                 n_kv_heads=None, rope=None, fused_attention=False):
+        super().__init__()
+        self.norm1 = make_norm(norm, d_model)
+        self.self_attn = make_attention(attn_type, d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
+                                        rope=rope, fused=fused_attention)
+        self.norm2 = make_norm(norm, d_model)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, rope=None, fused=fused_attention)
+        self.norm3 = make_norm(norm, d_model)
+        self.ffn = FeedForward(d_model, ffn_dim, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, memory, self_mask=None, cross_mask=None, self_cache=None, cross_cache=None):
+        """x (B, Lt, D), memory (B, Ls, D), self_mask (.., Lt, Lt), cross_mask (B, 1, 1, Ls) -> (B, Lt, D)."""
+        h = self.norm1(x)
+        x = x + self.dropout(self.self_attn(h, h, h, self_mask, self_cache))
+        x = x + self.dropout(self.cross_attn(self.norm2(x), memory, memory, cross_mask, cross_cache))
+        return x + self.dropout(self.ffn(self.norm3(x)))
+
+
+class Encoder(nn.Module):
+    """n_layers EncoderLayers and a final norm: (B, Ls, D) embeddings -> (B, Ls, D) memory.
+
+    layer_options: the other keyword arguments of EncoderLayer (attn_type, n_kv_heads,
+    rope, fused_attention).
+    """
+
+    def __init__(self, d_model, n_heads, n_layers, ffn_dim, dropout=0.1, *, norm="layernorm", **layer_options):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, ffn_dim, dropout, norm=norm, **layer_options)
+                                    for _ in range(n_layers))
+        self.final_norm = make_norm(norm, d_model)
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.final_norm(x)
+
+
+@dataclass
+class DecoderCache:
+    """What incremental decoding keeps between steps, one entry per decoder layer.
+
+    self_attn[i]: keys/values of the target prefix (RoPE already applied), one position
+    longer after every step. cross_attn[i]: keys/values of the encoder memory, projected
+    on the first step and reused afterwards.
+    """
+
+    self_attn: list[KVCache]
+    cross_attn: list[KVCache]
+
+    @property
+    def length(self) -> int:
+        """Target positions already decoded: the position of the next token."""
+        return self.self_attn[0].length
+
+    def nbytes(self) -> dict[str, int]:
+        return {"self_attn": sum(c.nbytes for c in self.self_attn),
+                "cross_attn": sum(c.nbytes for c in self.cross_attn)}
+
+
+class Decoder(nn.Module):
+    """n_layers DecoderLayers and a final norm: (B, Lt, D) target embeddings + memory -> (B, Lt, D).
+
+    layer_options: the other keyword arguments of DecoderLayer (attn_type, n_kv_heads,
+    rope, fused_attention).
+    """
+
+    def __init__(self, d_model, n_heads, n_layers, ffn_dim, dropout=0.1, *, norm="layernorm", **layer_options):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, ffn_dim, dropout, norm=norm, **layer_options)
+                                    for _ in range(n_layers))
+        self.final_norm = make_norm(norm, d_model)
+
+    def new_cache(self) -> DecoderCache:
+        n = len(self.layers)
+        return DecoderCache([KVCache() for _ in range(n)], [KVCache(static=True) for _ in range(n)])
+
+    def forward(self, x, memory, self_mask=None, cross_mask=None, cache: DecoderCache | None = None):
+        for i, layer in enumerate(self.layers):
+            self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn[i], cache.cross_attn[i])
+            x = layer(x, memory, self_mask, cross_mask, self_cache, cross_cache)
+        return self.final_norm(x)
+
+
+def init_transformer_weights(model: nn.Module) -> None:
+    """Xavier-uniform linear weights, zero biases, N(0, 1/d) embeddings (std d^-1/2).
+
+    PyTorch's default embedding init is N(0, 1). Times the sqrt(d_model) = 16 embedding
+    scale that gives activations of std ~16, which drown the unit-amplitude sinusoidal
+    positions and, through the tied output head, give hugely over-confident first
+    logits. With std d^-1/2 the scaled embeddings have unit variance, like the positions.
+    Norm gains stay 1 and biases 0; learned position tables keep their own init.
+    """
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=module.embedding_dim ** -0.5)
+
+
+class Seq2SeqTransformer(nn.Module):
+    """Encoder-decoder Transformer: source ids (B, Ls), target-input ids (B, Lt) -> logits (B, Lt, V).
+
+    Separate source and target embedding tables (the vocabularies differ), scaled by
+    sqrt(d_model); one positional module shared by both sides (None for RoPE, which lives
+    inside self-attention; for "learned" one trained table, so the only change from C1
+    is fixed -> trained); the output head is the target embedding matrix itself (weight
+    tying). Call model.eval() before greedy_decode: dropout is not switched off.
+    """
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, d_model=256, n_heads=8, enc_layers=4, dec_layers=4,
+                 ffn_dim=1024, dropout=0.1, pos_encoding="sinusoidal", attn_type="mha", n_kv_heads=None,
+                 norm="layernorm", src_pad_id=0, tgt_pad_id=0, max_len=4096, fused_attention=False):
+        super().__init__()
+        if pos_encoding not in POS_ENCODINGS:
+            raise ValueError(f"Seq2SeqTransformer: unknown pos_encoding {pos_encoding!r}; "
+                             f"expected one of {POS_ENCODINGS}")
+        if d_model % n_heads:  # checked before head_dim = d_model // n_heads is used for RoPE
+            raise ValueError(f"Seq2SeqTransformer: d_model={d_model} is not divisible by n_heads={n_heads}; "
+                             f"choose n_heads that divides d_model")
+        self.d_model, self.src_pad_id, self.tgt_pad_id = d_model, src_pad_id, tgt_pad_id
+        self.src_embed = nn.Embedding(src_vocab_size, d_model)
+        self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
+        rope = None
+        if pos_encoding == "sinusoidal":
+            self.pos_enc = SinusoidalPositionalEncoding(d_model, max_len, dropout)
+        elif pos_encoding == "learned":
+            self.pos_enc = LearnedPositionalEncoding(d_model, max_len, dropout)
+        else:
+            self.pos_enc = None
+            self.embed_dropout = nn.Dropout(dropout)
+            rope = RotaryPositionalEmbedding(d_model // n_heads, max_len)
+        stack = dict(norm=norm, attn_type=attn_type, n_kv_heads=n_kv_heads, rope=rope,
+                     fused_attention=fused_attention)
+        self.encoder = Encoder(d_model, n_heads, enc_layers, ffn_dim, dropout, **stack)
+        self.decoder = Decoder(d_model, n_heads, dec_layers, ffn_dim, dropout, **stack)
+        init_transformer_weights(self)
+
+    def _embed(self, ids, table, offset=0):
+        x = table(ids) * math.sqrt(self.d_model)  # (B, L, D)
+        return self.embed_dropout(x) if self.pos_enc is None else self.pos_enc(x, offset)
+
+    def encode(self, src):
+        """src (B, Ls) -> memory (B, Ls, D) and src_mask (B, 1, 1, Ls)."""
+        src_mask = padding_mask(src, self.src_pad_id)
+        return self.encoder(self._embed(src, self.src_embed), src_mask), src_mask
+
+    def decode(self, tgt_in, memory, src_mask, cache: DecoderCache | None = None):
+        """tgt_in (B, Lt) -> logits (B, Lt, V).
+
+        Without a cache tgt_in is the whole prefix (causal and PAD masks applied). With a
+        cache it is only the next token(s), at positions cache.length onwards, and no PAD
+        mask is applied: greedy decoding feeds PAD only to rows that have already emitted
+        EOS, and discards what those rows compute afterwards.
+        """
+        offset = 0 if cache is None else cache.length
+        self_mask = causal_mask(tgt_in.size(1), tgt_in.device, offset=offset)
+        if cache is None:
+            self_mask = self_mask | padding_mask(tgt_in, self.tgt_pad_id)
+        h = self.decoder(self._embed(tgt_in, self.tgt_embed, offset), memory, self_mask, src_mask, cache)
+        return F.linear(h, self.tgt_embed.weight)  # (B, Lt, V): tied output head
+
+    def forward(self, src, tgt_in):
+        memory, src_mask = self.encode(src)
+        return self.decode(tgt_in, memory, src_mask)
+
+    @torch.no_grad()
+    def greedy_decode(self, src, bos_id, eos_id, max_len, use_cache=True):
+        """src (B, Ls) -> (B, <= max_len) generated ids, without BOS.
+
+        Every row starts from BOS and appends its argmax token; a row that has emitted
+        EOS (kept in the output) continues with PAD, and the loop stops once every row
+        has emitted EOS or after max_len tokens. PAD is never predicted: it is not a
+        training target, and masking it as a key is what would make cached and uncached
+        decoding differ. use_cache=False recomputes the whole prefix at every step.
+        """
+        memory, src_mask = self.encode(src)
+        B = src.size(0)
+        ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        cache = self.decoder.new_cache() if use_cache else None
+        for _ in range(max_len):
+            step_in = ys[:, -1:] if use_cache else ys
+            logits = self.decode(step_in, memory, src_mask, cache)[:, -1]  # (B, V)
+            logits[:, self.tgt_pad_id] = float("-inf")
+            next_id = logits.argmax(dim=-1).masked_fill(done, self.tgt_pad_id)  # (B,)
+            ys = torch.cat((ys, next_id[:, None]), dim=1)
+            done |= next_id == eos_id
+            if done.all():
+                break
+        return ys[:, 1:]
+
+    def num_params(self) -> int:
+        """Trainable parameters; the tied output head is counted once (it is tgt_embed)."""
+        return sum(p.numel() for p in self.parameters())
+
+
+def _kv_bytes(attentions, batch: int, length: int, dtype) -> int:
+    """2 (K and V) * batch * n_kv_heads * length * head_dim * itemsize, summed over the modules."""
+    return sum(2 * batch * a.n_kv_heads * length * a.head_dim * dtype.itemsize for a in attentions)
+
+
+def kv_cache_bytes(model: Seq2SeqTransformer, batch: int, length: int, dtype=torch.float32) -> int:
+    """Bytes of the decoder self-attention KV cache after `length` target positions.
+
+    The part that grows with every generated token and that GQA shrinks by
+    n_heads / n_kv_heads. The cross-attention K/V of the encoder memory is NOT included:
+    see cross_kv_cache_bytes.
+    """
+    return _kv_bytes((layer.self_attn for layer in model.decoder.layers), batch, length, dtype)
+
+
+def cross_kv_cache_bytes(model: Seq2SeqTransformer, batch: int, src_length: int, dtype=torch.float32) -> int:
+    """Bytes of the cross-attention K/V of the encoder memory, computed once per source.
+
+    Cross-attention is MHA in every configuration, so this is the same for C1-C4 and does
+    not grow with the target.
+    """
+    return _kv_bytes((layer.cross_attn for layer in model.decoder.layers), batch, src_length, dtype)
