@@ -1,0 +1,385 @@
+"""C5, the Byte Latent Transformer (Pagnoni et al., 2024): no tokenizer, bytes in and bytes out.
+
+Taught in book chapter 7.  The source is the cipher grouped eight bits -> one byte value
+0..255; the target is the plaintext bytes, with the ids of ``cipherlab.tokenizers.bytes``
+(PAD 256, BOS 257, EOS 258).  The data flow, with B examples, Ls source bytes grouped
+into Ks entropy patches, Lt target bytes and P = patch_tgt:
+
+    src (B, Ls) --LocalEncoder: embed, windowed self-attention, PatchPooling--> (B, Ks, D)
+                --+ patch positions, global Encoder (the C1 class)----------> memory (B, Ks, D)
+    tgt_in (B, Lt) --embed + byte positions--> h (B, Lt, D)
+                --PatchPooling over the Lt // P complete fixed patches-----> (B, Lt // P, D)
+                --behind a learned start patch, + patch positions,
+                  global Decoder (the C1 class) reading memory--------------> g (B, Lt // P + 1, D)
+    h --LocalDecoder: causal windowed self-attention,
+                      cross-attention to g under the patch-causal mask,
+                      cross-attention to memory, tied output head---------> logits (B, Lt, 259)
+
+Teacher forcing is C1's: ``tgt_in = [BOS] + plain``, and the logits at position i
+predict ``tgt_in[i + 1]`` (``plain + [EOS]`` overall).  So nothing computed from
+``tgt_in[i + 1:]`` may reach the logits at positions <= i.
+
+Which global slot may byte i read?  Target patch k holds decoder-input positions
+[k * P, (k + 1) * P).  Slot 0 is the start patch and slot j >= 1 is the pooled patch
+j - 1 (the patches shifted right by one slot); the global decoder's self-attention is
+causal over slots, so g_j depends on input positions 0 .. j * P - 1 and on nothing
+later.  Byte i may know positions 0..i (its own input byte included; its answer is
+byte i + 1), so it may read g_j exactly when j * P - 1 <= i, that is j <= (i + 1) // P.
+This is the formula of the course notes (seed 000 §4.5), and it is right; §7.6 Q5
+derives it from "j * P - 1 < i", which is the stricter j <= i // P, not the same thing.
+
+Slot j = (i + 1) // P can be as large as Lt // P, so the global decoder gets Lt // P + 1
+slots: the start patch and every *complete* patch.  Shifting ceil(Lt / P) patches
+right and dropping the last one instead would give the last byte of a complete final
+patch a slot in teacher forcing that greedy decoding, whose prefix ends at that byte,
+never builds: training and decoding would compute different things (``test_blt``
+checks that every prefix decodes to the teacher-forced logits).  The tests also derive
+each slot's dependencies by perturbation and check the mask against them, and check
+that no logit at i changes when any byte after i does.
+
+Why fixed target patches and entropy source patches: see ``blt_patching``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
+
+from .attention import MultiHeadAttention, causal_mask
+from .blt_patching import (
+    DEFAULT_MAX_PATCH,
+    DEFAULT_MIN_COUNT,
+    DEFAULT_PATCH_TGT,
+    DEFAULT_PERCENTILE,
+    ByteEntropyModel,
+    collate_bytes,
+    collate_source,
+    fixed_patch_membership,
+    patch_membership,
+)
+from .norm import make_norm
+from .positional import SinusoidalPositionalEncoding
+from .transformer import Decoder, Encoder, FeedForward, init_transformer_weights
+
+__all__ = [
+    "DEFAULT_MAX_PATCH", "DEFAULT_MIN_COUNT", "DEFAULT_PATCH_TGT", "DEFAULT_PERCENTILE",
+    "ByteEntropyModel", "collate_bytes", "collate_source", "fixed_patch_membership", "patch_membership",
+    "patch_causal_mask", "WindowedSelfAttention", "LocalTransformerLayer", "PatchPooling", "LocalEncoder",
+    "LocalDecoderLayer", "LocalDecoder", "BLTModel", "greedy_decode_blt",
+]
+
+NORM = "layernorm"  # C5 changes the tokenisation only; every other component is C1's
+
+
+def _check_ids(ids: torch.Tensor, allowed_max: int, name: str) -> None:
+    """Raise ValueError naming the first id of ``ids`` (B, L) outside 0..allowed_max and not PAD."""
+    bad = ((ids < 0) | (ids > allowed_max)) & (ids != PAD_ID)
+    if bool(bad.any()):
+        b, i = (int(x) for x in bad.nonzero()[0])
+        raise ValueError(
+            f"{name}[{b}, {i}] = {int(ids[b, i])} is not a valid id here (0..{allowed_max}, or PAD={PAD_ID}); "
+            f"source ids are cipher byte values 0..255, target ids are plaintext bytes plus "
+            f"BOS={BOS_ID}/EOS={EOS_ID}"
+        )
+
+
+def patch_causal_mask(Lt: int, K: int, patch: int, device=None) -> torch.Tensor:
+    """(1, 1, Lt, K) bool, True = blocked: byte i may read global slot j iff j <= (i + 1) // patch.
+
+    See the module docstring for the derivation.  Slot 0 (the start patch) is open to
+    every byte, so no row is ever fully blocked.
+    """
+    i = torch.arange(Lt, device=device)[:, None]  # (Lt, 1)
+    j = torch.arange(K, device=device)[None, :]  # (1, K)
+    return (j > (i + 1) // patch)[None, None]  # (1, 1, Lt, K)
+
+
+class WindowedSelfAttention(nn.Module):
+    """Self-attention inside non-overlapping windows of ``window`` positions.
+
+    The sequence is cut into windows that become extra batch rows, (B, L, D) ->
+    (B * n_windows, W, D), so one ordinary MultiHeadAttention call handles all of them
+    and no (L, L) score tensor is ever allocated: the cost is O(L * W), not O(L^2).
+    The price: bytes on either side of a window edge cannot see each other here; the
+    global transformer carries long-range context.  ``causal=True`` also blocks later
+    positions inside each window (the decoder side).  The result equals full attention
+    under a block-diagonal mask (``test_blt`` checks it).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, window: int, causal: bool, dropout: float = 0.1):
+        super().__init__()
+        if window < 1:
+            raise ValueError(f"window={window}; a local attention window must hold at least 1 position")
+        self.window, self.causal = window, causal
+        self.attn = MultiHeadAttention(d_model, n_heads, dropout)
+
+    def forward(self, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        """x (B, L, D), pad (B, L) bool (True = padding) -> (B, L, D)."""
+        B, L, D = x.shape
+        W = min(self.window, L)  # a sequence shorter than one window is one window
+        n_win = -(-L // W)
+        extra = n_win * W - L
+        x = F.pad(x, (0, 0, 0, extra))  # (B, n_win * W, D)
+        pad = F.pad(pad, (0, extra), value=True)  # (B, n_win * W)
+        xw = x.reshape(B * n_win, W, D)  # (B * n_win, W, D): each window is its own row
+        mask = pad.reshape(B * n_win, 1, 1, W)  # key padding per window
+        if self.causal:
+            mask = mask | causal_mask(W, x.device)  # (B * n_win, 1, W, W)
+        out = self.attn(xw, xw, xw, mask)  # (B * n_win, W, D)
+        return out.reshape(B, n_win * W, D)[:, :L]  # (B, L, D)
+
+
+class LocalTransformerLayer(nn.Module):
+    """Pre-LN layer of the LocalEncoder: windowed self-attention, then the C1 FeedForward."""
+
+    def __init__(self, d_model: int, n_heads: int, ffn_dim: int, window: int, dropout: float = 0.1):
+        super().__init__()
+        self.norm1 = make_norm(NORM, d_model)
+        self.self_attn = WindowedSelfAttention(d_model, n_heads, window, causal=False, dropout=dropout)
+        self.norm2 = make_norm(NORM, d_model)
+        self.ffn = FeedForward(d_model, ffn_dim, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        """x (B, L, D), pad (B, L) -> (B, L, D)."""
+        x = x + self.dropout(self.self_attn(self.norm1(x), pad))
+        return x + self.dropout(self.ffn(self.norm2(x)))
+
+
+class PatchPooling(nn.Module):
+    """One vector per patch: a learned query cross-attends over the patch's bytes.
+
+    Order-sensitive where a mean is not: the byte vectors carry their positions, and
+    the attention weights depend on position and content together, so swapping two
+    bytes inside a patch changes the result, while the mean of (content + position)
+    vectors does not change at all (the "bag of bits" bug of the course notes, §4.4;
+    ``test_blt`` shows both).
+
+    Patches are contiguous runs of at most P bytes, so each patch's bytes are gathered
+    into a (B * K, P, D) tensor and one MultiHeadAttention call pools them all, at a
+    cost of O(B * K * P * D) rather than the O(B * K * L * D) of letting every patch
+    query attend the whole sequence under a mask.  Empty patches (padding slots) come
+    out as zero vectors, never NaN.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.1):
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(d_model) * 0.02)
+        self.attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.norm = make_norm(NORM, d_model)
+
+    def forward(self, x: torch.Tensor, member: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, L, D) byte vectors, member (B, K, L) bool -> pooled (B, K, D), empty (B, K) bool."""
+        B, L, D = x.shape
+        K = member.size(1)
+        sizes = member.sum(-1)  # (B, K) bytes per patch
+        empty = sizes == 0
+        if K == 0:  # e.g. a target prefix shorter than one patch
+            return x.new_zeros(B, 0, D), empty
+        P = max(int(sizes.max()), 1)
+        start = member.to(torch.uint8).argmax(-1)  # (B, K) first byte of each patch (0 if empty)
+        offsets = torch.arange(P, device=x.device)
+        idx = (start[..., None] + offsets).clamp(max=max(L - 1, 0))  # (B, K, P) byte index
+        inside = offsets < sizes[..., None]  # (B, K, P) real byte of the patch
+        if not bool(member.gather(2, idx)[inside].all()):
+            raise ValueError("PatchPooling: a patch in `member` is not a contiguous run of bytes; "
+                             "build memberships with patch_membership or fixed_patch_membership")
+        gathered = x.gather(1, idx.reshape(B, K * P, 1).expand(B, K * P, D))  # (B, K * P, D)
+        kv = gathered.reshape(B * K, P, D)  # (B * K, P, D): one row per patch
+        q = self.query.to(x.dtype).expand(B * K, 1, D)  # (B * K, 1, D)
+        mask = ~inside.reshape(B * K, 1, 1, P)  # empty patches: all blocked -> zero rows
+        pooled = self.attn(q, kv, kv, mask).reshape(B, K, D)  # (B, K, D)
+        return self.norm(pooled).masked_fill(empty[..., None], 0.0), empty
+
+
+class LocalEncoder(nn.Module):
+    """Source bytes -> patch vectors: embedding, byte positions, windowed layers, PatchPooling."""
+
+    def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int,
+                 dropout: float = 0.1, max_len: int = 4096):
+        super().__init__()
+        self.d_model = d_model
+        self.embed = nn.Embedding(VOCAB_SIZE, d_model)
+        self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
+        self.layers = nn.ModuleList(
+            LocalTransformerLayer(d_model, n_heads, ffn_dim, window, dropout) for _ in range(n_layers))
+        self.final_norm = make_norm(NORM, d_model)
+        self.pooling = PatchPooling(d_model, n_heads, dropout)
+
+    def forward(self, src: torch.Tensor, member: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """src (B, Ls), member (B, Ks, Ls) -> patches (B, Ks, D), empty (B, Ks)."""
+        pad = src == PAD_ID
+        x = self.pos(self.embed(src) * math.sqrt(self.d_model))  # (B, Ls, D)
+        for layer in self.layers:
+            x = layer(x, pad)
+        return self.pooling(self.final_norm(x), member)
+
+
+class LocalDecoderLayer(nn.Module):
+    """Pre-LN layer of the LocalDecoder; every byte reads three things, each in its own residual branch.
+
+    1. earlier target bytes (causal windowed self-attention);
+    2. the global target-patch states g, only the slots the patch-causal mask allows;
+    3. the source-patch memory directly.  Without this path the only source
+       information reaches a byte through g, a summary of *target* patches; the course
+       notes report that such a model learned a source-free language model on this
+       positional cipher.  The memory holds no target information, so it cannot leak.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, ffn_dim: int, window: int, dropout: float = 0.1):
+        super().__init__()
+        self.norm1 = make_norm(NORM, d_model)
+        self.self_attn = WindowedSelfAttention(d_model, n_heads, window, causal=True, dropout=dropout)
+        self.norm2 = make_norm(NORM, d_model)
+        self.global_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.norm3 = make_norm(NORM, d_model)
+        self.memory_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.norm4 = make_norm(NORM, d_model)
+        self.ffn = FeedForward(d_model, ffn_dim, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, pad, g, g_mask, memory, memory_mask):
+        """x (B, Lt, D), pad (B, Lt), g (B, Kt, D), g_mask (1, 1, Lt, Kt),
+        memory (B, Ks, D), memory_mask (B, 1, 1, Ks) -> (B, Lt, D)."""
+        x = x + self.dropout(self.self_attn(self.norm1(x), pad))
+        x = x + self.dropout(self.global_attn(self.norm2(x), g, g, g_mask))
+        x = x + self.dropout(self.memory_attn(self.norm3(x), memory, memory, memory_mask))
+        return x + self.dropout(self.ffn(self.norm4(x)))
+
+
+class LocalDecoder(nn.Module):
+    """Target bytes -> per-byte logits over the 259 byte ids.
+
+    Owns the target byte embedding (also used, through ``embed_bytes``, for the
+    target patches the global decoder reads) and ties the output head to it, as C1 does.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int,
+                 dropout: float = 0.1, max_len: int = 4096):
+        super().__init__()
+        self.d_model = d_model
+        self.embed = nn.Embedding(VOCAB_SIZE, d_model)
+        self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
+        self.layers = nn.ModuleList(
+            LocalDecoderLayer(d_model, n_heads, ffn_dim, window, dropout) for _ in range(n_layers))
+        self.final_norm = make_norm(NORM, d_model)
+
+    def embed_bytes(self, tgt_in: torch.Tensor) -> torch.Tensor:
+        """tgt_in (B, Lt) -> byte vectors with positions (B, Lt, D)."""
+        return self.pos(self.embed(tgt_in) * math.sqrt(self.d_model))
+
+    def forward(self, h, pad, g, g_mask, memory, memory_mask):
+        """h (B, Lt, D) from embed_bytes, pad (B, Lt), the rest as LocalDecoderLayer -> (B, Lt, V)."""
+        for layer in self.layers:
+            h = layer(h, pad, g, g_mask, memory, memory_mask)
+        return F.linear(self.final_norm(h), self.embed.weight)  # (B, Lt, V): tied output head
+
+
+class BLTModel(nn.Module):
+    """The C5 model.  ``forward(src, src_member, tgt_in, tgt_member=None) -> logits (B, Lt, 259)``.
+
+    src (B, Ls) cipher byte values, PAD_ID-padded; src_member (B, Ks, Ls) its entropy
+    patches (``collate_bytes``); tgt_in (B, Lt) = ``tgt[:, :-1]``, i.e. [BOS] + plain bytes.
+    tgt_member (B, Lt // patch_tgt, Lt), optional, is the complete fixed ``patch_tgt``
+    patches of tgt_in; the model builds it when it is None, and ``collate_bytes``
+    returns the same tensor so a DataLoader can build it off the training loop.  The global encoder and decoder are
+    ``cipherlab.models.transformer.Encoder`` / ``Decoder`` with C1's settings (LayerNorm,
+    MHA, sinusoidal positions, here at patch level).  Call ``model.eval()`` before
+    ``greedy_decode_blt``: dropout is not switched off for you.
+    """
+
+    def __init__(self, d_model: int = 256, n_heads: int = 8, enc_layers: int = 4, dec_layers: int = 4,
+                 ffn_dim: int = 1024, dropout: float = 0.1, local_layers: int = 1, window: int = 128,
+                 patch_tgt: int = DEFAULT_PATCH_TGT, max_len: int = 4096):
+        super().__init__()
+        if patch_tgt < 1:
+            raise ValueError(f"BLTModel: patch_tgt={patch_tgt}; a target patch must hold at least 1 byte")
+        self.d_model, self.patch_tgt = d_model, patch_tgt
+        local = dict(d_model=d_model, n_heads=n_heads, ffn_dim=ffn_dim, n_layers=local_layers,
+                     window=window, dropout=dropout, max_len=max_len)
+        self.local_encoder = LocalEncoder(**local)
+        self.local_decoder = LocalDecoder(**local)
+        self.tgt_pooling = PatchPooling(d_model, n_heads, dropout)
+        self.start_patch = nn.Parameter(torch.randn(d_model))  # unit scale, like the normed patches
+        self.patch_pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
+        self.global_encoder = Encoder(d_model, n_heads, enc_layers, ffn_dim, dropout, norm=NORM)
+        self.global_decoder = Decoder(d_model, n_heads, dec_layers, ffn_dim, dropout, norm=NORM)
+        init_transformer_weights(self)
+
+    def encode(self, src: torch.Tensor, src_member: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """src (B, Ls), src_member (B, Ks, Ls) -> memory (B, Ks, D), memory_mask (B, 1, 1, Ks)."""
+        _check_ids(src, 255, "src")
+        if src_member.dim() != 3 or src_member.shape[0] != src.shape[0] or src_member.shape[2] != src.shape[1]:
+            raise ValueError(f"src_member has shape {tuple(src_member.shape)}, expected (B, Ks, Ls) with "
+                             f"(B, Ls) = {tuple(src.shape)}; build it with collate_bytes or collate_source")
+        patches, empty = self.local_encoder(src, src_member)  # (B, Ks, D), (B, Ks)
+        memory_mask = empty[:, None, None, :]  # (B, 1, 1, Ks): padding patches are blocked keys
+        return self.global_encoder(self.patch_pos(patches), memory_mask), memory_mask
+
+    def global_states(self, tgt_in, memory, memory_mask, tgt_member=None):
+        """tgt_in (B, Lt) -> byte vectors h (B, Lt, D) and global patch states g (B, K + 1, D).
+
+        K = Lt // patch_tgt complete target patches; g_j depends on decoder-input
+        positions 0 .. j * patch_tgt - 1 only.
+        """
+        _check_ids(tgt_in, VOCAB_SIZE - 1, "tgt_in")
+        B, Lt = tgt_in.shape
+        if tgt_member is None:
+            tgt_member = fixed_patch_membership(tgt_in != PAD_ID, self.patch_tgt)
+        elif tgt_member.shape != (B, Lt // self.patch_tgt, Lt):
+            raise ValueError(f"tgt_member has shape {tuple(tgt_member.shape)}, expected (B, Lt // patch_tgt, Lt) = "
+                             f"{(B, Lt // self.patch_tgt, Lt)}: the complete patch_tgt={self.patch_tgt} patches "
+                             f"of tgt_in; build it with collate_bytes(..., patch_tgt={self.patch_tgt}) or pass None")
+        h = self.local_decoder.embed_bytes(tgt_in)  # (B, Lt, D)
+        patches, _ = self.tgt_pooling(h, tgt_member)  # (B, K, D)
+        K = patches.size(1)
+        start = self.start_patch.to(h.dtype).expand(B, 1, self.d_model)
+        slots = torch.cat((start, patches), dim=1)  # (B, K + 1, D): slot j holds patch j - 1
+        # Causal over slots is enough: a slot a real byte may read only looks back at real patches.
+        g = self.global_decoder(self.patch_pos(slots), memory, causal_mask(K + 1, h.device), memory_mask)
+        return h, g
+
+    def decode(self, tgt_in, memory, memory_mask, tgt_member=None) -> torch.Tensor:
+        """tgt_in (B, Lt) with the encoder's memory -> logits (B, Lt, V)."""
+        h, g = self.global_states(tgt_in, memory, memory_mask, tgt_member)
+        g_mask = patch_causal_mask(tgt_in.size(1), g.size(1), self.patch_tgt, tgt_in.device)
+        return self.local_decoder(h, tgt_in == PAD_ID, g, g_mask, memory, memory_mask)
+
+    def forward(self, src, src_member, tgt_in, tgt_member=None) -> torch.Tensor:
+        memory, memory_mask = self.encode(src, src_member)
+        return self.decode(tgt_in, memory, memory_mask, tgt_member)
+
+    def num_params(self) -> int:
+        """Trainable parameters; the tied output head is counted once."""
+        return sum(p.numel() for p in self.parameters())
+
+
+@torch.no_grad()
+def greedy_decode_blt(model: BLTModel, src: torch.Tensor, src_member: torch.Tensor, max_len: int,
+                      bos_id: int = BOS_ID, eos_id: int = EOS_ID) -> torch.Tensor:
+    """src (B, Ls), src_member (B, Ks, Ls) -> (B, <= max_len) generated byte ids, without BOS.
+
+    The encoder runs once; its memory is reused at every step, and the decoder side is
+    recomputed over the whole prefix (no cache: target patches and the patch-causal
+    mask are cheap to rebuild, and the prefix is at most a chunk long).  Same output
+    convention as ``Seq2SeqTransformer.greedy_decode``: a row keeps its EOS, then PAD;
+    PAD is never predicted; the loop stops when every row has emitted EOS.
+    """
+    memory, memory_mask = model.encode(src, src_member)
+    B = src.size(0)
+    ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        logits = model.decode(ys, memory, memory_mask)[:, -1]  # (B, V)
+        logits[:, PAD_ID] = float("-inf")
+        next_id = logits.argmax(dim=-1).masked_fill(done, PAD_ID)  # (B,)
+        ys = torch.cat((ys, next_id[:, None]), dim=1)
+        done |= next_id == eos_id
+        if done.all():
+            break
+    return ys[:, 1:]
