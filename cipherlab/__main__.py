@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from . import data
+from . import cli, data
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     data.register_cli(sub)
+    cli.register_cli(sub)
     return parser
 
 

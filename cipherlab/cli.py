@@ -1,0 +1,241 @@
+"""The commands ``train``, ``evaluate``, ``decrypt`` and ``ablate`` of ``python -m cipherlab``.
+
+Chapter 8 runs them. ``cipherlab/__main__.py`` builds the parser and calls
+:func:`register_cli`; every command returns an exit code. A user error (unknown configuration
+or preset, a missing file, a cipher line that is not bits) raises ValueError or OSError, which
+``__main__`` turns into one line on stderr and a non-zero exit.
+
+    python -m cipherlab train --config c2 --preset cpu          # runs/cpu/c2/, results/cpu/c2.json
+    python -m cipherlab train --config c2 --preset cpu --resume # continue from runs/cpu/c2/last.pt
+    python -m cipherlab evaluate --checkpoint runs/cpu/c2/best.pt
+    python -m cipherlab decrypt --checkpoint runs/cpu/c2/best.pt 0000100100100111
+    python -m cipherlab ablate --preset smoke                   # all five, then results/smoke/table.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cipherlab.cipher import check_bits
+from cipherlab.config import CONFIG_NAMES, PRESETS, make_config
+from cipherlab.decode import decrypt_lines
+from cipherlab.evaluate import evaluate_checkpoint, load_trained, results_record, write_results, write_table
+from cipherlab.train import TrainingDiverged, train_config
+
+__all__ = ["register_cli"]
+
+_DATA_HELP = "folder with brown_plain.txt (default: $CIPHERLAB_DATA_DIR or the repository's data/)"
+_DEVICE_HELP = "cpu, cuda, cuda:1 or mps (default: cuda if present, then mps, then cpu)"
+_THREADS_NOTE = "On a shared CPU, OMP_NUM_THREADS=1 avoids threads fighting over cores."
+
+
+def _error(message: str) -> int:
+    print(f"cipherlab: error: {message}", file=sys.stderr)
+    return 1
+
+
+# --------------------------------------------------------------------------- train
+
+
+def _cmd_train(args) -> int:
+    overrides = {"source_mode": args.source_mode}
+    if args.time_budget is not None:
+        overrides["time_budget_s"] = args.time_budget or None
+    config = make_config(args.config, args.preset, **overrides)
+    out = Path(args.out) if args.out else Path("runs") / config.run_name / config.name
+    if (out / "last.pt").exists() and not (args.resume or args.overwrite):
+        raise FileExistsError(
+            f"{out} already holds a training run; pass --resume to continue it, --overwrite to start "
+            "again, or --out to train somewhere else"
+        )
+    try:
+        run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True)
+    except TrainingDiverged as e:
+        return _error(str(e))
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; continue from the last saved state ({out / 'last.pt'}) with --resume", file=sys.stderr)
+        return 130
+    fit = run.fit
+    if not run.best_checkpoint.exists():
+        print(f"stopped by the time budget during epoch 1; continue with --resume (state in {out / 'last.pt'})")
+        return 0
+    print(
+        f"{config.name}: {fit.stopped} after {fit.epochs} epochs; best validation loss "
+        f"{fit.best_val_loss:.4f} at epoch {fit.best_epoch}. Evaluating {run.best_checkpoint} on the test lines"
+    )
+    metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device)
+    path = write_results(config, results_record(config, run, metrics), args.results_dir)
+    print(
+        f"bit accuracy {metrics['bit_accuracy']:.4f}, sequence accuracy {metrics['sequence_accuracy']:.4f}, "
+        f"Levenshtein {metrics['levenshtein']:.2f}, chrF {metrics['chrf']:.1f} -> {path}"
+    )
+    if fit.stopped == "time budget":
+        print(f"(the time budget ended this run; --resume continues it from {out / 'last.pt'})")
+    return 0
+
+
+# --------------------------------------------------------------------------- evaluate / decrypt
+
+
+def _cmd_evaluate(args) -> int:
+    metrics = evaluate_checkpoint(
+        args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam
+    )
+    text = json.dumps(metrics, indent=2)
+    if args.json:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+def _read_cipher_lines(args) -> list[str]:
+    """The cipher lines to decrypt, each checked: only '0'/'1', a multiple of 8 long."""
+    if args.bits is not None:
+        bits = args.bits.strip()
+        check_bits(bits, path="BITS")
+        return [bits]
+    path = Path(args.input)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such input file; pass a text file with one cipher line per line")
+    lines = [line.strip() for line in path.read_text(encoding="latin-1").splitlines()]
+    for n, line in enumerate(lines, start=1):
+        check_bits(line, path=str(path), line=n)
+    return lines
+
+
+def _cmd_decrypt(args) -> int:
+    lines = _read_cipher_lines(args)
+    model, codec, config = load_trained(args.checkpoint, args.device)
+    device = next(model.parameters()).device
+    for plain in decrypt_lines(
+        model, codec, lines, chunk_chars=config.chunk_chars, device=device, beam_size=args.beam
+    ):
+        print(plain)
+    return 0
+
+
+# --------------------------------------------------------------------------- ablate
+
+
+def _cmd_ablate(args) -> int:
+    preset = args.preset.lower()
+    names = [name.strip().lower() for name in args.configs.split(",")]
+    configs = [make_config(name, preset, source_mode=args.source_mode) for name in names]  # fail early
+    run_name = configs[0].run_name
+    started = time.monotonic()
+    failed = []
+    for name in names:
+        print(f"=== {name} ({preset}) ===", flush=True)
+        # One process per configuration: peak memory (RSS) is a per-process high-water mark.
+        command = [
+            sys.executable, "-m", "cipherlab", "train", "--config", name, "--preset", preset,
+            "--out", str(Path(args.runs_dir) / run_name / name), "--results-dir", args.results_dir,
+            "--source-mode", args.source_mode, "--resume" if args.resume else "--overwrite",
+        ]  # fmt: skip
+        for flag, value in (("--data-dir", args.data_dir), ("--device", args.device), ("--time-budget", args.time_budget)):
+            if value is not None:
+                command += [flag, str(value)]
+        if subprocess.run(command).returncode != 0:
+            failed.append(name)
+    minutes = (time.monotonic() - started) / 60
+    if len(failed) == len(names):
+        return _error(f"every configuration failed ({', '.join(failed)}); see the messages above")
+    md, _ = write_table(Path(args.results_dir) / run_name)
+    print(md.read_text(encoding="utf-8"))
+    print(f"ablation of {len(names)} configurations took {minutes:.1f} minutes; table in {md}")
+    if failed:
+        return _error(f"configuration(s) {', '.join(failed)} failed; the table has the others")
+    return 0
+
+
+# --------------------------------------------------------------------------- the parsers
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", help=_DATA_HELP)
+    p.add_argument("--device", help=_DEVICE_HELP)
+
+
+def _add_source_mode(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--source-mode",
+        default="bits",
+        choices=["bits", "bytes"],
+        help="how C1-C4 tokenize the cipher: BPE over bits (the course notes) or over 8-bit groups; "
+        "runs and results of bytes mode go to <preset>-bytes folders (default: %(default)s)",
+    )
+
+
+def register_cli(subparsers) -> None:
+    """Add the train, evaluate, decrypt and ablate commands to ``python -m cipherlab``."""
+    configs, presets = ", ".join(CONFIG_NAMES), ", ".join(PRESETS)
+
+    p = subparsers.add_parser(
+        "train",
+        help="train one configuration, then score it on the test lines",
+        description="Train one configuration (early stopping on validation loss), evaluate best.pt on "
+        "the whole test lines and write results/<preset>/<config>.json and the preset's table. "
+        + _THREADS_NOTE,
+    )
+    p.add_argument("--config", required=True, help=f"which configuration: {configs}")
+    p.add_argument("--preset", default="cpu", help=f"sizes and budgets: {presets} (default: %(default)s)")
+    p.add_argument("--out", help="folder for last.pt, best.pt and log.jsonl (default: runs/<preset>/<config>)")
+    p.add_argument("--resume", action="store_true", help="continue exactly from <out>/last.pt")
+    p.add_argument("--overwrite", action="store_true", help="start again even if <out> holds a run")
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        metavar="S",
+        help="stop training after S seconds, saving last.pt (0: no budget; default: the preset's)",
+    )
+    p.add_argument("--results-dir", default="results", help="where results go (default: %(default)s)")
+    _add_source_mode(p)
+    _add_common(p)
+    p.set_defaults(func=_cmd_train)
+
+    p = subparsers.add_parser(
+        "evaluate",
+        help="score a checkpoint on whole test lines",
+        description="Decrypt every line of a split with a checkpoint (greedy unless --beam) and print "
+        "bit/sequence accuracy, Levenshtein, chrF, BLEU and ROUGE as JSON.",
+    )
+    p.add_argument("--checkpoint", required=True, help="a best.pt or last.pt")
+    p.add_argument("--split", default="test", choices=["val", "test"], help="(default: %(default)s)")
+    p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
+    p.add_argument("--json", metavar="FILE", help="also write the metrics to FILE")
+    _add_common(p)
+    p.set_defaults(func=_cmd_evaluate)
+
+    p = subparsers.add_parser(
+        "decrypt",
+        help="decrypt cipher lines with a checkpoint",
+        description="Print the plaintext of each cipher line (a string of 0/1 whose length is a multiple of 8).",
+    )
+    p.add_argument("--checkpoint", required=True, help="a best.pt or last.pt")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("bits", nargs="?", metavar="BITS", help="one cipher line")
+    source.add_argument("--input", metavar="FILE", help="a file with one cipher line per line")
+    p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
+    p.add_argument("--device", help=_DEVICE_HELP)
+    p.set_defaults(func=_cmd_decrypt)
+
+    p = subparsers.add_parser(
+        "ablate",
+        help="train and score all five configurations, then write the table",
+        description="Run `train` for each configuration in turn (one process each, so peak memory is "
+        "per configuration), then write results/<preset>/table.md and table.csv. " + _THREADS_NOTE,
+    )
+    p.add_argument("--preset", default="cpu", help=f"sizes and budgets: {presets} (default: %(default)s)")
+    p.add_argument("--configs", default=",".join(CONFIG_NAMES), help="comma-separated subset (default: all five)")
+    p.add_argument("--resume", action="store_true", help="continue each configuration from its last.pt")
+    p.add_argument("--time-budget", type=float, metavar="S", help="per configuration (default: the preset's)")
+    p.add_argument("--runs-dir", default="runs", help="checkpoints go to <runs-dir>/<preset>/<config>")
+    p.add_argument("--results-dir", default="results", help="(default: %(default)s)")
+    _add_source_mode(p)
+    _add_common(p)
+    p.set_defaults(func=_cmd_ablate)

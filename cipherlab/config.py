@@ -1,0 +1,258 @@
+"""The five ablation configurations and the presets that size them (chapter 8: the ablation).
+
+An ablation is only worth reading if every configuration shares every setting except the
+one component under study. So there is one :class:`Config` dataclass holding all the
+hyperparameters, C1 is its defaults, and C2-C5 are C1 with exactly one field changed:
+
+=====  ==================  ===================================
+name   changed field       value
+=====  ==================  ===================================
+c1     (baseline)          sinusoidal, MHA, LayerNorm, BPE
+c2     ``pos_encoding``    ``"rope"``
+c3     ``attn_type``       ``"gqa"`` (``n_kv_heads`` query-head groups)
+c4     ``norm``            ``"rmsnorm"``
+c5     ``tokenization``    ``"blt"`` (Byte Latent Transformer, no tokenizer)
+=====  ==================  ===================================
+
+A *preset* scales sizes and budgets for all five alike, so an ablation run under any
+preset is still a controlled comparison:
+
+- ``smoke``      seconds on a CPU; used by the tests and by the notebooks in CI.
+- ``cpu``        the reference run on a 2-core laptop CPU, about 15 minutes per configuration.
+- ``assignment`` the sizes of the course notes (d_model 256, 8 heads, 4+4 layers), for a GPU.
+
+>>> make_config("c2", "smoke").pos_encoding
+'rope'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+__all__ = [
+    "COMPONENTS",
+    "CONFIG_NAMES",
+    "PRESETS",
+    "Config",
+    "ConfigError",
+    "config_from_dict",
+    "make_config",
+]
+
+
+class ConfigError(ValueError):
+    """A configuration or preset name, or a field value, that does not exist."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every setting of one training run. The defaults are C1 at the assignment's sizes."""
+
+    name: str = "c1"  # which ablation configuration this is: c1..c5
+    preset: str = "assignment"  # which preset sized it: smoke, cpu, assignment
+
+    # --- the four ablated components: C2-C5 each change exactly one of these ---
+    pos_encoding: str = "sinusoidal"  # "sinusoidal" | "rope"           (C2)
+    attn_type: str = "mha"  # "mha" | "gqa"                             (C3)
+    norm: str = "layernorm"  # "layernorm" | "rmsnorm"                  (C4)
+    tokenization: str = "bpe"  # "bpe" (Seq2SeqTransformer) | "blt"    (C5)
+
+    # --- model sizes, shared by all five ---
+    d_model: int = 256  # width of every token / patch vector
+    n_heads: int = 8  # query heads in every attention layer
+    n_kv_heads: int = 2  # key/value heads when attn_type == "gqa" (ignored for MHA)
+    enc_layers: int = 4  # encoder layers (for C5: layers of the global encoder)
+    dec_layers: int = 4  # decoder layers (for C5: layers of the global decoder)
+    ffn_dim: int = 1024  # hidden width of the position-wise feed-forward network
+    dropout: float = 0.1  # dropout after attention, FFN and positional encoding
+
+    # --- C5 only: the byte-level local models around the global transformer ---
+    blt_local_layers: int = 1  # layers of the local encoder and of the local decoder
+    blt_window: int = 128  # bytes each byte attends to in the local encoder/decoder
+    blt_patch_tgt: int = 4  # target bytes per fixed decoder patch
+    blt_max_patch: int = 12  # longest source patch the entropy boundaries may make
+    blt_entropy_percentile: float = 75.0  # a source patch starts above this entropy percentile
+
+    # --- data ---
+    source_mode: str = "bits"  # how C1-C4 read the cipher: "bits" (BPE over 0/1) | "bytes"
+    src_vocab: int = 1024  # source BPE vocabulary (C1-C4)
+    tgt_vocab: int = 8000  # target BPE vocabulary (C1-C4)
+    chunk_chars: int = 256  # plaintext characters per training chunk; a multiple of 8
+    max_train_lines: int | None = None  # use only the first N training lines (None: all)
+    max_eval_lines: int | None = None  # use only the first N val and test lines (None: all)
+
+    # --- optimisation ---
+    lr: float = 3e-4  # AdamW peak learning rate
+    betas: tuple[float, float] = (0.9, 0.98)  # AdamW betas (Vaswani et al. 2017)
+    weight_decay: float = 0.01  # AdamW decoupled weight decay on weight matrices
+    token_budget: int = 8192  # source tokens per batch at most
+    max_batch_size: int = 64  # sequences per batch at most
+    label_smoothing: float = 0.1  # training loss only; validation uses 0
+    warmup_steps: int = 1000  # linear warm-up, then inverse-square-root decay
+    grad_clip: float = 1.0  # global gradient-norm clip
+    max_epochs: int = 100  # hard cap on epochs
+    patience: int = 10  # early stopping: epochs without a better validation loss
+    time_budget_s: float | None = None  # wall-clock training budget per run (None: none)
+    seed: int = 0  # seeds Python, NumPy and torch
+
+    def __post_init__(self) -> None:
+        _check_choice("name", self.name, CONFIG_NAMES)
+        _check_choice("preset", self.preset, tuple(PRESETS))
+        for field, choices in _CHOICES.items():
+            _check_choice(field, getattr(self, field), choices)
+        if self.d_model % self.n_heads:
+            raise ConfigError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
+                "pick sizes where each head gets d_model // n_heads dimensions"
+            )
+        if self.n_heads % self.n_kv_heads:
+            raise ConfigError(
+                f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}; "
+                "GQA shares each key/value head among n_heads // n_kv_heads query heads"
+            )
+        if self.chunk_chars % 8:
+            raise ConfigError(
+                f"chunk_chars={self.chunk_chars} is not a multiple of 8: chunks would start "
+                "at different key phases; use 64, 128, 256, ..."
+            )
+
+    @property
+    def run_name(self) -> str:
+        """Folder name of this preset's runs and results: ``cpu``, or ``cpu-bytes`` in bytes mode."""
+        return self.preset if self.source_mode == "bits" else f"{self.preset}-{self.source_mode}"
+
+    def model_hyperparameters(self) -> dict:
+        """Sizes and dropout, as both model classes take them; the same for all five configurations."""
+        return {
+            "d_model": self.d_model,
+            "n_heads": self.n_heads,
+            "enc_layers": self.enc_layers,
+            "dec_layers": self.dec_layers,
+            "ffn_dim": self.ffn_dim,
+            "dropout": self.dropout,
+        }
+
+    def components(self) -> dict[str, str]:
+        """The four fields the ablation varies, e.g. ``{"pos_encoding": "rope", ...}``."""
+        return {field: getattr(self, field) for field in COMPONENTS}
+
+    def to_dict(self) -> dict:
+        """Plain-Python form (for checkpoints and results files)."""
+        return dataclasses.asdict(self)
+
+
+# Fields the ablation varies, and the values each may take.
+_CHOICES = {
+    "pos_encoding": ("sinusoidal", "rope"),
+    "attn_type": ("mha", "gqa"),
+    "norm": ("layernorm", "rmsnorm"),
+    "tokenization": ("bpe", "blt"),
+    "source_mode": ("bits", "bytes"),
+}
+COMPONENTS = ("pos_encoding", "attn_type", "norm", "tokenization")
+
+# C2-C5 as changes to C1.
+_VARIANTS = {
+    "c1": {},
+    "c2": {"pos_encoding": "rope"},
+    "c3": {"attn_type": "gqa"},
+    "c4": {"norm": "rmsnorm"},
+    "c5": {"tokenization": "blt"},
+}
+CONFIG_NAMES = tuple(_VARIANTS)
+
+# Each preset overrides the same fields for all five configurations.
+PRESETS = {
+    # Seconds per configuration on one CPU core: a tiny model on a few hundred short chunks.
+    # Enough for the loss to fall and every code path to run; not enough to decrypt.
+    "smoke": dict(
+        d_model=32,
+        n_heads=4,
+        n_kv_heads=2,
+        enc_layers=1,
+        dec_layers=1,
+        ffn_dim=64,
+        blt_window=32,
+        src_vocab=64,
+        tgt_vocab=128,
+        chunk_chars=32,
+        max_train_lines=120,
+        max_eval_lines=12,
+        token_budget=2048,
+        max_batch_size=32,
+        warmup_steps=20,
+        max_epochs=3,
+        patience=3,
+    ),
+    # About 15 minutes per configuration on a 2-core CPU (14 of training, then the test lines).
+    # The cipher is positional -- plaintext byte i is cipher byte i XOR a key byte -- so a
+    # ~1M-parameter model can learn it when the alignment is short: 32-character chunks (half
+    # the cost per step of 64, and the loss fell much faster in our runs), a larger learning
+    # rate and no dropout (a 15-minute run sees each chunk only a few times). 2000 training
+    # lines (~25k chunks) keep an epoch to a few minutes even on a busy machine, so validation
+    # and best.pt come several times per run; on 1000 lines C1 began to memorise the training
+    # text after ten epochs, and best.pt keeps the epoch before that happens. Width and depth
+    # are cut; the heads the ablation compares are not. 200 val/test lines keep validation and
+    # the (uncached) C5 decoding to about a minute.
+    "cpu": dict(
+        d_model=128,
+        n_heads=8,
+        n_kv_heads=2,
+        enc_layers=2,
+        dec_layers=2,
+        ffn_dim=512,
+        dropout=0.0,
+        blt_window=32,
+        src_vocab=512,
+        tgt_vocab=1000,
+        chunk_chars=32,
+        max_train_lines=2000,
+        max_eval_lines=200,
+        lr=1e-3,
+        token_budget=2048,
+        max_batch_size=64,
+        warmup_steps=200,
+        max_epochs=100,
+        patience=10,
+        time_budget_s=14 * 60.0,
+    ),
+    # The course notes' sizes: the defaults of Config.
+    "assignment": dict(),
+}
+
+
+def make_config(name: str, preset: str = "assignment", **overrides) -> Config:
+    """Configuration ``name`` (c1..c5) sized by ``preset``; ``overrides`` win over both.
+
+    >>> make_config("c3", "cpu").attn_type, make_config("c3", "cpu").d_model
+    ('gqa', 128)
+    """
+    name, preset = name.lower(), preset.lower()
+    _check_choice("configuration", name, CONFIG_NAMES)
+    _check_choice("preset", preset, tuple(PRESETS))
+    fields = {f.name for f in dataclasses.fields(Config)}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ConfigError(f"unknown Config field(s) {unknown}; the fields are {sorted(fields)}")
+    values = {**PRESETS[preset], **_VARIANTS[name], **overrides}
+    return Config(name=name, preset=preset, **values)
+
+
+def config_from_dict(values: dict) -> Config:
+    """Rebuild a Config saved with :meth:`Config.to_dict` (e.g. read from a checkpoint)."""
+    values = dict(values)
+    values["betas"] = tuple(values["betas"])
+    fields = {f.name for f in dataclasses.fields(Config)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ConfigError(
+            f"saved configuration has field(s) {unknown} this version of cipherlab does not "
+            "know; use the cipherlab version that wrote it"
+        )
+    return Config(**values)
+
+
+def _check_choice(what: str, value, choices: tuple) -> None:
+    if value not in choices:
+        raise ConfigError(f"unknown {what} {value!r}: choose one of {', '.join(choices)}")

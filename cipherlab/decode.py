@@ -1,0 +1,157 @@
+"""From cipher bits to plaintext with a trained model (chapter 8: decoding and evaluation).
+
+Decoding is autoregressive: start from BOS, ask the model for the next token, append the most
+likely one, repeat until EOS. :func:`decode_batch` does that for a whole batch at once through
+the model's own greedy decoder. Each encodes the source once and reuses that memory at every
+step; C1-C4 (``Seq2SeqTransformer.greedy_decode``) also cache the decoder's keys and values,
+so each step processes only the newest token, while C5 (``greedy_decode_blt``) recomputes its
+byte and patch decoder over the prefix. :func:`beam_search` keeps the ``beam_size`` best
+prefixes instead of one; the ablation decodes greedily throughout, beam search is only for the
+book's comparison.
+
+Long lines are decoded the way the model was trained: cut into phase-aligned chunks with
+:func:`cipherlab.data.make_chunks`, decoded in length-bucketed batches, and put back in order
+with :func:`cipherlab.data.reassemble` from each chunk's (line, part) metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cipherlab.cipher import check_bits
+from cipherlab.data import BucketBatchSampler, Chunk, make_chunks, reassemble
+from cipherlab.train import Codec, autocast
+
+__all__ = ["beam_search", "decode_batch", "decrypt_chunks", "decrypt_lines"]
+
+
+@torch.no_grad()
+def beam_search(
+    model: nn.Module, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, beam_size: int = 4
+) -> list[int]:
+    """The most likely target ids (without BOS) for one source ``src`` (1, Ls) under beam search.
+
+    Each step extends every live prefix by every token, keeps the ``beam_size`` prefixes with the
+    highest total log-probability, and retires prefixes that end in EOS. The winner is the
+    retired (or, at ``max_len``, live) prefix with the best log-probability per token, so that
+    short outputs are not preferred merely for having fewer terms to multiply. Needs the
+    model's ``encode(src)`` and ``decode(tgt_in, memory, src_mask)`` (C1-C4). No KV cache: the
+    prefix is recomputed each step, which is fine for the handful of lines it is used on.
+    """
+    memory, src_mask = model.encode(src)  # (1, Ls, D), (1, 1, 1, Ls)
+    beams = [([bos_id], 0.0)]  # (prefix, total log-probability)
+    finished: list[tuple[list[int], float]] = []
+    for _ in range(max_len):
+        prefixes = torch.tensor([p for p, _ in beams], device=src.device)  # (k, t)
+        k = prefixes.size(0)
+        logits = model.decode(prefixes, memory.expand(k, -1, -1), src_mask.expand(k, -1, -1, -1))[:, -1]  # (k, V)
+        log_probs = F.log_softmax(logits.float(), dim=-1)
+        log_probs[:, model.tgt_pad_id] = float("-inf")  # PAD is never a prediction
+        scores = log_probs + torch.tensor([s for _, s in beams], device=src.device)[:, None]  # (k, V)
+        top_scores, top_ids = scores.flatten().topk(beam_size)
+        candidates = []
+        for score, flat in zip(top_scores.tolist(), top_ids.tolist()):
+            beam, token = divmod(flat, scores.size(1))
+            candidates.append((beams[beam][0] + [token], score))
+        beams = []
+        for prefix, score in candidates:
+            (finished if prefix[-1] == eos_id else beams).append((prefix, score))
+        if len(finished) >= beam_size or not beams:
+            break
+    best, _ = max(finished or beams, key=lambda b: b[1] / (len(b[0]) - 1))
+    return best[1:]
+
+
+def decode_batch(
+    model: nn.Module, codec: Codec, batch: dict[str, torch.Tensor], max_len: int, beam_size: int = 1
+) -> list[list[int]]:
+    """Target ids (without BOS, up to and including EOS) for every source row of ``batch``.
+
+    ``beam_size=1`` is greedy decoding, batched, with the model's KV cache.
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size={beam_size}; use 1 for greedy decoding or more for beam search")
+    if beam_size == 1:
+        with autocast(batch["src"].device):
+            out = codec.greedy_decode(model, batch, max_len)  # (B, <= max_len)
+        return [_until_eos(row, codec.eos_id) for row in out.tolist()]
+    if not hasattr(model, "encode") or codec.kind != "bpe":
+        raise ValueError(
+            f"beam search is implemented for the tokenised configurations C1-C4, not for "
+            f"tokenization={codec.kind!r}; use beam_size=1 (greedy)"
+        )
+    return [
+        beam_search(model, batch["src"][row : row + 1], codec.bos_id, codec.eos_id, max_len, beam_size)
+        for row in range(batch["src"].size(0))
+    ]
+
+
+def _until_eos(ids: list[int], eos_id: int) -> list[int]:
+    return ids[: ids.index(eos_id) + 1] if eos_id in ids else ids
+
+
+def decrypt_chunks(
+    model: nn.Module,
+    codec: Codec,
+    chunks: Sequence[Chunk],
+    *,
+    device: torch.device,
+    token_budget: int = 8192,
+    max_batch_size: int = 64,
+    beam_size: int = 1,
+) -> dict[int, str]:
+    """Decode every chunk and re-assemble whole lines: {line index: predicted plaintext}.
+
+    Chunks are batched by source length (as in training, without shuffling); each batch may
+    generate at most one token per plaintext character of its longest chunk, plus EOS (every
+    target token covers at least one character).
+    """
+    model.eval()
+    pieces = [(c.line, c.part, "") for c in chunks if not c.cipher]  # an empty line decodes to ""
+    todo = [c for c in chunks if c.cipher]
+    sources = [codec.encode_source(chunk.cipher) for chunk in todo]
+    sampler = BucketBatchSampler([len(s) for s in sources], token_budget, max_batch_size, shuffle=False)
+    for indices in sampler.epoch_batches(0):
+        batch = {key: value.to(device) for key, value in codec.collate_sources([sources[i] for i in indices]).items()}
+        max_len = max(len(todo[i].cipher) // 8 for i in indices) + 1
+        for i, ids in zip(indices, decode_batch(model, codec, batch, max_len, beam_size)):
+            pieces.append((todo[i].line, todo[i].part, codec.decode_target(ids)))
+    return reassemble(pieces)
+
+
+def decrypt_lines(
+    model: nn.Module,
+    codec: Codec,
+    cipher_lines: Sequence[str],
+    *,
+    chunk_chars: int,
+    device: torch.device,
+    token_budget: int = 8192,
+    max_batch_size: int = 64,
+    beam_size: int = 1,
+) -> list[str]:
+    """Decrypt whole cipher lines (strings of '0'/'1'), chunk by chunk; one plaintext per line.
+
+    Raises cipherlab.cipher.DatasetError naming the line for a character other than 0/1 or a
+    length that is not a multiple of 8.
+    """
+    for n, bits in enumerate(cipher_lines, start=1):
+        check_bits(bits, path="input", line=n)
+    # make_chunks cuts by plaintext length; the plaintext is what we are looking for, so a
+    # placeholder of the right length (one character per 8 bits) stands in for it.
+    placeholders = ["\0" * (len(bits) // 8) for bits in cipher_lines]
+    chunks = make_chunks(placeholders, cipher_lines, range(len(cipher_lines)), chunk_chars)
+    lines = decrypt_chunks(
+        model,
+        codec,
+        chunks,
+        device=device,
+        token_budget=token_budget,
+        max_batch_size=max_batch_size,
+        beam_size=beam_size,
+    )
+    return [lines[i] for i in range(len(cipher_lines))]

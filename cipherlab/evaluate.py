@@ -1,0 +1,243 @@
+"""Score a checkpoint on whole test lines and write the ablation's results (chapter 8).
+
+:func:`evaluate_checkpoint` rebuilds a trained model from its checkpoint alone (configuration,
+tokenizers or entropy model, weights), decrypts every line of a split chunk by chunk, and
+computes :func:`cipherlab.metrics.compute_metrics` on the re-assembled lines.
+:func:`results_record` adds the cost of the configuration (parameters, peak memory, seconds per
+epoch, training tokens/s, decoded lines/s) and where it ran; :func:`write_table` gathers the
+records of one preset into ``table.md`` and ``table.csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from cipherlab.config import Config, config_from_dict
+from cipherlab.data import load_corpus
+from cipherlab.decode import decrypt_lines
+from cipherlab.device import pick_device
+from cipherlab.metrics import compute_metrics
+from cipherlab.train import (
+    CheckpointError,
+    Codec,
+    RunResult,
+    codec_from_artifacts,
+    load_checkpoint,
+    select_lines,
+)
+
+__all__ = [
+    "TABLE_COLUMNS",
+    "evaluate_checkpoint",
+    "load_trained",
+    "results_record",
+    "write_results",
+    "write_table",
+]
+
+
+def load_trained(path: str | os.PathLike, device: torch.device | str | None = None) -> tuple[nn.Module, Codec, Config]:
+    """(model in eval mode on ``device``, its codec, its configuration) from a checkpoint file."""
+    return _from_payload(load_checkpoint(path), pick_device(device))
+
+
+def _from_payload(payload: dict, device: torch.device) -> tuple[nn.Module, Codec, Config]:
+    config = config_from_dict(payload["config"])
+    codec = codec_from_artifacts(config, payload["artifacts"])
+    model = codec.build_model(config)
+    model.load_state_dict(payload["model"])
+    return model.to(device).eval(), codec, config
+
+
+def evaluate_checkpoint(
+    path: str | os.PathLike,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    device: torch.device | str | None = None,
+    split: str = "test",
+    beam_size: int = 1,
+) -> dict:
+    """Metrics of the checkpoint on the whole lines of ``split``, plus decoding speed.
+
+    The split is the one the checkpoint was trained with (its preset's line limits); a
+    checkpoint trained on other data is refused.
+    """
+    device = pick_device(device)
+    payload = load_checkpoint(path)
+    model, codec, config = _from_payload(payload, device)
+    corpus = select_lines(load_corpus(data_dir), config)
+    trained_on = payload["identity"].get("data")
+    if trained_on != corpus.sha256:
+        raise CheckpointError(
+            f"{path} was trained on other data (digest {str(trained_on)[:12]}..., this data "
+            f"{corpus.sha256[:12]}...); pass the --data-dir it was trained with"
+        )
+    plain, cipher = corpus.lines(split)
+    started = time.perf_counter()
+    predictions = decrypt_lines(
+        model,
+        codec,
+        cipher,
+        chunk_chars=config.chunk_chars,
+        device=device,
+        token_budget=config.token_budget,
+        max_batch_size=config.max_batch_size,
+        beam_size=beam_size,
+    )
+    seconds = time.perf_counter() - started
+    metrics = compute_metrics(predictions, plain, cipher, tokenised=codec.kind == "bpe")
+    metrics.update(split=split, decode_seconds=seconds, decode_lines_per_s=len(plain) / max(seconds, 1e-9))
+    return metrics
+
+
+def git_commit() -> str | None:
+    """The commit of the code that produced a result, "+dirty" when tracked files had changes.
+
+    None outside a git checkout.
+    """
+    here = Path(__file__).resolve().parent
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=here, capture_output=True, text=True, timeout=10)
+
+    try:
+        head, status = git("rev-parse", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0 or not head.stdout.strip():
+        return None
+    return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
+
+
+def results_record(config: Config, run: RunResult, test_metrics: dict) -> dict:
+    """One configuration's line of the ablation: its test metrics and what it cost."""
+    history = run.fit.history
+    train_seconds = sum(r["seconds"] for r in history)
+    return {
+        "config": config.name,
+        "preset": config.preset,
+        "components": config.components(),
+        "source_mode": config.source_mode,
+        "test": test_metrics,
+        "params": run.params,
+        "peak_memory_bytes": run.peak_memory_bytes,
+        "seconds_per_epoch": train_seconds / len(history) if history else None,
+        "train_tokens_per_s": sum(r["train_tokens"] for r in history) / train_seconds if train_seconds else None,
+        "decode_lines_per_s": test_metrics["decode_lines_per_s"],
+        "epochs": run.fit.epochs,
+        "best_epoch": run.fit.best_epoch,
+        "best_val_loss": run.fit.best_val_loss,
+        "stopped": run.fit.stopped,
+        "device": run.device,
+        "torch_version": torch.__version__,
+        "git_commit": git_commit(),
+        "seed": config.seed,
+        "hyperparameters": config.to_dict(),
+    }
+
+
+def write_results(config: Config, record: dict, results_dir: str | os.PathLike = "results") -> Path:
+    """Write ``results_dir/<run name>/<config>.json`` and refresh that folder's table; return the json path.
+
+    The run name is the preset (``cpu``), or e.g. ``cpu-bytes`` for C1-C4 in bytes mode.
+    """
+    folder = Path(results_dir) / config.run_name
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{record['config']}.json"
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_table(folder)
+    return path
+
+
+NOT_COMPARABLE = "n/c"
+
+
+def _test(metric: str):
+    """Read a test metric from a record; "n/c" where the record marks it not comparable."""
+    return lambda r: NOT_COMPARABLE if metric in r["test"].get("not_comparable", {}) else r["test"][metric]
+
+
+# (header, how to read it from a record, format for the Markdown table)
+TABLE_COLUMNS = [
+    ("config", lambda r: r["config"], "{}"),
+    ("change from C1", lambda r: _change(r), "{}"),
+    ("bit acc", _test("bit_accuracy"), "{:.4f}"),
+    ("seq acc", _test("sequence_accuracy"), "{:.4f}"),
+    ("Levenshtein", _test("levenshtein"), "{:.1f}"),
+    ("CER", _test("char_error_rate"), "{:.4f}"),
+    ("chrF", _test("chrf"), "{:.1f}"),
+    ("BLEU", _test("bleu"), "{:.1f}"),
+    ("ROUGE-1", _test("rouge1"), "{:.3f}"),
+    ("ROUGE-2", _test("rouge2"), "{:.3f}"),
+    ("ROUGE-L", _test("rougeL"), "{:.3f}"),
+    ("params", lambda r: r["params"], "{:,}"),
+    ("peak MiB", lambda r: r["peak_memory_bytes"] and r["peak_memory_bytes"] / 2**20, "{:.0f}"),
+    ("s/epoch", lambda r: r["seconds_per_epoch"], "{:.1f}"),
+    ("train tok/s", lambda r: r["train_tokens_per_s"], "{:.0f}"),
+    ("decode lines/s", lambda r: r["decode_lines_per_s"], "{:.1f}"),
+    ("epochs", lambda r: r["epochs"], "{}"),
+]
+_BASELINE = {"pos_encoding": "sinusoidal", "attn_type": "mha", "norm": "layernorm", "tokenization": "bpe"}
+
+
+def _change(record: dict) -> str:
+    changed = [f"{k}={v}" for k, v in record["components"].items() if _BASELINE[k] != v]
+    return ", ".join(changed) or "baseline"
+
+
+def _cell(record: dict, read, fmt: str | None) -> str:
+    """One table cell: formatted with ``fmt`` (Markdown), or the plain value when ``fmt`` is None (CSV)."""
+    value = read(record)
+    if value is None:  # not measured (e.g. peak memory on Windows)
+        return "" if fmt is None else "-"
+    if value == NOT_COMPARABLE or fmt is None:
+        return str(value)
+    return fmt.format(value)
+
+
+def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
+    """Gather every ``c*.json`` of one preset's folder into ``table.md`` and ``table.csv``.
+
+    The Markdown table is rounded for reading; the CSV keeps every value unrounded.
+    """
+    folder = Path(folder)
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("c[0-9]*.json"))]
+    if not records:
+        raise FileNotFoundError(f"{folder}: no results (c1.json ... c5.json) to tabulate; train first")
+    rows = [[_cell(r, read, fmt) for _, read, fmt in TABLE_COLUMNS] for r in records]
+    headers = [h for h, _, _ in TABLE_COLUMNS]
+    first = records[0]
+    md = [
+        f"# Ablation results: preset `{first['preset']}`, C1-C4 source mode `{first['source_mode']}`",
+        "",
+        "Test split, whole lines, greedy decoding. Accuracies and CER are fractions; chrF and BLEU "
+        "0-100 (sacrebleu); ROUGE F1 0-1. n/c = not comparable: the assignment reports BLEU and ROUGE "
+        "for the tokenised configurations only. Training tokens are each configuration's own target "
+        "units (BPE pieces for C1-C4, bytes for C5). Peak memory: CUDA max_memory_allocated on a GPU, "
+        "peak resident set size of the process on a CPU.",
+        "",
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join("---" for _ in headers) + "|",
+        *("| " + " | ".join(row) + " |" for row in rows),
+        "",
+        f"Device: {first['device']}; torch {first['torch_version']}; "
+        f"commit {first['git_commit'] or 'unknown'}; seed {first['seed']}.",
+        "",
+    ]
+    md_path, csv_path = folder / "table.md", folder / "table.csv"
+    md_path.write_text("\n".join(md), encoding="utf-8")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows([_cell(r, read, None) for _, read, _ in TABLE_COLUMNS] for r in records)
+    csv_path.write_text(buffer.getvalue(), encoding="utf-8")
+    return md_path, csv_path

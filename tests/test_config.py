@@ -1,0 +1,72 @@
+"""Tests for cipherlab.config: the ablation changes one component at a time; presets scale all alike."""
+
+import dataclasses
+
+import pytest
+
+from cipherlab.config import COMPONENTS, CONFIG_NAMES, PRESETS, Config, ConfigError, config_from_dict, make_config
+
+
+def differing_fields(a: Config, b: Config) -> set[str]:
+    return {f.name for f in dataclasses.fields(Config) if f.name != "name" and getattr(a, f.name) != getattr(b, f.name)}
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+@pytest.mark.parametrize("name", ["c2", "c3", "c4", "c5"])
+def test_each_configuration_differs_from_c1_in_exactly_one_component(name, preset):
+    changed = differing_fields(make_config("c1", preset), make_config(name, preset))
+    assert len(changed) == 1 and changed <= set(COMPONENTS), changed
+
+
+def test_the_four_components_are_the_ones_the_course_notes_ablate():
+    assert make_config("c1").components() == {
+        "pos_encoding": "sinusoidal",
+        "attn_type": "mha",
+        "norm": "layernorm",
+        "tokenization": "bpe",
+    }
+    assert make_config("c2").pos_encoding == "rope"
+    assert make_config("c3").attn_type == "gqa"
+    assert make_config("c4").norm == "rmsnorm"
+    assert make_config("c5").tokenization == "blt"
+
+
+def test_assignment_preset_has_the_course_notes_hyperparameters():
+    c = make_config("c1", "assignment")
+    assert (c.d_model, c.n_heads, c.enc_layers, c.dec_layers, c.ffn_dim, c.dropout) == (256, 8, 4, 4, 1024, 0.1)
+    assert (c.lr, c.token_budget, c.max_batch_size, c.label_smoothing) == (3e-4, 8192, 64, 0.1)
+    assert (c.warmup_steps, c.grad_clip, c.patience) == (1000, 1.0, 10)
+    assert (c.src_vocab, c.tgt_vocab, c.chunk_chars, c.source_mode) == (1024, 8000, 256, "bits")
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_a_preset_gives_all_five_configurations_the_same_sizes_and_budgets(preset):
+    configs = [make_config(name, preset) for name in CONFIG_NAMES]
+    shared = [{k: v for k, v in c.to_dict().items() if k not in (*COMPONENTS, "name")} for c in configs]
+    assert all(s == shared[0] for s in shared)
+
+
+def test_source_mode_is_one_setting_for_all_configurations():
+    configs = [make_config(name, "cpu", source_mode="bytes") for name in CONFIG_NAMES]
+    assert {c.source_mode for c in configs} == {"bytes"}
+
+
+def test_config_round_trips_through_a_plain_dict():
+    c = make_config("c3", "cpu")
+    assert config_from_dict(c.to_dict()) == c
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: make_config("c9"), "unknown configuration 'c9': choose one of c1, c2, c3, c4, c5"),
+        (lambda: make_config("c1", "huge"), "unknown preset 'huge': choose one of smoke, cpu, assignment"),
+        (lambda: make_config("c1", d_modle=3), r"unknown Config field\(s\) \['d_modle'\]"),
+        (lambda: make_config("c1", chunk_chars=250), "chunk_chars=250 is not a multiple of 8"),
+        (lambda: make_config("c1", d_model=100), "d_model=100 is not divisible by n_heads=8"),
+        (lambda: make_config("c1", source_mode="ascii"), "unknown source_mode 'ascii'"),
+    ],
+)
+def test_bad_settings_are_refused_with_a_message_naming_them(call, message):
+    with pytest.raises(ConfigError, match=message):
+        call()

@@ -1,0 +1,138 @@
+"""Tests for cipherlab.decode: greedy and beam decoding, chunked decryption of whole lines."""
+
+import pytest
+import torch
+from torch import nn
+
+from cipherlab.cipher import KEY, DatasetError, encrypt
+from cipherlab.decode import beam_search, decode_batch, decrypt_lines
+from cipherlab.models import Seq2SeqTransformer
+from cipherlab.train import SubwordCodec, sequence_loss, teacher_forcing_logits
+
+PAD, BOS, EOS = 0, 1, 2
+
+
+class BitTokenizer:
+    """'0' -> 3, '1' -> 4: the smallest tokenizer with the BPETokenizer interface."""
+
+    pad_id, bos_id, eos_id, vocab_size = PAD, BOS, EOS, 5
+
+    def encode(self, text):
+        return [3 + int(ch) for ch in text]
+
+    def decode(self, ids):
+        return "".join(str(i - 3) for i in ids if i >= 3)
+
+
+@pytest.fixture(scope="module")
+def copy_model():
+    """A tiny Seq2SeqTransformer trained until it copies 8-bit strings."""
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(5, 5, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        src = torch.randint(3, 5, (32, 8), generator=generator)
+        tgt = torch.cat([torch.full((32, 1), BOS), src, torch.full((32, 1), EOS)], dim=1)
+        loss, _ = sequence_loss(teacher_forcing_logits(model, {"src": src, "tgt": tgt}), tgt[:, 1:], PAD)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+def test_greedy_decoding_equals_the_argmax_of_teacher_forcing_once_the_copy_task_is_learned(copy_model):
+    codec = SubwordCodec(BitTokenizer(), BitTokenizer())
+    src = torch.randint(3, 5, (16, 8), generator=torch.Generator().manual_seed(1))
+    tgt = torch.cat([torch.full((16, 1), BOS), src, torch.full((16, 1), EOS)], dim=1)
+    with torch.no_grad():
+        forced = teacher_forcing_logits(copy_model, {"src": src, "tgt": tgt}).argmax(-1)  # (B, 9)
+    greedy = decode_batch(copy_model, codec, {"src": src}, max_len=9)
+    assert forced.tolist() == tgt[:, 1:].tolist()  # the task is learned
+    assert greedy == forced.tolist()
+
+
+def test_beam_search_agrees_with_greedy_on_a_confident_model(copy_model):
+    src = torch.tensor([[3, 4, 4, 3, 4, 3, 3, 4]])
+    assert beam_search(copy_model, src, BOS, EOS, max_len=9, beam_size=3) == [*src[0].tolist(), EOS]
+
+
+class ScriptedModel(nn.Module):
+    """Next-token probabilities that depend only on the last token: greedy is misled, beam is not."""
+
+    tgt_pad_id = PAD
+    A, B, X = 3, 4, 5
+    table = {
+        BOS: {A: 0.6, B: 0.4},
+        A: {X: 0.32, 6: 0.29, 7: 0.29, EOS: 0.1},
+        B: {EOS: 0.9, X: 0.1},
+        X: {EOS: 1.0},
+        6: {EOS: 1.0},
+        7: {EOS: 1.0},
+    }
+
+    def encode(self, src):
+        return torch.zeros(1, 1, 1), torch.zeros(1, 1, 1, 1, dtype=torch.bool)
+
+    def decode(self, prefixes, memory, src_mask):
+        logits = torch.full((prefixes.size(0), prefixes.size(1), 8), -1e9)
+        for row, last in enumerate(prefixes[:, -1].tolist()):
+            for token, p in self.table.get(last, {EOS: 1.0}).items():
+                logits[row, -1, token] = torch.tensor(p).log()
+        return logits
+
+
+def test_beam_search_finds_a_more_probable_output_than_greedy():
+    m = ScriptedModel()
+    # greedy: A (0.6) then X (0.32) then EOS: p = 0.19; beam: B (0.4) then EOS (0.9): p = 0.36
+    assert beam_search(m, torch.zeros(1, 1, dtype=torch.long), BOS, EOS, max_len=5, beam_size=1) == [m.A, m.X, EOS]
+    assert beam_search(m, torch.zeros(1, 1, dtype=torch.long), BOS, EOS, max_len=5, beam_size=2) == [m.B, EOS]
+
+
+class OracleCodec:
+    """Decrypts each chunk exactly (phase restarts at every chunk), so any error is in the chunking."""
+
+    kind = "oracle"
+    bos_id, eos_id, tgt_pad_id = 257, 258, 256
+
+    def encode_source(self, bits):
+        return [int(bits[i : i + 8], 2) for i in range(0, len(bits), 8)]
+
+    def collate_sources(self, sources):
+        src = torch.full((len(sources), max(map(len, sources))), self.tgt_pad_id)
+        for row, s in enumerate(sources):
+            src[row, : len(s)] = torch.tensor(s)
+        return {"src": src}
+
+    def greedy_decode(self, model, batch, max_len):
+        src = batch["src"]
+        key = torch.tensor(list(KEY))[torch.arange(src.size(1)) % 8]
+        plain = torch.where(src == self.tgt_pad_id, self.eos_id, src ^ key)
+        return torch.cat([plain, torch.full((src.size(0), 1), self.eos_id)], dim=1)
+
+    def decode_target(self, ids):
+        return "".join(chr(i) for i in ids if i < 256)
+
+
+@pytest.mark.parametrize("chunk_chars", [8, 16, 64])
+def test_long_lines_are_decoded_chunk_by_chunk_and_reassembled_in_order(chunk_chars):
+    lines = ["The jury said it did find that many of the laws are outmoded.", "", "Hi", "x" * 100, "ab" * 37]
+    predicted = decrypt_lines(
+        nn.Identity(), OracleCodec(), [encrypt(x) for x in lines], chunk_chars=chunk_chars,
+        device=torch.device("cpu"), token_budget=40, max_batch_size=3,
+    )
+    assert predicted == lines
+
+
+def test_decrypting_something_that_is_not_bits_names_the_line():
+    with pytest.raises(DatasetError, match="input, line 2: character '2' at position 3 is not a bit"):
+        decrypt_lines(nn.Identity(), OracleCodec(), ["01010101", "0102"], chunk_chars=8, device=torch.device("cpu"))
+    with pytest.raises(DatasetError, match="line 1: cipher length 7 is not a multiple of 8"):
+        decrypt_lines(nn.Identity(), OracleCodec(), ["0101010"], chunk_chars=8, device=torch.device("cpu"))
+
+
+def test_beam_search_is_refused_for_the_byte_latent_transformer():
+    codec = OracleCodec()
+    codec.kind = "blt"
+    with pytest.raises(ValueError, match="beam search is implemented for the tokenised configurations"):
+        decode_batch(nn.Identity(), codec, {"src": torch.zeros(1, 1, dtype=torch.long)}, 4, beam_size=2)
