@@ -7,18 +7,14 @@ import torch
 
 from cipherlab.cipher import encrypt
 from cipherlab.data import CIPHER_FILE, PLAIN_FILE
+from samples import SAMPLE_LINES  # tests/ is on sys.path under pytest
 
 torch.set_num_threads(1)  # tests use tiny tensors; threads only add contention on 2 cores
 
-SAMPLE_LINES = [
-    "The jury said it did find that many of the laws are outmoded.",
-    "Hi",
-    "A short line of plain English text, with punctuation!",
-    "x" * 600,
-    "",
-    "Mixed Case and digits 0123456789 (in brackets).",
-] + [f"Line number {i} of the little sample corpus." for i in range(40)]
-
+@pytest.fixture
+def sample_lines():
+    """The lines that `sample_dir` holds."""
+    return list(SAMPLE_LINES)
 
 @pytest.fixture
 def sample_dir(tmp_path):

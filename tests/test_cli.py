@@ -17,7 +17,7 @@ TEST_KEYS = {"bit_accuracy", "sequence_accuracy", "levenshtein", "bleu", "chrf",
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """One smoke-preset C1 run on the little sample corpus: (data dir, run dir, results dir)."""
-    from conftest import SAMPLE_LINES  # what the (function-scoped) sample_dir fixture writes
+    from samples import SAMPLE_LINES  # what the (function-scoped) sample_dir fixture writes
 
     root = tmp_path_factory.mktemp("cli")
     data = root / "data"

@@ -24,13 +24,11 @@ from cipherlab.data import (
     split_lines,
 )
 
-from conftest import SAMPLE_LINES  # tests/ is on sys.path under pytest
 
-
-def test_load_corpus_reads_verifies_and_splits(sample_dir):
+def test_load_corpus_reads_verifies_and_splits(sample_dir, sample_lines):
     corpus = load_corpus(sample_dir)
-    assert corpus.plain == SAMPLE_LINES
-    assert corpus.cipher == [encrypt(line) for line in SAMPLE_LINES]
+    assert corpus.plain == sample_lines
+    assert corpus.cipher == [encrypt(line) for line in sample_lines]
     plain, cipher = corpus.lines("test")
     assert [encrypt(p) for p in plain] == cipher
 
@@ -60,13 +58,13 @@ def test_corrupted_line_is_reported_with_its_file_and_line(sample_dir):
         load_corpus(sample_dir)
 
 
-def test_splits_are_disjoint_cover_every_line_and_are_stable(sample_dir):
+def test_splits_are_disjoint_cover_every_line_and_are_stable(sample_dir, sample_lines):
     first = load_corpus(sample_dir).splits
     again = load_corpus(sample_dir).splits
     assert first == again
     ids = first["train"] + first["val"] + first["test"]
-    assert sorted(ids) == list(range(len(SAMPLE_LINES)))
-    assert len(first["train"]) == round(0.8 * len(SAMPLE_LINES))
+    assert sorted(ids) == list(range(len(sample_lines)))
+    assert len(first["train"]) == round(0.8 * len(sample_lines))
 
 
 @given(st.integers(0, 3000))
@@ -76,7 +74,7 @@ def test_split_lines_partitions_any_size(n):
     assert sorted(ids) == list(range(n))
 
 
-def test_stale_split_file_from_other_data_is_not_reused(sample_dir, capsys):
+def test_stale_split_file_from_other_data_is_not_reused(sample_dir, capsys, sample_lines):
     load_corpus(sample_dir)
     saved = json.loads((sample_dir / SPLITS_FILE).read_text())
     saved["sha256"] = "0" * 64
@@ -84,7 +82,7 @@ def test_stale_split_file_from_other_data_is_not_reused(sample_dir, capsys):
     (sample_dir / SPLITS_FILE).write_text(json.dumps(saved))
     corpus = load_corpus(sample_dir)
     assert "other data" in capsys.readouterr().err
-    assert len(corpus.splits["train"]) == round(0.8 * len(SAMPLE_LINES))
+    assert len(corpus.splits["train"]) == round(0.8 * len(sample_lines))
     assert json.loads((sample_dir / SPLITS_FILE).read_text())["sha256"] == corpus.sha256
 
 
@@ -151,10 +149,10 @@ def test_collate_pads_to_rectangles():
     assert batch["src"].dtype == torch.long
 
 
-def test_cli_verify_accepts_good_data_and_rejects_a_corrupted_copy(sample_dir, capsys):
+def test_cli_verify_accepts_good_data_and_rejects_a_corrupted_copy(sample_dir, capsys, sample_lines):
     assert main(["data", "verify", "--data-dir", str(sample_dir)]) == 0
     out = capsys.readouterr().out
-    assert f"lines: {len(SAMPLE_LINES)}" in out and "alphabet" in out
+    assert f"lines: {len(sample_lines)}" in out and "alphabet" in out
     lines = (sample_dir / CIPHER_FILE).read_text().split("\n")
     lines[1] = lines[1][:-1] + "x"
     (sample_dir / CIPHER_FILE).write_text("\n".join(lines))

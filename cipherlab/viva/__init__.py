@@ -1,0 +1,316 @@
+"""The viva bank and the tools that put it into the book (every chapter; see the intro).
+
+Half of the course mark is an oral exam, the viva. Its questions live in ONE place,
+``cipherlab/viva/bank/<chapter>.yml``; this module turns that source into the last cells
+of each chapter notebook, so the book and the bank never drift apart.
+
+- ``load_bank()`` / ``questions(chapter)`` read and validate the YAML banks.
+- ``cipherlab/viva/facts/<chapter>.py`` holds ``FACTS``: every number an answer quotes is
+  computed there from the package, never typed by hand. ``glue_facts(chapter)`` computes
+  them and glues them (myst-nb) so ``{glue:text}`key``` in an answer renders the number;
+  ``fill_facts(text, chapter)`` does the same substitution for plain-text use (a terminal
+  drill).
+- ``show_source(obj)`` displays the real source of a cipherlab object in a notebook, and
+  ``glue(name, value)`` is myst-nb's glue where myst-nb is installed (a no-op on Colab).
+- ``setup_cell_source()``, ``viva_cells(chapter)`` and ``sync_notebook(path)`` write the
+  generated cells; run them as ``python -m cipherlab.viva sync`` (see ``__main__``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from cipherlab.viva.facts import load_facts
+
+BANK_DIR = Path(__file__).parent / "bank"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+# Marks every cell that ``sync`` writes, so it can find and replace them.
+GENERATED_KEY = "cipherlab_generated"
+VIVA_HEADING = "## Viva questions"
+
+# {glue:text}`key`, {glue:text}`key:.3f`, {glue}`key`, ... -> key
+GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`(?:[^`]*::)?([^`:]+)(?::([^`]*))?`")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One viva question with its answer (MyST markdown) and where it comes from."""
+
+    id: str
+    source: str
+    question: str
+    answer: str
+    chapter: str
+
+
+@dataclass(frozen=True)
+class ChapterBank:
+    """The questions of one chapter and the notebook whose viva section shows them."""
+
+    chapter: str
+    notebook: str  # path relative to the repository root, e.g. "book/02_attention.ipynb"
+    questions: tuple[Question, ...]
+
+
+def _require_str(entry: dict, field: str, where: str) -> str:
+    value = entry.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{where}: field {field!r} must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def load_chapter(path: Path) -> ChapterBank:
+    """Parse and validate one bank file; errors name the file, the question and the fix."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or set(data) != {"chapter", "notebook", "questions"}:
+        raise ValueError(f"{path}: expected exactly the keys chapter, notebook, questions at top level")
+    if data["chapter"] != path.stem:
+        raise ValueError(f"{path}: chapter is {data['chapter']!r}; it must equal the file stem {path.stem!r}")
+    items = []
+    for n, entry in enumerate(data["questions"] or [], start=1):
+        where = f"{path}, question {n}"
+        if not isinstance(entry, dict) or set(entry) != {"id", "source", "question", "answer"}:
+            raise ValueError(f"{where}: expected exactly the keys id, source, question, answer")
+        question = _require_str(entry, "question", where)
+        if "\n\n" in question:
+            raise ValueError(f"{where}: the question must be one paragraph (it is shown in bold)")
+        items.append(Question(id=_require_str(entry, "id", where), source=_require_str(entry, "source", where),
+                              question=question, answer=_require_str(entry, "answer", where),
+                              chapter=data["chapter"]))
+    return ChapterBank(chapter=data["chapter"], notebook=data["notebook"], questions=tuple(items))
+
+
+def load_bank() -> dict[str, ChapterBank]:
+    """Every chapter's bank, keyed by chapter, in notebook order; question ids are unique across them."""
+    banks = sorted((load_chapter(p) for p in BANK_DIR.glob("*.yml")), key=lambda b: b.notebook)
+    seen: dict[str, str] = {}
+    for bank in banks:
+        for q in bank.questions:
+            if q.id in seen:
+                raise ValueError(f"question id {q.id!r} appears in both {seen[q.id]}.yml and {bank.chapter}.yml")
+            seen[q.id] = bank.chapter
+    return {bank.chapter: bank for bank in banks}
+
+
+def questions(chapter: str) -> tuple[Question, ...]:
+    """The questions of one chapter, in bank order."""
+    return _bank_for(chapter).questions
+
+
+def _bank_for(chapter: str) -> ChapterBank:
+    path = BANK_DIR / f"{chapter}.yml"
+    if not path.exists():
+        known = sorted(p.stem for p in BANK_DIR.glob("*.yml"))
+        raise KeyError(f"no viva bank for chapter {chapter!r} (expected {path}); known chapters: {known}")
+    return load_chapter(path)
+
+
+def cited_facts(text: str) -> list[str]:
+    """The glue keys that a piece of MyST markdown cites, in order of first use."""
+    return list(dict.fromkeys(m.group(1) for m in GLUE_ROLE.finditer(text)))
+
+
+def _plain(value, key: str, chapter: str):
+    """Facts are glued as plain Python numbers or strings (numpy scalars would print as np.float64(...))."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"fact {key!r} of cipherlab/viva/facts/{chapter}.py returned {value!r}; "
+                        "return an int, float or short str")
+    return value
+
+
+def compute_facts(chapter: str) -> dict:
+    """Compute every fact of a chapter; raises if an answer cites a key that FACTS lacks."""
+    return dict(_compute_facts(chapter))
+
+
+@functools.lru_cache(maxsize=None)
+def _compute_facts(chapter: str) -> tuple:
+    facts = load_facts(chapter)
+    missing = [k for q in questions(chapter) for k in cited_facts(q.question + q.answer) if k not in facts]
+    if missing:
+        raise KeyError(f"bank/{chapter}.yml cites {missing}, which cipherlab/viva/facts/{chapter}.py "
+                       "does not define in FACTS; add them there")
+    return tuple((key, _plain(fn(), key, chapter)) for key, fn in facts.items())
+
+
+def glue(name: str, value, display: bool = False) -> None:
+    """myst-nb's ``glue`` in the book build; where myst-nb is missing (e.g. Colab) it does nothing,
+    so chapters run anywhere. Glued numbers appear in the prose as ``{glue:text}`name```."""
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return
+    myst_glue(name, value, display=display)
+
+
+def glue_facts(chapter: str) -> None:
+    """Glue every fact of a chapter into the running notebook (the viva section's hidden cell).
+
+    Without myst-nb (e.g. on Colab) it prints the facts instead, so the reader still sees
+    the numbers that the answers' ``{glue:text}`` roles stand for.
+    """
+    values = compute_facts(chapter)
+    try:
+        import myst_nb  # noqa: F401  (only to know whether the numbers can be glued)
+    except ImportError:
+        for key, value in values.items():
+            print(f"{key} = {value}")
+        return
+    for key, value in values.items():
+        glue(key, value)
+
+
+def fill_facts(text: str, chapter: str) -> str:
+    """Replace the glue roles in ``text`` by the computed facts, formatted as myst-nb would."""
+    values = compute_facts(chapter)
+
+    def paste(match: re.Match) -> str:
+        value, spec = values[match.group(1)], match.group(2) or ""
+        return format(value, spec) if spec else str(value)
+
+    return GLUE_ROLE.sub(paste, text)
+
+
+def show_source(obj) -> None:
+    """Display the real source of a cipherlab function or class, highlighted, with its file and lines."""
+    from IPython.display import Markdown, display
+
+    obj = inspect.unwrap(obj)  # a functools.lru_cache or wraps decorator hides the function
+    lines, start = inspect.getsourcelines(obj)
+    path = Path(inspect.getsourcefile(obj)).resolve()
+    try:
+        shown = path.relative_to(PACKAGE_ROOT.parent)
+    except ValueError:
+        shown = path.name
+    source = "".join(lines).rstrip("\n")
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", source)), default=0))
+    display(Markdown(f"`{shown}`, lines {start}–{start + len(lines) - 1}:\n\n{fence}python\n{source}\n{fence}"))
+
+
+# --------------------------------------------------------------------------- generated cells
+
+def repository() -> tuple[str, str]:
+    """(url, branch) from _config.yml, the one place the repository URL is written."""
+    config_path = REPO_ROOT / "_config.yml"
+    if not config_path.exists():
+        raise FileNotFoundError(f"{config_path} not found: run `python -m cipherlab.viva sync` "
+                                "from a source checkout (pip install -e .)")
+    repo = yaml.safe_load(config_path.read_text(encoding="utf-8")).get("repository") or {}
+    if "url" not in repo:
+        raise KeyError(f"{config_path}: repository.url is missing")
+    return repo["url"], repo.get("branch", "main")
+
+
+def setup_cell_source() -> str:
+    """The first cell of every chapter: install cipherlab where it is missing (Colab), then say the device."""
+    url, branch = repository()
+    folder = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    return f"""\
+# Setup, written by `python -m cipherlab.viva sync`: on Colab it fetches and installs cipherlab.
+try:
+    import cipherlab
+except ImportError:
+    !git clone --depth 1 --branch {branch} {url}
+    %pip install -q -e {folder}
+    import sys; sys.path.insert(0, "{folder}")
+from cipherlab.device import describe_device
+print(describe_device())"""
+
+
+def _nbformat():
+    """Jupyter's notebook library, imported only by the tools that write notebooks."""
+    import nbformat
+
+    return nbformat
+
+
+def _cell_id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", text)[:64]
+
+
+def _code(source: str, cell_id: str, role: str, tags: list[str] | None = None):
+    cell = _nbformat().v4.new_code_cell(source, id=_cell_id(cell_id))
+    cell.metadata[GENERATED_KEY] = role
+    if tags:
+        cell.metadata["tags"] = tags
+    return cell
+
+
+def _markdown(source: str, cell_id: str):
+    cell = _nbformat().v4.new_markdown_cell(source, id=_cell_id(cell_id))
+    cell.metadata[GENERATED_KEY] = "viva"
+    return cell
+
+
+def render_question(number: int, q: Question) -> str:
+    """One question as MyST: the question in bold with its source, the answer in a closed dropdown."""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`{3,}", q.answer)), default=0))
+    return (f"**Q{number}. {q.question}**\n\n"
+            f"<small>{q.source} · id `{q.id}`</small>\n\n"
+            f"{fence}{{dropdown}} Answer\n{q.answer}\n{fence}")
+
+
+def viva_cells(chapter: str) -> list:
+    """The viva section that ends a chapter notebook, generated from bank/<chapter>.yml."""
+    cells = [_markdown(
+        f"{VIVA_HEADING}\n\n"
+        "Answer each question out loud, in full sentences, before you open its answer. "
+        f"They are generated from `cipherlab/viva/bank/{chapter}.yml`; every number in an answer "
+        f"is computed by `cipherlab/viva/facts/{chapter}.py`.", "viva-heading"),
+        _code(f'from cipherlab.viva import glue_facts\n\nglue_facts("{chapter}")', "viva-facts",
+              "viva", tags=["remove-input"])]
+    cells += [_markdown(render_question(n, q), f"viva-{q.id}") for n, q in enumerate(questions(chapter), 1)]
+    return cells
+
+
+def chapter_of(notebook: Path) -> str:
+    """The chapter whose bank names this notebook."""
+    rel = Path(notebook).resolve().relative_to(REPO_ROOT).as_posix()
+    for bank in load_bank().values():
+        if bank.notebook == rel:
+            return bank.chapter
+    raise KeyError(f"no bank in {BANK_DIR} has notebook: {rel}; add one (see bank/attention.yml)")
+
+
+def expected_notebook(nb, chapter: str):
+    """The notebook as sync would write it: generated cells replaced, outputs stripped."""
+    new = _nbformat().from_dict(nb)
+    body = [c for c in new.cells if GENERATED_KEY not in c.metadata]
+    for cell in body:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    new.cells = [_code(setup_cell_source(), "setup", "setup")] + body + viva_cells(chapter)
+    new.nbformat, new.nbformat_minor = 4, 5
+    return new
+
+
+def _texts(path: Path) -> tuple[str, str]:
+    """(the notebook file as it is, as sync would write it)."""
+    nbformat = _nbformat()
+    before = Path(path).read_text(encoding="utf-8")
+    after = nbformat.writes(expected_notebook(nbformat.reads(before, as_version=4), chapter_of(path)))
+    return before, after + "\n"
+
+
+def sync_notebook(path: Path) -> bool:
+    """(Re)write a chapter's setup and viva cells and strip outputs; True when the file changed."""
+    before, after = _texts(path)
+    if after != before:
+        Path(path).write_text(after, encoding="utf-8")
+    return after != before
+
+
+def notebook_in_sync(path: Path) -> bool:
+    """True when ``sync`` would leave the notebook unchanged."""
+    before, after = _texts(path)
+    return before == after

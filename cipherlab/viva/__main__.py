@@ -1,0 +1,74 @@
+"""Command line for the viva bank.
+
+    python -m cipherlab.viva sync  [NOTEBOOK ...]   rewrite setup + viva cells, strip outputs
+    python -m cipherlab.viva check [NOTEBOOK ...]   exit 1 if any notebook is out of sync
+    python -m cipherlab.viva drill [CHAPTER ...]    ask questions in the terminal, answers on Enter
+
+Without NOTEBOOK, every notebook that a bank names (and that exists) is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+from cipherlab.viva import REPO_ROOT, fill_facts, load_bank, notebook_in_sync, sync_notebook
+
+
+def _notebooks(given: list[str]) -> list[Path]:
+    if given:
+        return [Path(p) for p in given]
+    return [REPO_ROOT / b.notebook for b in load_bank().values() if (REPO_ROOT / b.notebook).exists()]
+
+
+def _sync(args) -> int:
+    for path in _notebooks(args.notebooks):
+        print(f"{'rewrote' if sync_notebook(path) else 'unchanged'} {path}")
+    return 0
+
+
+def _check(args) -> int:
+    stale = [p for p in _notebooks(args.notebooks) if not notebook_in_sync(p)]
+    for path in stale:
+        print(f"out of sync: {path} (run: python -m cipherlab.viva sync {path})")
+    return 1 if stale else 0
+
+
+def _drill(args) -> int:
+    banks = load_bank()
+    chapters = args.chapters or list(banks)
+    unknown = sorted(set(chapters) - set(banks))
+    if unknown:
+        print(f"unknown chapter(s) {unknown}; known: {list(banks)}", file=sys.stderr)
+        return 2
+    items = [q for c in chapters for q in banks[c].questions]
+    random.Random(args.seed).shuffle(items)
+    for n, q in enumerate(items[: args.count], start=1):
+        print(f"\n[{n}/{min(args.count, len(items))}] {q.source} ({q.id})\n{fill_facts(q.question, q.chapter)}")
+        input("  ... answer out loud, then press Enter ")
+        print(fill_facts(q.answer, q.chapter))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cipherlab.viva", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("sync", help="rewrite each chapter notebook's setup and viva cells from the bank")
+    p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK")
+    p.set_defaults(run=_sync)
+    p = sub.add_parser("check", help="exit 1 if a notebook differs from what sync would write")
+    p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK")
+    p.set_defaults(run=_check)
+    p = sub.add_parser("drill", help="random questions in the terminal; the answer appears on Enter")
+    p.add_argument("chapters", nargs="*", metavar="CHAPTER")
+    p.add_argument("--count", type=int, default=10)
+    p.add_argument("--seed", type=int, default=None)
+    p.set_defaults(run=_drill)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""Facts for chapter 2 (attention): the experiments whose numbers the viva answers quote.
+
+Each function runs cipherlab's own modules (``cipherlab.models.attention``); chapter 2 calls
+the same functions, so the book and the answers show the same numbers.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+from fractions import Fraction
+from itertools import product
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from cipherlab.data import CHUNK_CHARS, load_corpus
+from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention, causal_mask, padding_mask
+from cipherlab.models.transformer import FeedForward
+
+D_MODEL, N_HEADS, FFN_DIM = 256, 8, 1024  # the assignment's shared hyperparameters
+
+
+@functools.lru_cache(maxsize=None)
+def scaling_experiment(d: int, n_queries: int = 100, n_keys: int = 20, seed: int = 0) -> dict:
+    """Random q, k with independent N(0, 1) entries of width d.
+
+    Returns the variance of the raw dot products divided by d, and the mean largest attention
+    weight per query with and without the 1/sqrt(d) scaling. The weights come from cipherlab's
+    ScaledDotProductAttention with v = identity (so its output IS the weight matrix); passing
+    q * sqrt(d) cancels the scaling.
+    """
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(1, 1, n_queries, d, generator=g)  # (B, H, Lq, d)
+    k = torch.randn(1, 1, n_keys, d, generator=g)  # (B, H, Lk, d)
+    eye = torch.eye(n_keys)[None, None]  # (1, 1, Lk, Lk): row j of v is one-hot j
+    sdpa = ScaledDotProductAttention()
+    dots = q @ k.transpose(-2, -1)  # (1, 1, Lq, Lk) raw dot products
+    scaled, raw = sdpa(q, k, eye), sdpa(q * math.sqrt(d), k, eye)
+    return {"var_over_d": dots.var().item() / d,
+            "max_weight_raw": raw.max(-1).values.mean().item(),
+            "max_weight_scaled": scaled.max(-1).values.mean().item()}
+
+
+@functools.lru_cache(maxsize=None)
+def sign_enumeration(d: int = 2) -> dict:
+    """Exact mean and variance of q.k over ALL pairs of q, k in {-1, +1}^d (each pair equally likely)."""
+    dots = [sum(a * b for a, b in zip(q, k)) for q in product((-1, 1), repeat=d) for k in product((-1, 1), repeat=d)]
+    mean = Fraction(sum(dots), len(dots))
+    var = Fraction(sum(x * x for x in dots), len(dots)) - mean**2
+    return {"pairs": len(dots), "mean": mean, "var": var, "scaled_var": var / d}
+
+
+@functools.lru_cache(maxsize=None)
+def mask_shapes(batch: int = 2, length: int = 5, pad_id: int = 0) -> dict:
+    """Shapes of the two masks and of their OR, for a batch of ids."""
+    ids = torch.ones(batch, length, dtype=torch.long)
+    ids[0, -2:] = pad_id
+    pad, causal = padding_mask(ids, pad_id), causal_mask(length)
+    return {"padding": tuple(pad.shape), "causal": tuple(causal.shape), "both": tuple((pad | causal).shape)}
+
+
+@functools.lru_cache(maxsize=None)
+def blocked_row_policies(n_keys: int = 4) -> dict:
+    """What a query whose keys are ALL blocked gets under three policies."""
+    neg_inf = torch.softmax(torch.full((n_keys,), float("-inf")), dim=-1)
+    dtype_min = torch.softmax(torch.full((n_keys,), torch.finfo(torch.float32).min), dim=-1)
+    q, kv = torch.ones(1, 1, 1, 2), torch.ones(1, 1, n_keys, 2)  # one query, n_keys keys/values
+    out = ScaledDotProductAttention()(q, kv, kv, torch.ones(1, 1, 1, n_keys, dtype=torch.bool))
+    return {"neg_inf": neg_inf, "dtype_min": dtype_min, "cipherlab_output": out.flatten()}
+
+
+@functools.lru_cache(maxsize=1)
+def longest_line() -> int:
+    """Characters in the longest line of the corpus."""
+    return max(map(len, load_corpus().plain))
+
+
+def attention_ffn_flops(length: int, d_model: int = D_MODEL, n_heads: int = N_HEADS, ffn_dim: int = FFN_DIM):
+    """FLOPs (2 per multiply-add, as torch's FlopCounterMode counts) of one self-attention and one FFN
+    on a (1, length, d_model) input, counted on cipherlab's real modules."""
+    x = torch.zeros(1, length, d_model)
+    counts = []
+    for module, args in ((MultiHeadAttention(d_model, n_heads, dropout=0.0), (x, x, x)),
+                         (FeedForward(d_model, ffn_dim, dropout=0.0), (x,))):
+        with FlopCounterMode(display=False) as counter:
+            module(*args)
+        counts.append(counter.get_total_flops())
+    return tuple(counts)
+
+
+@functools.lru_cache(maxsize=None)
+def flop_model(d_model: int = D_MODEL) -> dict:
+    """Coefficients of the counted FLOPs: attention = a*L + b*L^2, FFN = c*L, and where they cross."""
+    (a1, c1), (a2, _) = attention_ffn_flops(1, d_model), attention_ffn_flops(2, d_model)
+    b = (a2 - 2 * a1) // 2
+    a = a1 - b
+    return {"proj_per_token": a, "pair": b, "ffn_per_token": c1, "crossover": (c1 - a) / b}
+
+
+def fused_vs_scratch(seed: int = 0) -> float:
+    """Largest difference between the fused kernel and the three-line maths.
+
+    Padding and causal masks, and a third example that is all padding (every row blocked).
+    """
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(3, 4, 6, 8, generator=g) for _ in range(3))  # (B, H, L, d)
+    ids = torch.tensor([[5, 5, 5, 5, 0, 0], [5, 5, 5, 5, 5, 5], [0, 0, 0, 0, 0, 0]])
+    mask = padding_mask(ids, 0) | causal_mask(6)
+    fused, scratch = ScaledDotProductAttention(fused=True), ScaledDotProductAttention()
+    return (fused(q, k, v, mask) - scratch(q, k, v, mask)).abs().max().item()
+
+
+@functools.lru_cache(maxsize=None)
+def softmax_axis_leak(length: int = 5, d: int = 8, seed: int = 0) -> dict:
+    """How much the FIRST output of causal self-attention moves when only the LAST input changes.
+
+    "keys" normalises each query's row (cipherlab's ScaledDotProductAttention); "queries" is the
+    classic bug, softmax over dim=-2, which normalises each key's column. Same shapes, same mask.
+    """
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, 1, length, d, generator=g)  # (B, H, L, d); q = k = v = x keeps it small
+    y = x.clone()
+    y[..., -1, :] = torch.randn(d, generator=g)  # only the last position differs
+    mask = causal_mask(length)
+
+    def wrong_axis(t):
+        scores = (t @ t.transpose(-2, -1) / math.sqrt(d)).masked_fill(mask, torch.finfo(t.dtype).min)
+        weights = torch.softmax(scores, dim=-2)  # the bug: normalises over queries
+        return weights @ t, weights.sum(-1)
+
+    right = ScaledDotProductAttention()
+    (wx, row_sums), (wy, _) = wrong_axis(x), wrong_axis(y)
+    return {"keys": (right(x, x, x, mask) - right(y, y, y, mask))[..., 0, :].abs().max().item(),
+            "queries": (wx - wy)[..., 0, :].abs().max().item(),
+            "row_sum_min": row_sums.min().item(), "row_sum_max": row_sums.max().item()}
+
+
+def reparametrised_qk(mha: MultiHeadAttention, seed: int = 0) -> MultiHeadAttention:
+    """A copy of ``mha`` whose q/k projections are changed but whose scores are not.
+
+    For each head, queries are multiplied by an invertible A and keys by A^-T, so
+    (q A)(k A^-T)^T = q k^T: the projections are not unique, only their product is.
+    """
+    g = torch.Generator().manual_seed(seed)
+    other = copy.deepcopy(mha)
+    d = mha.head_dim
+    with torch.no_grad():
+        for h in range(mha.n_heads):
+            rows = slice(h * d, (h + 1) * d)
+            A = torch.randn(d, d, generator=g) + 3 * torch.eye(d)  # (d, d), comfortably invertible
+            A_inv_T = torch.linalg.inv(A).T
+            # nn.Linear computes x W^T + b, so q_h A means W_h -> A^T W_h and b_h -> b_h A.
+            other.q_proj.weight[rows] = A.T @ mha.q_proj.weight[rows]
+            other.q_proj.bias[rows] = mha.q_proj.bias[rows] @ A
+            other.k_proj.weight[rows] = A_inv_T.T @ mha.k_proj.weight[rows]
+            other.k_proj.bias[rows] = mha.k_proj.bias[rows] @ A_inv_T
+    return other
+
+
+@functools.lru_cache(maxsize=None)
+def reparametrisation_gap(seed: int = 0) -> dict:
+    """Max output difference between an MHA and its q/k-reparametrised copy, and how much the weights moved."""
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(16, 2, dropout=0.0).eval()
+    other = reparametrised_qk(mha, seed)
+    x = torch.randn(1, 5, 16)
+    with torch.no_grad():
+        gap = (mha(x, x, x) - other(x, x, x)).abs().max().item()
+    moved = (mha.q_proj.weight - other.q_proj.weight).abs().max().item()
+    return {"output_gap": gap, "weight_change": moved}
+
+
+def _shape(t) -> str:
+    return str(tuple(t))
+
+
+FACTS = {
+    "attn_var_over_d_512": lambda: scaling_experiment(512)["var_over_d"],
+    "attn_max_weight_raw_512": lambda: scaling_experiment(512)["max_weight_raw"],
+    "attn_max_weight_scaled_512": lambda: scaling_experiment(512)["max_weight_scaled"],
+    "attn_head_dim": lambda: MultiHeadAttention(D_MODEL, N_HEADS).head_dim,
+    "attn_pm1_pairs": lambda: sign_enumeration()["pairs"],
+    "attn_pm1_var": lambda: int(sign_enumeration()["var"]),
+    "attn_pm1_scaled_var": lambda: int(sign_enumeration()["scaled_var"]),
+    "attn_padding_shape": lambda: _shape(mask_shapes()["padding"]),
+    "attn_causal_shape": lambda: _shape(mask_shapes()["causal"]),
+    "attn_both_shape": lambda: _shape(mask_shapes()["both"]),
+    "attn_neg_inf_row": lambda: str(blocked_row_policies()["neg_inf"].tolist()),
+    "attn_dtype_min_row": lambda: str(blocked_row_policies()["dtype_min"].tolist()),
+    "attn_blocked_output": lambda: str(blocked_row_policies()["cipherlab_output"].tolist()),
+    "attn_longest_line_chars": longest_line,
+    "attn_longest_line_bits": lambda: 8 * longest_line(),
+    "attn_longest_line_scores_gb": lambda: (8 * longest_line()) ** 2 * 4 / 1e9,
+    "attn_chunk_bits": lambda: 8 * CHUNK_CHARS,
+    "attn_proj_flops_over_d2": lambda: flop_model()["proj_per_token"] // D_MODEL**2,
+    "attn_pair_flops_over_d": lambda: flop_model()["pair"] // D_MODEL,
+    "attn_ffn_flops_over_d2": lambda: flop_model()["ffn_per_token"] // D_MODEL**2,
+    "attn_flop_crossover": lambda: int(flop_model()["crossover"]),
+    "attn_fused_gap": fused_vs_scratch,
+    "attn_leak_right_axis": lambda: softmax_axis_leak()["keys"],
+    "attn_leak_wrong_axis": lambda: softmax_axis_leak()["queries"],
+    "attn_wrong_axis_row_sum_min": lambda: softmax_axis_leak()["row_sum_min"],
+    "attn_wrong_axis_row_sum_max": lambda: softmax_axis_leak()["row_sum_max"],
+    "attn_reparam_output_gap": lambda: reparametrisation_gap()["output_gap"],
+    "attn_reparam_weight_change": lambda: reparametrisation_gap()["weight_change"],
+}

@@ -1,0 +1,184 @@
+"""Facts for chapter 7 (the Byte Latent Transformer): the numbers its viva answers quote.
+
+Every function runs cipherlab's own code (``cipherlab.models.blt``) or reads the BLT and BPE
+benchmark files; chapter 7 calls the same functions, so the book and the answers show the same
+numbers. The entropy model is fitted as training fits it (``cipherlab.train.ByteCodec.fit``):
+on the cipher bytes of the training split's whole lines, never on validation or test lines.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from cipherlab.cipher import bits_to_bytes
+from cipherlab.config import Config
+from cipherlab.data import CHUNK_CHARS, load_corpus
+from cipherlab.models.blt import ByteEntropyModel, WindowedSelfAttention
+from cipherlab.tokenizers.bytes import VOCAB_SIZE
+
+RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+SETTINGS = Config()  # the assignment's sizes and C5 settings: window, patch sizes, percentile
+NOTES_LONGEST_LINE = 2670  # the course notes' longest line in grouped cipher bytes (seed 000 §4.2)
+ABSOLUTE_CUTOFF = 7.0  # the course notes' example of a cutoff in bits that never fires (§4.3)
+
+
+# --------------------------------------------------------------------------- data and the entropy model
+
+@functools.lru_cache(maxsize=1)
+def corpus():
+    return load_corpus()
+
+
+@functools.lru_cache(maxsize=None)
+def cipher_bytes(split: str) -> tuple[tuple[int, ...], ...]:
+    """The cipher lines of one split as byte values 0..255 (eight bits -> one byte)."""
+    return tuple(tuple(bits_to_bytes(bits)) for bits in corpus().lines(split)[1])
+
+
+@functools.lru_cache(maxsize=1)
+def entropy_model() -> ByteEntropyModel:
+    """The order-2 byte model, counted on the training split's cipher bytes (as training does)."""
+    return ByteEntropyModel().fit(cipher_bytes("train"))
+
+
+def threshold() -> float:
+    """The boundary threshold in bits: the configured percentile of the training entropies."""
+    return entropy_model().threshold_at(SETTINGS.blt_entropy_percentile)
+
+
+@functools.lru_cache(maxsize=1)
+def max_entropy_with_context() -> float:
+    """The largest entropy at a training position that has at least one byte of context (i >= 1)."""
+    return max(float(entropy_model().entropy_curve(seq)[1:].max(initial=0.0)) for seq in cipher_bytes("train"))
+
+
+@functools.lru_cache(maxsize=None)
+def patch_stats(cutoff: float, max_patch: int) -> dict:
+    """Source patches of the validation lines under one threshold (bits) and cap.
+
+    Returns the number of patches, their mean length, the longest, the share that are exactly
+    ``max_patch`` bytes long, how many patch starts the entropy rule itself made (the other
+    starts are position 0 of each line or the cap), and every patch length (for a histogram).
+    """
+    model = entropy_model()
+    lengths, entropy_starts = [], 0
+    for seq in cipher_bytes("val"):
+        starts = model.patch_boundaries(seq, cutoff, max_patch)
+        lengths.append(np.diff(starts + [len(seq)]))
+        entropy_starts += int((model.entropy_curve(seq)[1:] > cutoff).sum())
+    lengths = np.concatenate(lengths)
+    return {"patches": int(lengths.size), "mean": float(lengths.mean()), "longest": int(lengths.max()),
+            "share_at_cap": float(np.mean(lengths == max_patch)), "entropy_starts": entropy_starts,
+            "lengths": lengths}
+
+
+@functools.lru_cache(maxsize=1)
+def boundary_share_by_previous_char() -> dict:
+    """Share of validation positions i >= 1 that start a source patch, by plaintext character i - 1.
+
+    "space", "letter or digit", "other". The entropy model never sees the plaintext; it is
+    used here only to say, in words a reader knows, where the boundaries fall.
+    """
+    model, cutoff = entropy_model(), threshold()
+    starts, seen = {}, {}
+    for text, seq in zip(corpus().lines("val")[0], cipher_bytes("val")):
+        is_start = np.zeros(len(seq), dtype=bool)
+        is_start[model.patch_boundaries(seq, cutoff, SETTINGS.blt_max_patch)] = True
+        for prev, start in zip(text, is_start[1:]):
+            kind = "space" if prev == " " else "letter or digit" if prev.isalnum() else "other"
+            starts[kind] = starts.get(kind, 0) + int(start)
+            seen[kind] = seen.get(kind, 0) + 1
+    return {kind: starts[kind] / seen[kind] for kind in seen}
+
+
+def longest_line() -> int:
+    """The longest line of the embedded corpus, in characters = grouped cipher bytes."""
+    return max(map(len, corpus().plain))
+
+
+# --------------------------------------------------------------------------- windowed attention
+
+@functools.lru_cache(maxsize=None)
+def windowed_vs_full(length: int = NOTES_LONGEST_LINE, window: int = SETTINGS.blt_window) -> dict:
+    """Run one WindowedSelfAttention of the assignment's width on ``length`` random byte vectors,
+    then the same module's attention over the whole sequence under a block-diagonal mask.
+
+    Returns the largest difference between the two outputs and the bytes of the attention
+    weights each computed (captured from the attention module, one example, all heads).
+    """
+    torch.manual_seed(0)
+    layer = WindowedSelfAttention(SETTINGS.d_model, SETTINGS.n_heads, window, causal=False, dropout=0.0).eval()
+    x = torch.randn(1, length, SETTINGS.d_model)  # (B, L, D)
+    pad = torch.zeros(1, length, dtype=torch.bool)
+    block = torch.arange(length) // window
+    block_diagonal = (block[:, None] != block[None, :])[None, None]  # (1, 1, L, L), True = blocked
+    core = layer.attn.attention
+    core.capture = True
+    with torch.no_grad():
+        windowed = layer(x, pad)
+        windowed_scores = core.last_attn.nbytes  # (windows, H, W, W) float32
+        full = layer.attn(x, x, x, block_diagonal)
+        full_scores = core.last_attn.nbytes  # (1, H, L, L) float32
+    core.capture, core.last_attn = False, None
+    return {"max_diff": float((windowed - full).abs().max()),
+            "windowed_bytes": windowed_scores, "full_bytes": full_scores}
+
+
+def mib(n_bytes: int) -> float:
+    return n_bytes / 2**20
+
+
+# --------------------------------------------------------------------------- benchmark files
+
+def benchmark(name: str) -> dict:
+    """benchmarks/results/<name>.json (blt: bench_blt.py, bpe: bench_bpe.py)."""
+    return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def per_chunk(side: str) -> dict:
+    """Mean lengths per training chunk from bench_blt.py: side "patches" (C5) or "bpe" (C1)."""
+    return benchmark("blt")[side]["per_chunk_mean"]
+
+
+FACTS = {
+    "byte_vocab": lambda: VOCAB_SIZE,
+    "chunk_chars": lambda: CHUNK_CHARS,
+    "chunk_bits": lambda: 8 * CHUNK_CHARS,
+    "straddle_bits_full": lambda: benchmark("bpe")["sides"]["source_bits"]["boundary_straddle_rate_val"],
+    "chunk_src_bytes": lambda: per_chunk("patches")["source_bytes"],
+    "chunk_src_patches": lambda: per_chunk("patches")["source_patches"],
+    "chunk_src_bpe": lambda: per_chunk("bpe")["source_tokens"],
+    "chunk_tgt_bytes": lambda: per_chunk("patches")["target_bytes_with_bos"],
+    "chunk_tgt_slots": lambda: per_chunk("patches")["target_global_slots"],
+    "chunk_tgt_bpe": lambda: per_chunk("bpe")["target_tokens"],
+    "c1_params": lambda: f"{benchmark('blt')['training_step']['params']['c1']:,}",
+    "c5_params": lambda: f"{benchmark('blt')['training_step']['params']['c5']:,}",
+    "percentile": lambda: SETTINGS.blt_entropy_percentile,
+    "threshold_bits": threshold,
+    "max_entropy": lambda: float(entropy_model().train_entropies.max()),
+    "unigram_entropy": lambda: entropy_model().unigram_entropy,
+    "max_entropy_context": max_entropy_with_context,
+    "start_after_space": lambda: boundary_share_by_previous_char()["space"],
+    "start_after_letter": lambda: boundary_share_by_previous_char()["letter or digit"],
+    "absolute_cutoff": lambda: ABSOLUTE_CUTOFF,
+    "max_patch": lambda: SETTINGS.blt_max_patch,
+    "patch_tgt": lambda: SETTINGS.blt_patch_tgt,
+    "window": lambda: SETTINGS.blt_window,
+    "mean_patch": lambda: patch_stats(threshold(), SETTINGS.blt_max_patch)["mean"],
+    "share_capped": lambda: patch_stats(threshold(), SETTINGS.blt_max_patch)["share_at_cap"],
+    "cutoff_entropy_starts": lambda: patch_stats(ABSOLUTE_CUTOFF, SETTINGS.blt_max_patch)["entropy_starts"],
+    "cutoff_share_capped": lambda: patch_stats(ABSOLUTE_CUTOFF, SETTINGS.blt_max_patch)["share_at_cap"],
+    "longest_uncapped": lambda: patch_stats(threshold(), 10**9)["longest"],
+    "cutoff_longest_uncapped": lambda: patch_stats(ABSOLUTE_CUTOFF, 10**9)["longest"],
+    "longest_line": longest_line,
+    "notes_longest_line": lambda: NOTES_LONGEST_LINE,
+    "scores_full_mib": lambda: mib(windowed_vs_full()["full_bytes"]),
+    "scores_windowed_mib": lambda: mib(windowed_vs_full()["windowed_bytes"]),
+    "scores_ratio": lambda: windowed_vs_full()["full_bytes"] / windowed_vs_full()["windowed_bytes"],
+    "window_max_diff": lambda: windowed_vs_full()["max_diff"],
+}

@@ -1,0 +1,212 @@
+"""Facts for chapter 8 (assembling and training the model): the numbers the viva answers quote.
+
+Every function runs cipherlab's own code (``cipherlab.models.transformer``, ``cipherlab.train``,
+``cipherlab.data``); chapter 8 calls the same functions, so the book and the answers agree.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+
+import torch
+import torch.nn.functional as F
+
+from cipherlab.config import make_config
+from cipherlab.data import CHUNK_CHARS, BucketBatchSampler, ByteChunkDataset, load_corpus, make_chunks, padding_waste
+from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.train import WarmupInverseSqrt, fit_codec, make_optimizer, select_lines
+from cipherlab.viva.facts.positional import sinusoidal_table
+
+ASSIGNMENT = make_config("c1", "assignment")
+SMOOTHING = ASSIGNMENT.label_smoothing  # 0.1
+SAMPLE_LINES = 400  # training lines of the bucketing sample measured in BPE tokens
+CONFIDENT_MARGIN = 20.0  # logit of the correct token minus every other logit, for the label-smoothing demo
+
+
+# --------------------------------------------------------------------------- weight tying
+
+@functools.lru_cache(maxsize=1)
+def assignment_model() -> Seq2SeqTransformer:
+    """A freshly initialised C1 model at the assignment's sizes and vocabularies, seeded."""
+    torch.manual_seed(0)
+    c = ASSIGNMENT
+    return Seq2SeqTransformer(c.src_vocab, c.tgt_vocab, **c.model_hyperparameters())
+
+
+def tying_saves() -> int:
+    """Parameters an untied output head (a separate tgt_vocab x d_model matrix, no bias) would add."""
+    return ASSIGNMENT.tgt_vocab * ASSIGNMENT.d_model
+
+
+# --------------------------------------------------------------------------- initialisation
+
+def init_scales(embed_std: float, batch: int = 4, length: int = 64, seed: int = 0) -> dict:
+    """What the embedding init does at the model's first steps, for embedding weights ~ N(0, embed_std^2).
+
+    "embed_over_pe": std of table(ids) * sqrt(d) divided by the RMS of the sinusoidal table it is added to;
+    "logit_std": std of the initial logits (tied head); "max_prob": mean over positions of the
+    largest softmax probability; "loss": initial cross-entropy on random targets.
+    """
+    model = Seq2SeqTransformer(ASSIGNMENT.src_vocab, ASSIGNMENT.tgt_vocab,
+                               **{**ASSIGNMENT.model_hyperparameters(), "dropout": 0.0})
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for table in (model.src_embed, model.tgt_embed):
+            table.weight.normal_(0.0, embed_std, generator=g)
+        src = torch.randint(3, ASSIGNMENT.src_vocab, (batch, length), generator=g)  # (B, Ls), no PAD
+        tgt = torch.randint(3, ASSIGNMENT.tgt_vocab, (batch, length + 1), generator=g)  # (B, Lt+1)
+        scaled = model.tgt_embed(tgt) * math.sqrt(model.d_model)  # (B, Lt+1, D)
+        pe_rms = sinusoidal_table(model.d_model, length).pow(2).mean().sqrt()
+        logits = model(src, tgt[:, :-1])  # (B, Lt, V)
+        loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten())
+    return {"embed_over_pe": (scaled.std() / pe_rms).item(), "logit_std": logits.std().item(),
+            "max_prob": logits.softmax(-1).max(-1).values.mean().item(), "loss": loss.item()}
+
+
+_init_scales = functools.cache(init_scales)
+
+
+# --------------------------------------------------------------------------- label smoothing
+
+def confident_loss(margin: float, smoothing: float, vocab: int | None = None) -> float:
+    """Cross-entropy when the correct token's logit beats every other (equal) logit by ``margin``."""
+    vocab = vocab or ASSIGNMENT.tgt_vocab
+    logits = torch.zeros(1, vocab, dtype=torch.float64)
+    logits[0, 0] = margin
+    return F.cross_entropy(logits, torch.tensor([0]), label_smoothing=smoothing).item()
+
+
+def best_margin(smoothing: float = SMOOTHING, vocab: int | None = None) -> float:
+    """The margin that minimises the smoothed loss: log of p(correct) / p(other) in PyTorch's target.
+
+    PyTorch's target puts 1 - eps + eps/V on the correct token and eps/V on each of the others.
+    """
+    vocab = vocab or ASSIGNMENT.tgt_vocab
+    return math.log((1 - smoothing + smoothing / vocab) / (smoothing / vocab))
+
+
+# --------------------------------------------------------------------------- warm-up and Adam
+
+def adam_first_step(seed: int = 0) -> dict:
+    """One AdamW step (weight decay off) on a small cipherlab model: how far each weight moved, over lr.
+
+    "move_median": median |delta| / lr over weights with a non-zero gradient (Adam's first step is
+    lr * g / |g|, so about 1 whatever the gradient's size); "grad_spread": the 90th over the 10th
+    percentile of those |gradients|.
+    """
+    torch.manual_seed(seed)
+    model = Seq2SeqTransformer(64, 64, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)
+    config = make_config("c1", "smoke", weight_decay=0.0)
+    optimizer = make_optimizer(model, config)
+    g = torch.Generator().manual_seed(seed)
+    src, tgt = torch.randint(3, 64, (8, 20), generator=g), torch.randint(3, 64, (8, 21), generator=g)
+    before = [p.detach().clone() for p in model.parameters()]
+    F.cross_entropy(model(src, tgt[:, :-1]).flatten(0, 1), tgt[:, 1:].flatten()).backward()
+    grads = torch.cat([p.grad.flatten() for p in model.parameters()]).abs()
+    optimizer.step()
+    moves = torch.cat([(p.detach() - b).flatten() for p, b in zip(model.parameters(), before)]).abs()
+    used = grads > 0
+    ratio = moves[used] / config.lr
+    q = torch.quantile(grads[used], torch.tensor([0.1, 0.9]))
+    return {"move_median": ratio.median().item(), "grad_spread": (q[1] / q[0]).item()}
+
+
+def lr_factor(step: int, warmup_steps: int | None = None) -> float:
+    """The scheduler's factor on the peak learning rate at optimiser step ``step`` (1-based)."""
+    return WarmupInverseSqrt(warmup_steps or ASSIGNMENT.warmup_steps)(step - 1)
+
+
+# --------------------------------------------------------------------------- bucketing
+
+@functools.lru_cache(maxsize=1)
+def training_byte_lengths() -> tuple[int, ...]:
+    """Source lengths of every training chunk (CHUNK_CHARS characters at most), in bytes."""
+    corpus = load_corpus()
+    chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], CHUNK_CHARS)
+    return tuple(ByteChunkDataset(chunks).src_lengths)
+
+
+@functools.lru_cache(maxsize=1)
+def sample_lengths(n_lines: int = SAMPLE_LINES) -> dict:
+    """Source lengths of the chunks of the first ``n_lines`` training lines: in bytes, and in BPE tokens.
+
+    The BPE tokens are those of the ``smoke`` preset's bits-mode source tokenizer (small and quick
+    to learn; the assignment's 1024-token one takes over a minute to learn and encode on a CPU).
+    """
+    corpus = load_corpus()
+    smoke = make_config("c1", "smoke")
+    codec = fit_codec(smoke, select_lines(corpus, smoke))
+    chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"][:n_lines], CHUNK_CHARS)
+    return {"bytes": tuple(ByteChunkDataset(chunks).src_lengths),
+            "bpe": tuple(len(codec.encode_source(c.cipher)) for c in chunks)}
+
+
+def random_batches(sizes: list[int], n: int, seed: int = 0) -> list[list[int]]:
+    """Random batches with the given sizes (as DataLoader(shuffle=True) would make them)."""
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    batches, start = [], 0
+    for size in sizes:
+        batches.append(order[start:start + size])
+        start += size
+    return batches
+
+
+def waste(lengths, token_budget: int = ASSIGNMENT.token_budget, max_batch_size: int = ASSIGNMENT.max_batch_size,
+          seed: int = 0) -> dict:
+    """Padding waste of BucketBatchSampler's batches and of random batches of the same sizes."""
+    bucketed = BucketBatchSampler(lengths, token_budget, max_batch_size, seed=seed).epoch_batches(0)
+    shuffled = random_batches([len(b) for b in bucketed], len(lengths), seed)
+    return {"bucketed": padding_waste(lengths, bucketed), "random": padding_waste(lengths, shuffled),
+            "batches": len(bucketed), "examples": len(lengths),
+            "full_share": sum(n == max(lengths) for n in lengths) / len(lengths)}
+
+
+_byte_waste = functools.cache(lambda: waste(training_byte_lengths()))
+_adam = functools.cache(adam_first_step)
+_sample_waste = functools.cache(lambda kind: waste(sample_lengths()[kind]))
+
+FACTS = {
+    "d_model": lambda: ASSIGNMENT.d_model,
+    "tgt_vocab": lambda: f"{ASSIGNMENT.tgt_vocab:,}",
+    "tie_saved": lambda: f"{tying_saves():,}",
+    "c1_params": lambda: f"{assignment_model().num_params():,}",
+    "tie_share_untied": lambda: tying_saves() / (assignment_model().num_params() + tying_saves()),
+    "n_heads": lambda: ASSIGNMENT.n_heads,
+    "n_kv_heads": lambda: ASSIGNMENT.n_kv_heads,
+    "sqrt_d": lambda: math.sqrt(ASSIGNMENT.d_model),
+    "ratio_default": lambda: _init_scales(1.0)["embed_over_pe"],
+    "ratio_ours": lambda: _init_scales(ASSIGNMENT.d_model ** -0.5)["embed_over_pe"],
+    "logit_std_default": lambda: _init_scales(1.0)["logit_std"],
+    "logit_std_ours": lambda: _init_scales(ASSIGNMENT.d_model ** -0.5)["logit_std"],
+    "loss_default": lambda: _init_scales(1.0)["loss"],
+    "loss_ours": lambda: _init_scales(ASSIGNMENT.d_model ** -0.5)["loss"],
+    "ln_vocab": lambda: math.log(ASSIGNMENT.tgt_vocab),
+    "smoothing": lambda: SMOOTHING,
+    "confident_margin": lambda: CONFIDENT_MARGIN,
+    "conf_loss_eps0": lambda: f"{confident_loss(CONFIDENT_MARGIN, 0.0):.1e}",
+    "conf_loss_eps01": lambda: confident_loss(CONFIDENT_MARGIN, SMOOTHING),
+    "best_margin": lambda: best_margin(),
+    "best_margin_loss": lambda: confident_loss(best_margin(), SMOOTHING),
+    "warmup_steps": lambda: ASSIGNMENT.warmup_steps,
+    "peak_lr": lambda: f"{ASSIGNMENT.lr:g}",
+    "lr_factor_4x": lambda: lr_factor(4 * ASSIGNMENT.warmup_steps),
+    "betas": lambda: f"{ASSIGNMENT.betas}",
+    "adam_move_median": lambda: _adam()["move_median"],
+    "adam_grad_spread": lambda: _adam()["grad_spread"],
+    "grad_clip": lambda: ASSIGNMENT.grad_clip,
+    "patience": lambda: ASSIGNMENT.patience,
+    "token_budget": lambda: f"{ASSIGNMENT.token_budget:,}",
+    "max_batch_size": lambda: ASSIGNMENT.max_batch_size,
+    "chunk_chars": lambda: CHUNK_CHARS,
+    "train_chunks": lambda: f"{_byte_waste()['examples']:,}",
+    "full_chunk_share": lambda: _byte_waste()["full_share"],
+    "waste_bucketed": lambda: _byte_waste()["bucketed"],
+    "waste_random": lambda: _byte_waste()["random"],
+    "sample_lines": lambda: SAMPLE_LINES,
+    "sample_waste_bytes": lambda: _sample_waste("bytes")["bucketed"],
+    "sample_waste_bpe": lambda: _sample_waste("bpe")["bucketed"],
+    "sample_waste_bpe_random": lambda: _sample_waste("bpe")["random"],
+}

@@ -1,0 +1,115 @@
+"""The book's structure: every chapter notebook is wired to the package and to the viva bank.
+
+Executing the notebooks is nbval's job (pytest.ini collects book/*.ipynb with --nbval-lax);
+these tests check, without running anything heavy, what a build would only find out late.
+"""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from cipherlab import viva
+from cipherlab.viva import GENERATED_KEY, cited_facts, notebook_in_sync, setup_cell_source
+from cipherlab.viva.facts import load_facts
+
+ROOT = viva.REPO_ROOT
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+GLUE_CALL = re.compile(r"""\bglue\(\s*["']([^"']+)["']""")
+
+
+def _toc_files():
+    files = [TOC["root"]]
+    for part in TOC.get("parts", [{"chapters": TOC.get("chapters", [])}]):
+        files += [entry["file"] for entry in part["chapters"]]
+    return files
+
+
+def _chapter(path):
+    return viva.chapter_of(path)
+
+
+def _id(path):
+    return path.name
+
+
+def test_every_toc_entry_exists():
+    missing = [f for f in _toc_files() if not any((ROOT / f"{f}{ext}").exists() for ext in (".md", ".ipynb"))]
+    assert not missing
+
+
+def test_every_chapter_notebook_is_in_the_toc():
+    listed = set(_toc_files())
+    assert [p.name for p in NOTEBOOKS if f"book/{p.stem}" not in listed] == []
+
+
+def test_every_bank_names_an_existing_notebook():
+    assert [b.notebook for b in viva.load_bank().values() if not (ROOT / b.notebook).exists()] == []
+
+
+def test_config_keeps_the_build_strict_and_offline():
+    assert CONFIG["execute"]["execute_notebooks"] == "force" and CONFIG["execute"]["allow_errors"] is False
+    sphinx = CONFIG["sphinx"]["config"]
+    assert sphinx["nb_execution_raise_on_error"] is True
+    static = ROOT / sphinx["html_static_path"][0]
+    for asset in [sphinx["mathjax_path"], *sphinx["nb_ipywidgets_js"]]:
+        assert (static / asset).is_file(), asset
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_notebook_starts_with_the_generated_setup_cell(path):
+    first = nbformat.read(path, as_version=4).cells[0]
+    assert first.cell_type == "code" and first.metadata.get(GENERATED_KEY) == "setup"
+    assert first.source == setup_cell_source()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_notebook_imports_cipherlab_in_a_teaching_cell(path):
+    cells = [c for c in nbformat.read(path, as_version=4).cells
+             if c.cell_type == "code" and GENERATED_KEY not in c.metadata]
+    assert any(re.search(r"^\s*(import cipherlab|from cipherlab[\w.]* import)", c.source, re.M) for c in cells)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_notebook_is_committed_without_outputs(path):
+    cells = nbformat.read(path, as_version=4).cells
+    assert [i for i, c in enumerate(cells) if c.cell_type == "code" and (c.outputs or c.execution_count)] == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_notebook_viva_section_is_what_sync_generates_from_the_bank(path):
+    assert notebook_in_sync(path), f"run: python -m cipherlab.viva sync {path.relative_to(ROOT)}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_prose_glue_keys_are_glued_by_the_notebook_or_its_facts(path):
+    cells = nbformat.read(path, as_version=4).cells
+    glued = {k for c in cells if c.cell_type == "code" for k in GLUE_CALL.findall(c.source)}
+    facts = set(load_facts(_chapter(path)))
+    cited = {k for c in cells if c.cell_type == "markdown" for k in cited_facts(c.source)}
+    assert cited - glued - facts == set()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_teaching_cells_do_not_glue_a_key_the_viva_cell_glues(path):
+    cells = nbformat.read(path, as_version=4).cells
+    glued = [k for c in cells if c.cell_type == "code" and GENERATED_KEY not in c.metadata
+             for k in GLUE_CALL.findall(c.source)]
+    assert len(glued) == len(set(glued)), "a glue key is used twice"
+    assert set(glued) & set(load_facts(_chapter(path))) == set()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_outputs_that_nbval_compares_are_none(path):
+    cells = nbformat.read(path, as_version=4).cells
+    assert [i for i, c in enumerate(cells) if "nbval-check-output" in c.metadata.get("tags", [])] == []
+
+
+def test_repository_url_lives_only_in_config():
+    url = CONFIG["repository"]["url"]
+    sources = [p for p in (ROOT / "cipherlab").rglob("*.py")] + list((ROOT / "book").glob("*.md"))
+    assert [str(p) for p in sources if url in Path(p).read_text()] == []

@@ -1,0 +1,192 @@
+"""The viva bank: it parses, it covers every seed question exactly once, its facts compute,
+and the cells `python -m cipherlab.viva sync` writes are stable."""
+
+import re
+
+import nbformat
+import pytest
+
+from cipherlab import viva
+from cipherlab.viva import (GENERATED_KEY, Question, cited_facts, compute_facts, expected_notebook, fill_facts,
+                            load_bank, render_question, setup_cell_source, viva_cells)
+from cipherlab.viva.facts import load_facts
+
+
+def _ids(prefix, numbers):
+    return [f"{prefix}-{n}" for n in numbers]
+
+
+# Every question of seed 000 §7 and of seed 001's blank-page sections and quiz, by chapter.
+PART1 = {
+    "task": ["000-7.7-8", "000-7.8-2"],
+    "attention": _ids("000-7.1", [1, 2, 3, 4, 7, 8]) + _ids("001-S107", [1, 2, 3]) + _ids("001-S108", [1, 2, 3])
+    + _ids("001-quiz", [2, 3]),
+    "mha": _ids("000-7.1", [5, 6]) + _ids("000-7.2", range(1, 8)) + _ids("001-S109", [1, 2, 3])
+    + _ids("001-quiz", [4, 5]),
+    "positional": _ids("000-7.3", range(1, 11)) + _ids("001-S110", [1, 2, 3]),
+    "norm": _ids("000-7.4", range(1, 9)),
+    "bpe": _ids("000-7.5", range(1, 8)) + _ids("001-S106", [1, 2, 3]) + ["001-quiz-1"],
+}
+# Part 2 adds the rest of 000 §7.6-7.9 here as its banks land (09_results to come).
+PART2 = {
+    "blt": _ids("000-7.6", range(1, 11)),
+    "training": _ids("000-7.7", [1, 2, 3, 4, 5, 6, 7, 9, 10]),
+}
+MASTER = {**PART1, **PART2}
+
+# How many questions each seed section has, to check the master list itself.
+PART1_SECTIONS = {"000-7.1": 8, "000-7.2": 7, "000-7.3": 10, "000-7.4": 8, "000-7.5": 7,
+                  "001-S106": 3, "001-S107": 3, "001-S108": 3, "001-S109": 3, "001-S110": 3, "001-quiz": 5}
+SECTION_SIZES = {**PART1_SECTIONS, "000-7.6": 10, "000-7.7": 10, "000-7.8": 7, "000-7.9": 6}
+
+
+def _section(qid):
+    return qid.rsplit("-", 1)[0]
+
+
+def _by_section(ids):
+    by_section = {}
+    for qid in ids:
+        by_section.setdefault(_section(qid), []).append(int(qid.rsplit("-", 1)[1]))
+    return by_section
+
+
+def test_master_list_holds_each_part1_seed_question_exactly_once():
+    ids = [q for chapter in PART1.values() for q in chapter]
+    assert len(ids) == len(set(ids))
+    by_section = _by_section(ids)
+    for section, size in PART1_SECTIONS.items():
+        assert sorted(by_section.get(section, [])) == list(range(1, size + 1)), section
+
+
+def test_master_list_names_only_real_seed_questions_once():
+    ids = [q for chapter in MASTER.values() for q in chapter]
+    assert len(ids) == len(set(ids))
+    for section, numbers in _by_section(ids).items():
+        assert section in SECTION_SIZES and set(numbers) <= set(range(1, SECTION_SIZES[section] + 1)), section
+
+
+def test_every_bank_file_parses_with_unique_ids():
+    banks = load_bank()
+    ids = [q.id for bank in banks.values() for q in bank.questions]
+    assert ids and len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("chapter", sorted(MASTER))
+def test_bank_holds_exactly_the_questions_assigned_to_its_chapter(chapter):
+    assert [q.id for q in viva.questions(chapter)] == MASTER[chapter]
+
+
+def test_no_bank_exists_outside_the_master_list():
+    assert set(load_bank()) <= set(MASTER)
+
+
+def test_question_ids_follow_the_naming_scheme():
+    pattern = re.compile(r"^(000-7\.\d-\d+|001-S1\d\d-[1-3]|001-quiz-[1-5])$")
+    assert all(pattern.match(q.id) for bank in load_bank().values() for q in bank.questions)
+
+
+@pytest.mark.parametrize("chapter", sorted(load_bank()))
+def test_every_cited_fact_is_defined_and_computes(chapter):
+    values = compute_facts(chapter)
+    for q in viva.questions(chapter):
+        for key in cited_facts(q.question + q.answer):
+            assert isinstance(values[key], (int, float, str)), (chapter, q.id, key)
+
+
+@pytest.mark.parametrize("chapter", sorted(load_bank()))
+def test_every_fact_is_cited_by_the_bank_or_its_chapter(chapter):
+    bank = load_bank()[chapter]
+    text = "".join(q.question + q.answer for q in bank.questions)
+    path = viva.REPO_ROOT / bank.notebook
+    if path.exists():
+        text += "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    unused = set(load_facts(chapter)) - set(cited_facts(text))
+    assert not unused, f"facts/{chapter}.py defines facts nothing cites: {sorted(unused)}"
+
+
+def test_a_cited_fact_missing_from_facts_is_an_error_naming_both_files(monkeypatch):
+    monkeypatch.setattr(viva, "load_facts", lambda chapter: {})
+    viva._compute_facts.cache_clear()
+    try:
+        with pytest.raises(KeyError, match=r"bank/task.yml cites .*facts/task.py"):
+            compute_facts("task")
+    finally:
+        viva._compute_facts.cache_clear()
+
+
+def test_cited_facts_reads_keys_with_and_without_format():
+    text = "{glue:text}`a_b` and {glue:text}`c:,d` and {glue}`d` and {glue:text}`other.ipynb::e:.3f`"
+    assert cited_facts(text) == ["a_b", "c", "d", "e"]
+
+
+def test_fill_facts_formats_like_myst_glue():
+    assert fill_facts("{glue:text}`task_chunk_chars`", "task") == "256"
+    assert fill_facts("{glue:text}`task_chunk_chars:.1f` bits", "task") == "256.0 bits"
+
+
+def test_setup_cell_installs_from_the_repository_url_in_config():
+    url, branch = viva.repository()
+    source = setup_cell_source()
+    assert f"--branch {branch} {url}" in source and "describe_device()" in source
+
+
+def test_answer_fence_outgrows_code_fences_inside_the_answer():
+    q = Question("001-quiz-9", "src", "Why?", "Look:\n\n```python\nx = 1\n```", "task")
+    rendered = render_question(1, q)
+    assert rendered.startswith("**Q1. Why?**") and "````{dropdown} Answer" in rendered
+    assert rendered.endswith("\n````")
+
+
+def test_sync_is_idempotent_and_restores_edited_generated_cells():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# T"), nbformat.v4.new_code_cell("import cipherlab", outputs=[
+        nbformat.v4.new_output("stream", text="x")], execution_count=3)]
+    once = expected_notebook(nb, "task")
+    assert expected_notebook(once, "task") == once
+    assert once.cells[0].metadata[GENERATED_KEY] == "setup" and once.cells[2].outputs == []
+    edited = nbformat.from_dict(once)
+    edited.cells[-1].source = "hand-edited answer"
+    assert expected_notebook(edited, "task") == once
+    assert [c.source for c in once.cells[-len(viva_cells("task")):]] == [c.source for c in viva_cells("task")]
+
+
+def test_show_source_displays_the_real_file_and_line_numbers(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    viva.show_source(viva.load_chapter)
+    text = shown[0].data
+    assert text.startswith("`cipherlab/viva/__init__.py`, lines ") and "def load_chapter" in text
+
+
+def test_bank_errors_name_the_file_and_the_field(tmp_path):
+    bad = tmp_path / "task.yml"
+    bad.write_text("chapter: task\nnotebook: book/01_task.ipynb\nquestions:\n  - id: x\n    source: s\n"
+                   "    question: q\n    answer: ''\n")
+    with pytest.raises(ValueError, match=r"task.yml, question 1: field 'answer'"):
+        viva.load_chapter(bad)
+
+
+def test_drill_command_asks_then_shows_the_answer_with_facts_filled_in(monkeypatch, capsys):
+    from cipherlab.viva.__main__ import main
+
+    asked = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "")
+    assert main(["drill", "task", "--count", "1", "--seed", "0"]) == 0
+    shown = capsys.readouterr().out
+    assert len(asked) == 1 and "{glue:text}" not in shown and "000-7." in shown
+
+
+def test_check_command_fails_on_a_notebook_that_differs_from_sync(tmp_path, monkeypatch):
+    from cipherlab.viva.__main__ import main
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import cipherlab")]
+    path = viva.REPO_ROOT / "book" / "01_task.ipynb"
+    monkeypatch.setattr(viva, "chapter_of", lambda p: "task")
+    stale = tmp_path / "stale.ipynb"
+    nbformat.write(nb, stale)
+    assert main(["check", str(stale)]) == 1
+    assert main(["check", str(path)]) == 0
