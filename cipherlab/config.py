@@ -1,4 +1,4 @@
-"""The five ablation configurations and the presets that size them (chapter 8: the ablation).
+"""The five ablation configurations and the presets that size them (chapter 8 trains them; chapter 9 compares them).
 
 An ablation is only worth reading if every configuration shares every setting except the
 one component under study. So there is one :class:`Config` dataclass holding all the

@@ -1,4 +1,4 @@
-"""From cipher bits to plaintext with a trained model (chapter 8: decoding and evaluation).
+"""From cipher bits to plaintext with a trained model (chapter 8 decodes; chapter 9 evaluates).
 
 Decoding is autoregressive: start from BOS, ask the model for the next token, append the most
 likely one, repeat until EOS. :func:`decode_batch` does that for a whole batch at once through

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 
-def pick_device(preference: str | None = None) -> torch.device:
+def pick_device(preference: str | torch.device | None = None) -> torch.device:
     """The device to use: ``preference`` ('cpu', 'cuda', 'cuda:1', 'mps') if given, else the best available.
 
     Raises ValueError when the requested device is not available here.
@@ -26,7 +26,7 @@ def pick_device(preference: str | None = None) -> torch.device:
 
 def describe_device(device: torch.device | str | None = None) -> str:
     """One line for a notebook's first cell, e.g. 'cpu (2 threads), torch 2.13.0+cpu'."""
-    device = pick_device(None if device is None else str(device))
+    device = pick_device(device)
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         return f"cuda: {name}, torch {torch.__version__}"

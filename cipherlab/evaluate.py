@@ -1,4 +1,4 @@
-"""Score a checkpoint on whole test lines and write the ablation's results (chapter 8).
+"""Score a checkpoint on whole test lines and write the ablation's results (chapter 9).
 
 :func:`evaluate_checkpoint` rebuilds a trained model from its checkpoint alone (configuration,
 tokenizers or entropy model, weights), decrypts every line of a split chunk by chunk, and

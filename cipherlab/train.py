@@ -1,4 +1,4 @@
-"""Training: teacher forcing, AdamW with warm-up, checkpoints you can resume exactly (chapter 7).
+"""Training: teacher forcing, AdamW with warm-up, checkpoints you can resume exactly (chapter 8).
 
 One optimisation step is the loop of the course notes, line by line::
 
