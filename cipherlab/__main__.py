@@ -26,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # results record the command that made them
     try:
         return args.func(args)
     except (ValueError, OSError, KeyError) as e:  # DatasetError is a ValueError

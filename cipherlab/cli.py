@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 from cipherlab.cipher import check_bits
 from cipherlab.config import CONFIG_NAMES, PRESETS, make_config
 from cipherlab.decode import decrypt_lines
-from cipherlab.evaluate import evaluate_checkpoint, load_trained, results_record, write_results, write_table
+from cipherlab.evaluate import evaluate_checkpoint, export_checkpoint, load_trained, results_record, write_results, write_table
 from cipherlab.train import TrainingDiverged, train_config
 
 __all__ = ["register_cli"]
@@ -43,7 +44,8 @@ def _error(message: str) -> int:
 
 
 def _cmd_train(args) -> int:
-    overrides = {"source_mode": args.source_mode}
+    started = time.monotonic()
+    overrides = _mode(args)
     if args.time_budget is not None:
         overrides["time_budget_s"] = args.time_budget or None
     config = make_config(args.config, args.preset, **overrides)
@@ -69,7 +71,10 @@ def _cmd_train(args) -> int:
         f"{fit.best_val_loss:.4f} at epoch {fit.best_epoch}. Evaluating {run.best_checkpoint} on the test lines"
     )
     metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device)
-    path = write_results(config, results_record(config, run, metrics), args.results_dir)
+    record = results_record(config, run, metrics)
+    record["command"] = shlex.join(["python", "-m", "cipherlab", *getattr(args, "argv", [])])
+    record["wall_seconds"] = time.monotonic() - started  # data, tokenizers, training and the test lines
+    path = write_results(config, record, args.results_dir, curve=out / "log.jsonl")
     print(
         f"bit accuracy {metrics['bit_accuracy']:.4f}, sequence accuracy {metrics['sequence_accuracy']:.4f}, "
         f"Levenshtein {metrics['levenshtein']:.2f}, chrF {metrics['chrf']:.1f} -> {path}"
@@ -90,6 +95,12 @@ def _cmd_evaluate(args) -> int:
     if args.json:
         Path(args.json).write_text(text + "\n", encoding="utf-8")
     print(text)
+    return 0
+
+
+def _cmd_export(args) -> int:
+    out = export_checkpoint(args.checkpoint, args.out)
+    print(f"{args.checkpoint} -> {out} ({out.stat().st_size / 2**20:.1f} MiB, weights and codec, no optimiser state)")
     return 0
 
 
@@ -125,7 +136,7 @@ def _cmd_decrypt(args) -> int:
 def _cmd_ablate(args) -> int:
     preset = args.preset.lower()
     names = [name.strip().lower() for name in args.configs.split(",")]
-    configs = [make_config(name, preset, source_mode=args.source_mode) for name in names]  # fail early
+    configs = [make_config(name, preset, **_mode(args)) for name in names]  # fail early
     run_name = configs[0].run_name
     started = time.monotonic()
     failed = []
@@ -135,9 +146,11 @@ def _cmd_ablate(args) -> int:
         command = [
             sys.executable, "-m", "cipherlab", "train", "--config", name, "--preset", preset,
             "--out", str(Path(args.runs_dir) / run_name / name), "--results-dir", args.results_dir,
-            "--source-mode", args.source_mode, "--resume" if args.resume else "--overwrite",
+            "--resume" if args.resume else "--overwrite",
         ]  # fmt: skip
-        for flag, value in (("--data-dir", args.data_dir), ("--device", args.device), ("--time-budget", args.time_budget)):
+        for item in args.set or []:
+            command += ["--set", item]
+        for flag, value in (("--source-mode", args.source_mode), ("--data-dir", args.data_dir), ("--device", args.device), ("--time-budget", args.time_budget)):
             if value is not None:
                 command += [flag, str(value)]
         if subprocess.run(command).returncode != 0:
@@ -164,10 +177,39 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 def _add_source_mode(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--source-mode",
-        default="bits",
         choices=["bits", "bytes"],
         help="how C1-C4 tokenize the cipher: BPE over bits (the course notes) or over 8-bit groups; "
-        "runs and results of bytes mode go to <preset>-bytes folders (default: %(default)s)",
+        "a mode other than the preset's own sends runs and results to <preset>-<mode> folders "
+        "(default: the preset's: bytes for cpu, bits for smoke and assignment)",
+    )
+
+
+def _parse_value(text: str):
+    """A --set value: JSON when it parses (1e-3, 512, null, true), else the plain string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _mode(args) -> dict:
+    """The Config overrides of --source-mode and --set FIELD=VALUE."""
+    overrides = {} if args.source_mode is None else {"source_mode": args.source_mode}
+    for item in getattr(args, "set", None) or []:
+        field, sep, value = item.partition("=")
+        if not sep or not field:
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set src_vocab=512")
+        overrides[field.strip()] = _parse_value(value.strip())
+    return overrides
+
+
+def _add_set(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="override one Config field for every configuration, e.g. --set src_vocab=512 "
+        "(repeatable; values are read as JSON: null, 1e-3, true; the result records the command)",
     )
 
 
@@ -195,6 +237,7 @@ def register_cli(subparsers) -> None:
     )
     p.add_argument("--results-dir", default="results", help="where results go (default: %(default)s)")
     _add_source_mode(p)
+    _add_set(p)
     _add_common(p)
     p.set_defaults(func=_cmd_train)
 
@@ -204,12 +247,22 @@ def register_cli(subparsers) -> None:
         description="Decrypt every line of a split with a checkpoint (greedy unless --beam) and print "
         "bit/sequence accuracy, Levenshtein, chrF, BLEU and ROUGE as JSON.",
     )
-    p.add_argument("--checkpoint", required=True, help="a best.pt or last.pt")
+    p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt or exported .safetensors")
     p.add_argument("--split", default="test", choices=["val", "test"], help="(default: %(default)s)")
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
     p.add_argument("--json", metavar="FILE", help="also write the metrics to FILE")
     _add_common(p)
     p.set_defaults(func=_cmd_evaluate)
+
+    p = subparsers.add_parser(
+        "export",
+        help="write a checkpoint's model as one safetensors file",
+        description="Keep what decryption needs from a best.pt (weights, configuration, tokenizers or "
+        "entropy model) in one .safetensors file, which evaluate, decrypt and load_trained read.",
+    )
+    p.add_argument("--checkpoint", required=True, help="a best.pt or last.pt")
+    p.add_argument("--out", required=True, help="the .safetensors file to write")
+    p.set_defaults(func=_cmd_export)
 
     p = subparsers.add_parser(
         "decrypt",
@@ -237,5 +290,6 @@ def register_cli(subparsers) -> None:
     p.add_argument("--runs-dir", default="runs", help="checkpoints go to <runs-dir>/<preset>/<config>")
     p.add_argument("--results-dir", default="results", help="(default: %(default)s)")
     _add_source_mode(p)
+    _add_set(p)
     _add_common(p)
     p.set_defaults(func=_cmd_ablate)

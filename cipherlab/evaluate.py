@@ -18,7 +18,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 from torch import nn
 
 from cipherlab.config import Config, config_from_dict
@@ -37,7 +40,9 @@ from cipherlab.train import (
 
 __all__ = [
     "TABLE_COLUMNS",
+    "EXPORT_FORMAT",
     "evaluate_checkpoint",
+    "export_checkpoint",
     "load_trained",
     "results_record",
     "write_results",
@@ -45,9 +50,84 @@ __all__ = [
 ]
 
 
+EXPORT_FORMAT = "cipherlab-model-1"
+
+
 def load_trained(path: str | os.PathLike, device: torch.device | str | None = None) -> tuple[nn.Module, Codec, Config]:
-    """(model in eval mode on ``device``, its codec, its configuration) from a checkpoint file."""
-    return _from_payload(load_checkpoint(path), pick_device(device))
+    """(model in eval mode on ``device``, its codec, its configuration) from a checkpoint file.
+
+    ``path`` is a training checkpoint (``best.pt``, read with ``weights_only=True``) or a model
+    exported by :func:`export_checkpoint` (``.safetensors``: tensors and JSON, no pickle at all).
+    """
+    return _from_payload(_read_payload(path), pick_device(device))
+
+
+def _read_payload(path: str | os.PathLike) -> dict:
+    path = Path(path)
+    return _read_export(path) if path.suffix == ".safetensors" else load_checkpoint(path)
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot store {type(value).__name__} in a model export's JSON metadata")
+
+
+def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike) -> Path:
+    """Write the model of training checkpoint ``path`` as one safetensors file ``out``.
+
+    Only what decryption needs travels: the weights (float32, as trained), the configuration,
+    and the codec (tokenizer files as text, or C5's entropy tables as tensors) -- no optimiser
+    state, so the file is a quarter of ``best.pt``. Tied weights are stored once per name.
+    """
+    out = Path(out)
+    if out.suffix != ".safetensors":
+        raise ValueError(f"{out}: a model export is a .safetensors file; name it e.g. c2.safetensors")
+    payload = load_checkpoint(path)
+    tensors = {f"model.{k}": v.detach().clone().contiguous() for k, v in payload["model"].items()}
+    artifacts = {}
+    for key, value in payload["artifacts"].items():
+        if isinstance(value, torch.Tensor):
+            tensors[f"artifacts.{key}"] = value.detach().clone().contiguous()
+        else:
+            artifacts[key] = value
+    metadata = {
+        "format": EXPORT_FORMAT,
+        "config": json.dumps(payload["config"], default=_json_default),
+        "artifacts": json.dumps(artifacts, default=_json_default),
+        "identity": json.dumps(payload["identity"], default=_json_default),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(out), metadata=metadata)
+    return out
+
+
+def _read_export(path: Path) -> dict:
+    """The payload of a model written by :func:`export_checkpoint`, in the shape of a checkpoint's."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such model file; pass a .safetensors file written by `cipherlab export`")
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as f:
+            metadata = f.metadata() or {}
+            tensors = {key: f.get_tensor(key) for key in f.keys()}
+    except Exception as e:
+        raise CheckpointError(f"{path}: not a readable safetensors file ({type(e).__name__}: {e})") from None
+    if metadata.get("format") != EXPORT_FORMAT:
+        raise CheckpointError(
+            f"{path}: not a cipherlab model export (metadata format {metadata.get('format')!r}, "
+            f"expected {EXPORT_FORMAT!r})"
+        )
+    artifacts = json.loads(metadata["artifacts"])
+    model = {}
+    for key, value in tensors.items():
+        group, _, name = key.partition(".")
+        (model if group == "model" else artifacts)[name] = value
+    return {
+        "config": json.loads(metadata["config"]),
+        "artifacts": artifacts,
+        "identity": json.loads(metadata["identity"]),
+        "model": model,
+    }
 
 
 def _from_payload(payload: dict, device: torch.device) -> tuple[nn.Module, Codec, Config]:
@@ -72,7 +152,7 @@ def evaluate_checkpoint(
     checkpoint trained on other data is refused.
     """
     device = pick_device(device)
-    payload = load_checkpoint(path)
+    payload = _read_payload(path)
     model, codec, config = _from_payload(payload, device)
     corpus = select_lines(load_corpus(data_dir), config)
     trained_on = payload["identity"].get("data")
@@ -118,6 +198,24 @@ def git_commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
 
 
+def versions() -> dict:
+    """Python, torch, NumPy and cipherlab versions, recorded with every result."""
+    import platform
+    from importlib import metadata
+
+    try:
+        cipherlab_version = metadata.version("cipherlab")
+    except metadata.PackageNotFoundError:
+        cipherlab_version = None
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "cipherlab": cipherlab_version,
+        "threads": torch.get_num_threads(),
+    }
+
+
 def results_record(config: Config, run: RunResult, test_metrics: dict) -> dict:
     """One configuration's line of the ablation: its test metrics and what it cost."""
     history = run.fit.history
@@ -139,19 +237,25 @@ def results_record(config: Config, run: RunResult, test_metrics: dict) -> dict:
         "stopped": run.fit.stopped,
         "device": run.device,
         "torch_version": torch.__version__,
+        "versions": versions(),
         "git_commit": git_commit(),
         "seed": config.seed,
         "hyperparameters": config.to_dict(),
     }
 
 
-def write_results(config: Config, record: dict, results_dir: str | os.PathLike = "results") -> Path:
+def write_results(
+    config: Config, record: dict, results_dir: str | os.PathLike = "results", curve: str | os.PathLike | None = None
+) -> Path:
     """Write ``results_dir/<run name>/<config>.json`` and refresh that folder's table; return the json path.
 
-    The run name is the preset (``cpu``), or e.g. ``cpu-bytes`` for C1-C4 in bytes mode.
+    The run name is the preset (``cpu``), or e.g. ``cpu-bits`` for a source mode other than the
+    preset's own. ``curve``, a training ``log.jsonl``, is copied beside it as ``<config>.log.jsonl``.
     """
     folder = Path(results_dir) / config.run_name
     folder.mkdir(parents=True, exist_ok=True)
+    if curve is not None and Path(curve).is_file():
+        (folder / f"{record['config']}.log.jsonl").write_bytes(Path(curve).read_bytes())
     path = folder / f"{record['config']}.json"
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     write_table(folder)

@@ -612,6 +612,7 @@ class SubwordCodec:
             attn_type=config.attn_type,
             n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None,
             norm=config.norm,
+            rope_cross_attention=config.rope_cross_attention,
             src_pad_id=self.src_pad_id,
             tgt_pad_id=self.tgt_pad_id,
         )

@@ -70,3 +70,10 @@ def test_config_round_trips_through_a_plain_dict():
 def test_bad_settings_are_refused_with_a_message_naming_them(call, message):
     with pytest.raises(ConfigError, match=message):
         call()
+
+
+def test_results_of_a_source_mode_other_than_the_presets_own_go_to_their_own_folder():
+    assert make_config("c1", "cpu").source_mode == "bytes" and make_config("c1", "cpu").run_name == "cpu"
+    assert make_config("c1", "cpu", source_mode="bits").run_name == "cpu-bits"
+    assert make_config("c1", "smoke").run_name == "smoke"
+    assert make_config("c1", "smoke", source_mode="bytes").run_name == "smoke-bytes"

@@ -365,3 +365,10 @@ def test_byte_tokenizer_rejects_malformed_cipher(bits, reason):
 @pytest.mark.parametrize("module", [bpe, pretokenize, byte_path, cipher_task])
 def test_docstring_examples_hold(module):
     assert doctest.testmod(module).failed == 0
+
+
+def test_vocab_size_none_learns_no_merges():
+    texts = ["the cat", "the hat"]
+    tok = BPETokenizer.train(texts, None)
+    assert tok.merges == [] and tok.vocab_size == 3 + 1 + len(set("".join(texts)))
+    assert tok.decode(tok.encode("the cat")) == "the cat"

@@ -231,3 +231,25 @@ def test_targets_longer_than_max_len_raise():
     model = tiny_model(max_len=8)
     with pytest.raises(ValueError, match=r"max_len=8"):
         model(_ids(1, 4, 40), _ids(1, 9, 50))
+
+
+@pytest.mark.parametrize("cross", [False, True])
+def test_rope_in_cross_attention_decodes_the_same_with_and_without_the_cache(cross):
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(20, 20, d_model=32, n_heads=4, enc_layers=1, dec_layers=2, ffn_dim=64, dropout=0.0,
+                               pos_encoding="rope", rope_cross_attention=cross).eval()
+    assert (model.decoder.layers[0].cross_attn.rope is not None) == cross
+    src = torch.randint(3, 20, (3, 9))
+    cached = model.greedy_decode(src, 1, 2, 12, use_cache=True)
+    assert torch.equal(cached, model.greedy_decode(src, 1, 2, 12, use_cache=False))
+
+
+def test_cross_attention_rope_scores_depend_on_target_minus_source_position():
+    from cipherlab.models.positional import RotaryPositionalEmbedding
+
+    rope = RotaryPositionalEmbedding(16, 64)
+    q, k = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)
+    score = lambda i, j: (rope.rotate(q, i) * rope.rotate(k, j)).sum().item()  # noqa: E731
+    assert score(7, 7) == pytest.approx(score(0, 0), abs=1e-4)
+    assert score(9, 4) == pytest.approx(score(5, 0), abs=1e-4)
+    assert score(9, 4) != pytest.approx(score(9, 5), abs=1e-4)

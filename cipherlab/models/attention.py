@@ -180,26 +180,34 @@ class MultiHeadAttention(nn.Module):
         B, L, _ = x.shape
         return x.view(B, L, n_heads, self.head_dim).transpose(1, 2)  # (B, heads, L, head_dim)
 
-    def forward(self, query, key, value, mask=None, cache: KVCache | None = None):
+    def forward(self, query, key, value, mask=None, cache: KVCache | None = None, q_offset: int | None = None):
         """query (B, Lq, D), key/value (B, Lk, D), mask bool broadcast to (B, H, Lq, Lk) -> (B, Lq, D).
 
         cache: see KVCache. With a self-attention cache, query/key/value hold only the new
         positions and the mask covers (Lq, cache.length + Lq).
+        q_offset: cross-attention with RoPE. The queries sit at target positions q_offset,
+        q_offset + 1, ... and the keys at source positions 0 .. Lk - 1, so a score depends on
+        (target position - source position) only: 0 on the diagonal of an aligned pair.
         """
-        if cache is not None and cache.static and self.rope is not None:
-            raise ValueError("MultiHeadAttention: a static (cross-attention) KVCache cannot be used "
-                             "with RoPE; cross-attention takes rope=None")
+        static = cache is not None and cache.static
+        if static and self.rope is not None and q_offset is None:
+            raise ValueError("MultiHeadAttention: a static (cross-attention) KVCache with RoPE needs q_offset, "
+                             "the target position of the first query")
         B, Lq, _ = query.shape
         q = self._split_heads(self.q_proj(query), self.n_heads)  # (B, H, Lq, d)
-        if cache is not None and cache.static and cache.k is not None:
-            k, v = cache.k, cache.v  # (B, Hkv, Lk, d): memory projected on the first step
+        if static and cache.k is not None:
+            k, v = cache.k, cache.v  # (B, Hkv, Lk, d): memory projected (and rotated) on the first step
         else:
             k = self._split_heads(self.k_proj(key), self.n_kv_heads)  # (B, Hkv, Lk, d)
             v = self._split_heads(self.v_proj(value), self.n_kv_heads)  # (B, Hkv, Lk, d)
-            if self.rope is not None:
+            if self.rope is not None and q_offset is None:  # self-attention: both at the same positions
                 q, k = self.rope(q, k, offset=0 if cache is None else cache.length)
+            elif self.rope is not None:  # cross-attention: keys at source positions 0 .. Lk - 1
+                k = self.rope.rotate(k, 0)
             if cache is not None:
                 k, v = cache.update(k, v)
+        if self.rope is not None and q_offset is not None:
+            q = self.rope.rotate(q, q_offset)
         group = self.n_heads // self.n_kv_heads
         k, v = repeat_kv(k, group), repeat_kv(v, group)  # (B, H, Lk, d)
         out = self.attention(q, k, v, mask)  # (B, H, Lq, d)

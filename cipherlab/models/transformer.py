@@ -72,22 +72,27 @@ class DecoderLayer(nn.Module):
     """Pre-LN: causal self-attention, cross-attention to the encoder memory, then the FFN."""
 
     def __init__(self, d_model, n_heads, ffn_dim, dropout=0.1, *, norm="layernorm", attn_type="mha",
-                 n_kv_heads=None, rope=None, fused_attention=False):
+                 n_kv_heads=None, rope=None, cross_rope=False, fused_attention=False):
         super().__init__()
         self.norm1 = make_norm(norm, d_model)
         self.self_attn = make_attention(attn_type, d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
                                         rope=rope, fused=fused_attention)
         self.norm2 = make_norm(norm, d_model)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, rope=None, fused=fused_attention)
+        # cross_rope: RoPE in cross-attention too (queries at target positions, keys at source
+        # positions). Without it a RoPE model's cross-attention sees no position at all.
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, rope=rope if cross_rope else None,
+                                             fused=fused_attention)
         self.norm3 = make_norm(norm, d_model)
         self.ffn = FeedForward(d_model, ffn_dim, dropout)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x, memory, self_mask=None, cross_mask=None, self_cache=None, cross_cache=None):
         """x (B, Lt, D), memory (B, Ls, D), self_mask (.., Lt, Lt), cross_mask (B, 1, 1, Ls) -> (B, Lt, D)."""
+        offset = 0 if self_cache is None else self_cache.length  # target position of x's first row
         h = self.norm1(x)
         x = x + self.dropout(self.self_attn(h, h, h, self_mask, self_cache))
-        x = x + self.dropout(self.cross_attn(self.norm2(x), memory, memory, cross_mask, cross_cache))
+        q_offset = offset if self.cross_attn.rope is not None else None
+        x = x + self.dropout(self.cross_attn(self.norm2(x), memory, memory, cross_mask, cross_cache, q_offset))
         return x + self.dropout(self.ffn(self.norm3(x)))
 
 
@@ -186,7 +191,8 @@ class Seq2SeqTransformer(nn.Module):
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model=256, n_heads=8, enc_layers=4, dec_layers=4,
                  ffn_dim=1024, dropout=0.1, pos_encoding="sinusoidal", attn_type="mha", n_kv_heads=None,
-                 norm="layernorm", src_pad_id=0, tgt_pad_id=0, max_len=4096, fused_attention=False):
+                 norm="layernorm", src_pad_id=0, tgt_pad_id=0, max_len=4096, fused_attention=False,
+                 rope_cross_attention=False):
         super().__init__()
         if pos_encoding not in POS_ENCODINGS:
             raise ValueError(f"Seq2SeqTransformer: unknown pos_encoding {pos_encoding!r}; "
@@ -209,7 +215,8 @@ class Seq2SeqTransformer(nn.Module):
         stack = dict(norm=norm, attn_type=attn_type, n_kv_heads=n_kv_heads, rope=rope,
                      fused_attention=fused_attention)
         self.encoder = Encoder(d_model, n_heads, enc_layers, ffn_dim, dropout, **stack)
-        self.decoder = Decoder(d_model, n_heads, dec_layers, ffn_dim, dropout, **stack)
+        self.decoder = Decoder(d_model, n_heads, dec_layers, ffn_dim, dropout, **stack,
+                               cross_rope=rope_cross_attention and rope is not None)
         init_transformer_weights(self)
 
     def _embed(self, ids, table, offset=0):

@@ -363,7 +363,7 @@ class BPETokenizer:
     def train(
         cls,
         texts: Iterable[str],
-        vocab_size: int,
+        vocab_size: int | None,
         *,
         pretokenizer: str = "plaintext",
         unit: str = "char",
@@ -376,6 +376,8 @@ class BPETokenizer:
         ``utf8-byte``: all 256 bytes), else ``alphabet`` when given, else the characters seen in
         ``texts`` plus ``<unk>``. Merges continue until there are ``vocab_size`` distinct tokens
         (specials included); the vocabulary is smaller only if the corpus runs out of pairs.
+        ``vocab_size=None`` learns no merges at all: the tokens are the base symbols (characters,
+        or whole 8-bit groups), which is what the ``cpu`` preset uses (chapter 9 says why).
         """
         _check_choices(pretokenizer, unit)
         if alphabet is not None and UNITS[unit].full_alphabet is not None:
@@ -395,6 +397,8 @@ class BPETokenizer:
         else:
             base, unk = seen, True
         fixed = len(SPECIAL_TOKENS) + unk + len(base)
+        if vocab_size is None:
+            vocab_size = fixed
         if vocab_size < fixed:
             raise ValueError(
                 f"vocab_size={vocab_size} is smaller than the {fixed} ids the specials and the base "

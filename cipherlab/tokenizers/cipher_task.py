@@ -26,7 +26,7 @@ SOURCE_MODES = {
 TARGET_SETTINGS = {"pretokenizer": "plaintext", "unit": "char", "alphabet": None}
 
 
-def _cached_tokenizer(corpus, name: str, texts: list[str], vocab_size: int, settings: dict) -> BPETokenizer:
+def _cached_tokenizer(corpus, name: str, texts: list[str], vocab_size: int | None, settings: dict) -> BPETokenizer:
     """Load the tokenizer cached for this request, or train and cache it."""
     description = {
         "corpus_sha256": corpus.sha256,
@@ -37,7 +37,8 @@ def _cached_tokenizer(corpus, name: str, texts: list[str], vocab_size: int, sett
         **settings,
     }
     key = hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:16]
-    path = corpus.cache_dir / f"bpe_{name}_{vocab_size}_{key}.json"
+    size = "base" if vocab_size is None else vocab_size  # None: no merges
+    path = corpus.cache_dir / f"bpe_{name}_{size}_{key}.json"
     if path.exists():
         tokenizer = BPETokenizer.load(path)
         if tokenizer.metadata != {"cache_key": key, **description}:
@@ -53,8 +54,11 @@ def _cached_tokenizer(corpus, name: str, texts: list[str], vocab_size: int, sett
     return tokenizer
 
 
-def get_tokenizers(corpus, mode: str = "bits", src_vocab: int = 1024, tgt_vocab: int = 8000):
+def get_tokenizers(corpus, mode: str = "bits", src_vocab: int | None = 1024, tgt_vocab: int | None = 8000):
     """(source tokenizer, target tokenizer) for C1-C4, trained on the training split only.
+
+    A vocabulary size of None means no merges: the base symbols only (whole 8-bit groups in
+    "bytes" mode, characters for the target).
 
     Each tokenizer is cached under ``corpus.cache_dir`` as JSON. Its file name ends in a key, a
     hash of (corpus.sha256, the tokenizer's settings and vocabulary size, FORMAT_VERSION), and the

@@ -1,0 +1,67 @@
+"""Model exports (safetensors, no pickle) and the committed reference checkpoints of results/.
+
+The committed C2 and C5 models are the ones the results chapter explores; this file proves
+that they load on a CPU from the repository alone and still decrypt test lines.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from cipherlab.config import make_config
+from cipherlab.data import load_corpus
+from cipherlab.decode import decrypt_lines
+from cipherlab.evaluate import EXPORT_FORMAT, export_checkpoint, load_trained
+from cipherlab.metrics import bit_accuracy
+from cipherlab.train import CheckpointError, select_lines, train_config
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = sorted((ROOT / "results" / "checkpoints").glob("*.safetensors"))
+
+
+@pytest.mark.parametrize("name", ["c2", "c5"])
+def test_an_export_decrypts_exactly_as_its_checkpoint(name, sample_dir, tmp_path):
+    config = make_config(name, "smoke", max_epochs=1)
+    run = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu")
+    out = export_checkpoint(run.best_checkpoint, tmp_path / f"{name}.safetensors")
+    with safe_open(str(out), framework="pt") as f:  # tensors and JSON strings only
+        assert f.metadata()["format"] == EXPORT_FORMAT
+        assert json.loads(f.metadata()["config"])["name"] == name
+    original, codec, _ = load_trained(run.best_checkpoint, "cpu")
+    exported, codec2, config2 = load_trained(out, "cpu")
+    assert config2 == config
+    for (k, a), (k2, b) in zip(original.state_dict().items(), exported.state_dict().items(), strict=True):
+        assert k == k2 and torch.equal(a, b)
+    _, cipher = select_lines(load_corpus(sample_dir), config).lines("val")
+    kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"))
+    assert decrypt_lines(original, codec, cipher[:3], **kwargs) == decrypt_lines(exported, codec2, cipher[:3], **kwargs)
+
+
+def test_a_file_that_is_not_an_export_is_refused_by_name(tmp_path):
+    bad = tmp_path / "model.safetensors"
+    bad.write_bytes(b"not a safetensors file")
+    with pytest.raises(CheckpointError, match="model.safetensors"):
+        load_trained(bad, "cpu")
+    with pytest.raises(FileNotFoundError, match="missing.safetensors"):
+        load_trained(tmp_path / "missing.safetensors", "cpu")
+    with pytest.raises(ValueError, match="safetensors"):
+        export_checkpoint(tmp_path / "best.pt", tmp_path / "model.bin")
+
+
+@pytest.mark.skipif(not COMMITTED, reason="no committed checkpoints under results/checkpoints")
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
+def test_committed_checkpoint_decrypts_test_lines_on_cpu(path):
+    model, codec, config = load_trained(path, "cpu")
+    corpus = select_lines(load_corpus(ROOT / "data"), config)
+    plain, cipher = corpus.lines("test")
+    n = 8
+    predictions = decrypt_lines(model, codec, cipher[:n], chunk_chars=config.chunk_chars, device=torch.device("cpu"))
+    exact = sum(p == t for p, t in zip(predictions, plain[:n], strict=True))
+    accuracy = bit_accuracy(predictions, cipher[:n])
+    assert accuracy >= 0.99, (path.name, accuracy)
+    assert exact >= n - 1, (path.name, exact, [(p, t) for p, t in zip(predictions, plain) if p != t][:2])
