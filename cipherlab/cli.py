@@ -248,7 +248,9 @@ def register_cli(subparsers) -> None:
         "bit/sequence accuracy, Levenshtein, chrF, BLEU and ROUGE as JSON.",
     )
     p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt or exported .safetensors")
-    p.add_argument("--split", default="test", choices=["val", "test"], help="(default: %(default)s)")
+    p.add_argument("--split", default="test", choices=["val", "test", "all"],
+                   help="val or test of the training data, or all: every line of --data-dir, which "
+                   "may be text the model never saw (default: %(default)s)")
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
     p.add_argument("--json", metavar="FILE", help="also write the metrics to FILE")
     _add_common(p)

@@ -74,6 +74,7 @@ class Config:
     blt_patch_tgt: int = 4  # target bytes per fixed decoder patch
     blt_max_patch: int = 12  # longest source patch the entropy boundaries may make
     blt_entropy_percentile: float = 75.0  # a source patch starts above this entropy percentile
+    blt_source_memory: str = "bytes"  # what the local decoder's 2nd cross-attention reads: "bytes" | "patches"
 
     # --- data ---
     source_mode: str = "bits"  # how C1-C4 read the cipher: "bits" (BPE over 0/1) | "bytes"
@@ -151,6 +152,7 @@ _CHOICES = {
     "norm": ("layernorm", "rmsnorm"),
     "tokenization": ("bpe", "blt"),
     "source_mode": ("bits", "bytes"),
+    "blt_source_memory": ("patches", "bytes"),
 }
 COMPONENTS = ("pos_encoding", "attn_type", "norm", "tokenization")
 

@@ -31,7 +31,14 @@ __all__ = ["beam_search", "decode_batch", "decrypt_chunks", "decrypt_lines"]
 
 @torch.no_grad()
 def beam_search(
-    model: nn.Module, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, beam_size: int = 4
+    model: nn.Module,
+    src: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    max_len: int,
+    beam_size: int = 4,
+    src_member: torch.Tensor | None = None,
+    pad_id: int | None = None,
 ) -> list[int]:
     """The most likely target ids (without BOS) for one source ``src`` (1, Ls) under beam search.
 
@@ -39,18 +46,29 @@ def beam_search(
     highest total log-probability, and retires prefixes that end in EOS. The winner is the
     retired (or, at ``max_len``, live) prefix with the best log-probability per token, so that
     short outputs are not preferred merely for having fewer terms to multiply. Needs the
-    model's ``encode(src)`` and ``decode(tgt_in, memory, src_mask)`` (C1-C4). No KV cache: the
-    prefix is recomputed each step, which is fine for the handful of lines it is used on.
+    model's ``encode(src)`` and ``decode(tgt_in, memory, src_mask)`` (C1-C4), or, given
+    ``src_member`` (1, Ks, Ls), a BLTModel's ``encode_source`` and ``decode`` (C5). No KV cache:
+    the prefix is recomputed each step, which is fine for the lines it is used on.
     """
-    memory, src_mask = model.encode(src)  # (1, Ls, D), (1, 1, 1, Ls)
+    if src_member is None:
+        memory, src_mask = model.encode(src)  # (1, Ls, D), (1, 1, 1, Ls)
+        source = None
+    else:
+        memory, src_mask, source = model.encode_source(src, src_member)
+    pad_id = model.tgt_pad_id if pad_id is None else pad_id
     beams = [([bos_id], 0.0)]  # (prefix, total log-probability)
     finished: list[tuple[list[int], float]] = []
     for _ in range(max_len):
         prefixes = torch.tensor([p for p, _ in beams], device=src.device)  # (k, t)
         k = prefixes.size(0)
-        logits = model.decode(prefixes, memory.expand(k, -1, -1), src_mask.expand(k, -1, -1, -1))[:, -1]  # (k, V)
+        memory_k, mask_k = memory.expand(k, -1, -1), src_mask.expand(k, -1, -1, -1)
+        if src_member is None:
+            logits = model.decode(prefixes, memory_k, mask_k)[:, -1]  # (k, V)
+        else:
+            source_k = None if source is None else (source[0].expand(k, -1, -1), source[1].expand(k, -1, -1, -1))
+            logits = model.decode(prefixes, memory_k, mask_k, source=source_k)[:, -1]  # (k, V)
         log_probs = F.log_softmax(logits.float(), dim=-1)
-        log_probs[:, model.tgt_pad_id] = float("-inf")  # PAD is never a prediction
+        log_probs[:, pad_id] = float("-inf")  # PAD is never a prediction
         scores = log_probs + torch.tensor([s for _, s in beams], device=src.device)[:, None]  # (k, V)
         top_scores, top_ids = scores.flatten().topk(beam_size)
         candidates = []
@@ -79,15 +97,17 @@ def decode_batch(
         with autocast(batch["src"].device):
             out = codec.greedy_decode(model, batch, max_len)  # (B, <= max_len)
         return [_until_eos(row, codec.eos_id) for row in out.tolist()]
-    if not hasattr(model, "encode") or codec.kind != "bpe":
-        raise ValueError(
-            f"beam search is implemented for the tokenised configurations C1-C4, not for "
-            f"tokenization={codec.kind!r}; use beam_size=1 (greedy)"
-        )
-    return [
-        beam_search(model, batch["src"][row : row + 1], codec.bos_id, codec.eos_id, max_len, beam_size)
-        for row in range(batch["src"].size(0))
-    ]
+    out = []
+    for row in range(batch["src"].size(0)):
+        src = batch["src"][row : row + 1]
+        member = None
+        if codec.kind == "blt":
+            member = batch["src_member"][row : row + 1]
+            real = src[0] != codec.src_pad_id  # drop this row's padding: beam search sees one line
+            src, member = src[:, real], member[:, member[0].any(-1)][:, :, real]
+        out.append(beam_search(model, src, codec.bos_id, codec.eos_id, max_len, beam_size,
+                               src_member=member, pad_id=codec.tgt_pad_id))
+    return out
 
 
 def _until_eos(ids: list[int], eos_id: int) -> list[int]:

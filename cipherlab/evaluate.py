@@ -149,19 +149,26 @@ def evaluate_checkpoint(
     """Metrics of the checkpoint on the whole lines of ``split``, plus decoding speed.
 
     The split is the one the checkpoint was trained with (its preset's line limits); a
-    checkpoint trained on other data is refused.
+    checkpoint trained on other data is refused. ``split="all"`` is the exception: it scores
+    every line of the data folder's file and accepts any data, for checking that a model
+    learned the cipher rather than its training text (e.g. ``data_dir="data/stdlib"``).
     """
     device = pick_device(device)
     payload = _read_payload(path)
     model, codec, config = _from_payload(payload, device)
-    corpus = select_lines(load_corpus(data_dir), config)
-    trained_on = payload["identity"].get("data")
-    if trained_on != corpus.sha256:
-        raise CheckpointError(
-            f"{path} was trained on other data (digest {str(trained_on)[:12]}..., this data "
-            f"{corpus.sha256[:12]}...); pass the --data-dir it was trained with"
-        )
-    plain, cipher = corpus.lines(split)
+    if split == "all":
+        corpus = load_corpus(data_dir)
+        plain, cipher = corpus.plain, corpus.cipher
+    else:
+        corpus = select_lines(load_corpus(data_dir), config)
+        trained_on = payload["identity"].get("data")
+        if trained_on != corpus.sha256:
+            raise CheckpointError(
+                f"{path} was trained on other data (digest {str(trained_on)[:12]}..., this data "
+                f"{corpus.sha256[:12]}...); pass the --data-dir it was trained with, or split 'all' "
+                "to score every line of other data"
+            )
+        plain, cipher = corpus.lines(split)
     started = time.perf_counter()
     predictions = decrypt_lines(
         model,

@@ -675,6 +675,7 @@ class ByteCodec:
             local_layers=config.blt_local_layers,
             window=config.blt_window,
             patch_tgt=config.blt_patch_tgt,
+            source_memory=config.blt_source_memory,
         )
 
     def dataset(self, chunks):

@@ -309,7 +309,7 @@ def test_one_more_global_slot_would_leak(monkeypatch):
 def test_decoding_a_prefix_gives_the_teacher_forced_logits():
     # What greedy decoding relies on: the logits at i are the same whether the decoder
     # sees the whole target (training) or only the prefix up to i (decoding).
-    model = tiny_blt()
+    model = tiny_blt(source_memory="patches")  # the byte-memory default: test_byte_memory_variant_...
     src, member = random_source(2, 23)
     memory, memory_mask = model.encode(src, member)
     tgt_in = torch.cat([torch.full((2, 1), BOS_ID), torch.randint(0, 256, (2, 25))], dim=1)
@@ -387,3 +387,21 @@ def test_bad_input_is_rejected_with_the_value_and_its_place(entropy_model):
     gappy[:, 1, [1, 3, 4, 5, 6, 7, 8]] = True
     with pytest.raises(ValueError, match="not a contiguous run"):
         model.encode(src, gappy)
+
+
+def test_byte_memory_default_does_not_leak_and_decodes_prefixes_as_teacher_forcing():
+    model = tiny_blt(source_memory="bytes")
+    assert not logits_leak(model, seeds=range(2))
+    src, member = random_source(2, 23)
+    memory, memory_mask, source = model.encode_source(src, member)
+    assert source[0].shape == (2, 23, TINY["d_model"])
+    tgt_in = torch.cat([torch.full((2, 1), BOS_ID), torch.randint(0, 256, (2, 17))], dim=1)
+    full = model.decode(tgt_in, memory, memory_mask, source=source)
+    for n in (1, 5, 18):
+        torch.testing.assert_close(model.decode(tgt_in[:, :n], memory, memory_mask, source=source), full[:, :n],
+                                   atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="source="):
+        model.decode(tgt_in, memory, memory_mask)
+    with pytest.raises(ValueError, match="source_memory"):
+        tiny_blt(source_memory="words")
+    assert not logits_leak(tiny_blt(source_memory="patches"), seeds=range(1))

@@ -131,8 +131,22 @@ def test_decrypting_something_that_is_not_bits_names_the_line():
         decrypt_lines(nn.Identity(), OracleCodec(), ["0101010"], chunk_chars=8, device=torch.device("cpu"))
 
 
-def test_beam_search_is_refused_for_the_byte_latent_transformer():
-    codec = OracleCodec()
-    codec.kind = "blt"
-    with pytest.raises(ValueError, match="beam search is implemented for the tokenised configurations"):
-        decode_batch(nn.Identity(), codec, {"src": torch.zeros(1, 1, dtype=torch.long)}, 4, beam_size=2)
+@pytest.mark.parametrize("source_memory", ["patches", "bytes"])
+def test_beam_of_one_on_the_byte_latent_transformer_is_greedy_decoding(source_memory):
+    from cipherlab.models.blt import BLTModel, collate_source, greedy_decode_blt
+    from cipherlab.models.blt_patching import ByteEntropyModel
+    from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID
+
+    torch.manual_seed(0)
+    model = BLTModel(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, window=8,
+                     patch_tgt=4, max_len=64, source_memory=source_memory).eval()
+    sources = [list(range(40, 52)), list(range(60, 69))]  # two lengths: the second row is padded
+    entropy = ByteEntropyModel(min_count=1).fit([bytes(s) for s in sources])
+    src, member = collate_source(sources, entropy, entropy.threshold_at(), 6)
+    greedy = greedy_decode_blt(model, src, member, 10, BOS_ID, EOS_ID).tolist()
+    for row in range(2):
+        real = src[row] != PAD_ID
+        beam = beam_search(model, src[row:row + 1, real], BOS_ID, EOS_ID, 10, beam_size=1,
+                           src_member=member[row:row + 1][:, member[row].any(-1)][:, :, real], pad_id=PAD_ID)
+        expected = greedy[row][: greedy[row].index(EOS_ID) + 1] if EOS_ID in greedy[row] else greedy[row]
+        assert beam == expected
