@@ -145,6 +145,7 @@ def evaluate_checkpoint(
     device: torch.device | str | None = None,
     split: str = "test",
     beam_size: int = 1,
+    max_lines: int | None = None,
 ) -> dict:
     """Metrics of the checkpoint on the whole lines of ``split``, plus decoding speed.
 
@@ -169,6 +170,8 @@ def evaluate_checkpoint(
                 "to score every line of other data"
             )
         plain, cipher = corpus.lines(split)
+    if max_lines is not None:  # the first lines only (e.g. for slow beam search)
+        plain, cipher = plain[:max_lines], cipher[:max_lines]
     started = time.perf_counter()
     predictions = decrypt_lines(
         model,

@@ -9,7 +9,7 @@ It writes
 - results/checkpoints/<config>.safetensors: the trained model (weights, configuration and
   tokenizers or entropy model; no optimiser state, no pickle), read by `load_trained`;
 - results/cpu/beam.json: greedy and beam-search metrics of the same exported model on the
-  test lines;
+  first 50 test lines (beam search decodes one chunk at a time);
 - results/cpu/generalisation.json: greedy metrics on every line of data/stdlib, English the
   models never saw (Python standard-library docstrings, letters and spaces only).
 Each file records the command that made it, the commit and the versions.
@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--configs", default="c2,c5", help="which trained configurations to export (default: c2,c5)")
     parser.add_argument("--beam", type=int, default=4, help="beam size to compare with greedy (default: 4)")
+    parser.add_argument("--beam-lines", type=int, default=50,
+                        help="compare greedy and beam on the first N test lines (beam search is unbatched; default: 50)")
     parser.add_argument("--generalisation-data", default=str(ROOT / "data" / "stdlib"))
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -53,9 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         exported = export_checkpoint(best, ROOT / "results" / "checkpoints" / f"{name}.safetensors")
         print(f"{name}: exported {best} -> {exported} ({exported.stat().st_size / 2**20:.1f} MiB)", flush=True)
         started = time.perf_counter()
+        lines = dict(device="cpu", max_lines=args.beam_lines)
         beam[name] = {
-            "greedy": evaluate_checkpoint(exported, device="cpu"),
-            f"beam{args.beam}": evaluate_checkpoint(exported, device="cpu", beam_size=args.beam),
+            "greedy": evaluate_checkpoint(exported, **lines),
+            f"beam{args.beam}": evaluate_checkpoint(exported, beam_size=args.beam, **lines),
         }
         print(f"{name}: greedy vs beam {args.beam} on the test lines in {time.perf_counter() - started:.0f} s: "
               + ", ".join(f"{k} bit acc {v['bit_accuracy']:.4f} exact {v['sequence_accuracy']:.3f}"
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         general[name] = evaluate_checkpoint(exported, device="cpu", data_dir=args.generalisation_data, split="all")
         print(f"{name}: generalisation bit acc {general[name]['bit_accuracy']:.4f}, "
               f"exact lines {general[name]['sequence_accuracy']:.3f}", flush=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "beam.json").write_text(json.dumps(beam, indent=2) + "\n", encoding="utf-8")
     (out_dir / "generalisation.json").write_text(json.dumps(general, indent=2) + "\n", encoding="utf-8")
     return 0
