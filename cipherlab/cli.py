@@ -89,7 +89,8 @@ def _cmd_train(args) -> int:
 
 def _cmd_evaluate(args) -> int:
     metrics = evaluate_checkpoint(
-        args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam
+        args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
+        length_aware=args.length_aware,
     )
     text = json.dumps(metrics, indent=2)
     if args.json:
@@ -253,6 +254,8 @@ def register_cli(subparsers) -> None:
                    "may be text the model never saw (default: %(default)s)")
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
     p.add_argument("--json", metavar="FILE", help="also write the metrics to FILE")
+    p.add_argument("--length-aware", action="store_true",
+                   help="greedy decoding that ends each chunk at its known length (8 cipher bits per character)")
     _add_common(p)
     p.set_defaults(func=_cmd_evaluate)
 

@@ -26,7 +26,7 @@ from cipherlab.cipher import check_bits
 from cipherlab.data import BucketBatchSampler, Chunk, make_chunks, reassemble
 from cipherlab.train import Codec, autocast
 
-__all__ = ["beam_search", "decode_batch", "decrypt_chunks", "decrypt_lines"]
+__all__ = ["LengthConstraint", "beam_search", "decode_batch", "decrypt_chunks", "decrypt_lines"]
 
 
 @torch.no_grad()
@@ -84,19 +84,58 @@ def beam_search(
     return best[1:]
 
 
+class LengthConstraint:
+    """A greedy-decoding step hook: EOS exactly when the output covers the known number of characters.
+
+    The cipher fixes the plaintext's length: 8 bits per character. A free decoder must still
+    *guess* when to stop, and a small model sometimes stops at a full stop that looks like the
+    end of a line, or runs on. With the constraint, EOS (and any other id that adds no
+    character, such as BOS) is forbidden while the row's decoded characters are fewer than
+    ``target_chars``, and EOS is forced once they reach it; every other choice is still the
+    argmax. ``token_chars[i]`` is the number of characters target id ``i`` decodes to.
+    """
+
+    def __init__(self, token_chars: list[int], target_chars: list[int], eos_id: int, device: torch.device):
+        self.token_chars = torch.tensor(token_chars, device=device)  # (V,)
+        self.target = torch.tensor(target_chars, device=device)  # (B,)
+        self.eos_id = eos_id
+
+    def __call__(self, logits: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        known = ys[:, 1:].clamp(max=self.token_chars.numel() - 1)  # (B, t) without BOS
+        count = self.token_chars[known].sum(dim=1)  # (B,) characters decoded so far
+        short = count < self.target
+        logits = logits.clone()
+        empty = self.token_chars == 0  # EOS and the other specials (e.g. BOS) add no character
+        logits[short[:, None] & empty[None, : logits.size(1)]] = float("-inf")
+        logits[~short] = float("-inf")
+        logits[~short, self.eos_id] = 0.0
+        return logits
+
+
 def decode_batch(
-    model: nn.Module, codec: Codec, batch: dict[str, torch.Tensor], max_len: int, beam_size: int = 1
+    model: nn.Module,
+    codec: Codec,
+    batch: dict[str, torch.Tensor],
+    max_len: int,
+    beam_size: int = 1,
+    target_chars: list[int] | None = None,
 ) -> list[list[int]]:
     """Target ids (without BOS, up to and including EOS) for every source row of ``batch``.
 
-    ``beam_size=1`` is greedy decoding, batched, with the model's KV cache.
+    ``beam_size=1`` is greedy decoding, batched, with the model's KV cache. ``target_chars``
+    (greedy only): each row's plaintext length, enforced by :class:`LengthConstraint`.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size={beam_size}; use 1 for greedy decoding or more for beam search")
     if beam_size == 1:
+        hook = None
+        if target_chars is not None:
+            hook = LengthConstraint(codec.token_chars(), target_chars, codec.eos_id, batch["src"].device)
         with autocast(batch["src"].device):
-            out = codec.greedy_decode(model, batch, max_len)  # (B, <= max_len)
+            out = codec.greedy_decode(model, batch, max_len, step_hook=hook)  # (B, <= max_len)
         return [_until_eos(row, codec.eos_id) for row in out.tolist()]
+    if target_chars is not None:
+        raise ValueError("the length constraint is implemented for greedy decoding (beam_size=1) only")
     out = []
     for row in range(batch["src"].size(0)):
         src = batch["src"][row : row + 1]
@@ -123,6 +162,7 @@ def decrypt_chunks(
     token_budget: int = 8192,
     max_batch_size: int = 64,
     beam_size: int = 1,
+    length_aware: bool = False,
 ) -> dict[int, str]:
     """Decode every chunk and re-assemble whole lines: {line index: predicted plaintext}.
 
@@ -138,7 +178,8 @@ def decrypt_chunks(
     for indices in sampler.epoch_batches(0):
         batch = {key: value.to(device) for key, value in codec.collate_sources([sources[i] for i in indices]).items()}
         max_len = max(len(todo[i].cipher) // 8 for i in indices) + 1
-        for i, ids in zip(indices, decode_batch(model, codec, batch, max_len, beam_size)):
+        lengths = [len(todo[i].cipher) // 8 for i in indices] if length_aware else None
+        for i, ids in zip(indices, decode_batch(model, codec, batch, max_len, beam_size, lengths)):
             pieces.append((todo[i].line, todo[i].part, codec.decode_target(ids)))
     return reassemble(pieces)
 
@@ -153,8 +194,12 @@ def decrypt_lines(
     token_budget: int = 8192,
     max_batch_size: int = 64,
     beam_size: int = 1,
+    length_aware: bool = False,
 ) -> list[str]:
     """Decrypt whole cipher lines (strings of '0'/'1'), chunk by chunk; one plaintext per line.
+
+    ``length_aware``: greedy decoding that stops exactly at each chunk's known length
+    (:class:`LengthConstraint`); the default decodes freely, as the course notes do.
 
     Raises cipherlab.cipher.DatasetError naming the line for a character other than 0/1 or a
     length that is not a multiple of 8.
@@ -173,5 +218,6 @@ def decrypt_lines(
         token_budget=token_budget,
         max_batch_size=max_batch_size,
         beam_size=beam_size,
+        length_aware=length_aware,
     )
     return [lines[i] for i in range(len(cipher_lines))]

@@ -146,6 +146,7 @@ def evaluate_checkpoint(
     split: str = "test",
     beam_size: int = 1,
     max_lines: int | None = None,
+    length_aware: bool = False,
 ) -> dict:
     """Metrics of the checkpoint on the whole lines of ``split``, plus decoding speed.
 
@@ -182,6 +183,7 @@ def evaluate_checkpoint(
         token_budget=config.token_budget,
         max_batch_size=config.max_batch_size,
         beam_size=beam_size,
+        length_aware=length_aware,
     )
     seconds = time.perf_counter() - started
     metrics = compute_metrics(predictions, plain, cipher, tokenised=codec.kind == "bpe")

@@ -629,8 +629,12 @@ class SubwordCodec:
     def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
         return {"src": collate([(s, []) for s in sources], self.src_pad_id, self.tgt_pad_id)["src"]}
 
-    def greedy_decode(self, model: nn.Module, batch: dict[str, torch.Tensor], max_len: int) -> torch.Tensor:
-        return model.greedy_decode(batch["src"], self.bos_id, self.eos_id, max_len, use_cache=True)
+    def greedy_decode(self, model: nn.Module, batch: dict[str, torch.Tensor], max_len: int, step_hook=None) -> torch.Tensor:
+        return model.greedy_decode(batch["src"], self.bos_id, self.eos_id, max_len, use_cache=True, step_hook=step_hook)
+
+    def token_chars(self) -> list[int]:
+        """Plaintext characters of each target id (0 for <pad>/<bos>/<eos>, 1 for <unk>)."""
+        return [len(self.tgt.decode([i])) for i in range(self.tgt.vocab_size)]
 
     def decode_target(self, ids: Sequence[int]) -> str:
         return self.tgt.decode(ids)
@@ -693,8 +697,13 @@ class ByteCodec:
         src, src_member = collate_source(sources, self.entropy_model, self.threshold, self.max_patch)
         return {"src": src, "src_member": src_member}
 
-    def greedy_decode(self, model: nn.Module, batch: dict[str, torch.Tensor], max_len: int) -> torch.Tensor:
-        return greedy_decode_blt(model, batch["src"], batch["src_member"], max_len, self.bos_id, self.eos_id)
+    def greedy_decode(self, model: nn.Module, batch: dict[str, torch.Tensor], max_len: int, step_hook=None) -> torch.Tensor:
+        return greedy_decode_blt(model, batch["src"], batch["src_member"], max_len, self.bos_id, self.eos_id,
+                                 step_hook=step_hook)
+
+    def token_chars(self) -> list[int]:
+        """Plaintext characters of each target id: 1 for a byte, 0 for PAD/BOS/EOS."""
+        return [1 if i < 256 else 0 for i in range(max(PAD_ID, BOS_ID, EOS_ID) + 1)]
 
     def decode_target(self, ids: Sequence[int]) -> str:
         return self.bytes.decode(ids)

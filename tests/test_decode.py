@@ -104,7 +104,7 @@ class OracleCodec:
             src[row, : len(s)] = torch.tensor(s)
         return {"src": src}
 
-    def greedy_decode(self, model, batch, max_len):
+    def greedy_decode(self, model, batch, max_len, step_hook=None):
         src = batch["src"]
         key = torch.tensor(list(KEY))[torch.arange(src.size(1)) % 8]
         plain = torch.where(src == self.tgt_pad_id, self.eos_id, src ^ key)
@@ -150,3 +150,36 @@ def test_beam_of_one_on_the_byte_latent_transformer_is_greedy_decoding(source_me
                            src_member=member[row:row + 1][:, member[row].any(-1)][:, :, real], pad_id=PAD_ID)
         expected = greedy[row][: greedy[row].index(EOS_ID) + 1] if EOS_ID in greedy[row] else greedy[row]
         assert beam == expected
+
+
+def test_length_constraint_forbids_an_early_eos_and_forces_eos_at_the_length():
+    from cipherlab.decode import LengthConstraint
+
+    EOS_, BOS_ = 2, 1
+    token_chars = [0, 0, 0, 1, 1, 2]  # pad, bos, eos, 'a', 'b', 'ab'
+    hook = LengthConstraint(token_chars, [3, 2], EOS_, torch.device("cpu"))
+    logits = torch.tensor([[0.0, 0.0, 9.0, 1.0, 0.0, 0.0]] * 2)  # both rows want to stop
+    ys = torch.tensor([[BOS_, 5], [BOS_, 5]])  # 2 characters decoded in each row
+    out = hook(logits, ys)
+    assert out[0].argmax() == 3  # row 0: 2 < 3 characters, EOS forbidden -> next best
+    assert out[1].argmax() == EOS_ and torch.isinf(out[1, 3])  # row 1: 2 characters reached, EOS forced
+    assert logits[0, EOS_] == 9.0  # the caller's logits are not modified
+
+
+@pytest.mark.parametrize("name", ["c1", "c5"])
+def test_length_aware_decoding_returns_lines_of_the_cipher_length(name, sample_dir):
+    from cipherlab.config import make_config
+    from cipherlab.data import load_corpus
+    from cipherlab.train import fit_codec, select_lines
+
+    config = make_config(name, "smoke", source_mode="bytes", src_vocab=None, tgt_vocab=None)
+    corpus = select_lines(load_corpus(sample_dir), config)
+    codec = fit_codec(config, corpus)
+    torch.manual_seed(0)
+    model = codec.build_model(config).eval()  # untrained: it stops wherever it likes
+    plain, cipher = corpus.lines("val")
+    kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"))
+    aware = decrypt_lines(model, codec, cipher, length_aware=True, **kwargs)
+    assert [len(p) for p in aware] == [len(p) for p in plain]
+    free = decrypt_lines(model, codec, cipher, **kwargs)
+    assert [len(p) for p in free] != [len(p) for p in plain]  # the constraint did something

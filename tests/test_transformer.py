@@ -177,7 +177,8 @@ def test_initialisation_is_xavier_for_linears_and_inverse_sqrt_d_for_embeddings(
 def test_flags_select_the_configurations():
     c2, c3, c4 = tiny_model("C2"), tiny_model("C3"), tiny_model("C4")
     assert c2.pos_enc is None and c2.encoder.layers[0].self_attn.rope is not None
-    assert c2.decoder.layers[0].cross_attn.rope is None
+    assert c2.decoder.layers[0].cross_attn.rope is not None  # rope_cross_attention=True by default
+    assert tiny_model("C2", rope_cross_attention=False).decoder.layers[0].cross_attn.rope is None
     assert isinstance(c3.decoder.layers[0].self_attn, GroupedQueryAttention)
     cross = c3.decoder.layers[0].cross_attn
     assert type(cross) is MultiHeadAttention and cross.n_kv_heads == cross.n_heads

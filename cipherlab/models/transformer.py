@@ -184,15 +184,17 @@ class Seq2SeqTransformer(nn.Module):
 
     Separate source and target embedding tables (the vocabularies differ), scaled by
     sqrt(d_model); one positional module shared by both sides (None for RoPE, which lives
-    inside self-attention; for "learned" one trained table, so the only change from C1
-    is fixed -> trained); the output head is the target embedding matrix itself (weight
-    tying). Call model.eval() before greedy_decode: dropout is not switched off.
+    inside the attention layers: self-attention, and with rope_cross_attention also
+    cross-attention, queries at target positions and keys at source positions; for "learned"
+    one trained table, so the only change from C1 is fixed -> trained); the output head is
+    the target embedding matrix itself (weight tying). Call model.eval() before
+    greedy_decode: dropout is not switched off.
     """
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model=256, n_heads=8, enc_layers=4, dec_layers=4,
                  ffn_dim=1024, dropout=0.1, pos_encoding="sinusoidal", attn_type="mha", n_kv_heads=None,
                  norm="layernorm", src_pad_id=0, tgt_pad_id=0, max_len=4096, fused_attention=False,
-                 rope_cross_attention=False):
+                 rope_cross_attention=True):
         super().__init__()
         if pos_encoding not in POS_ENCODINGS:
             raise ValueError(f"Seq2SeqTransformer: unknown pos_encoding {pos_encoding!r}; "
@@ -248,7 +250,7 @@ class Seq2SeqTransformer(nn.Module):
         return self.decode(tgt_in, memory, src_mask)
 
     @torch.no_grad()
-    def greedy_decode(self, src, bos_id, eos_id, max_len, use_cache=True):
+    def greedy_decode(self, src, bos_id, eos_id, max_len, use_cache=True, step_hook=None):
         """src (B, Ls) -> (B, <= max_len) generated ids, without BOS.
 
         Every row starts from BOS and appends its argmax token; a row that has emitted
@@ -256,6 +258,8 @@ class Seq2SeqTransformer(nn.Module):
         has emitted EOS or after max_len tokens. PAD is never predicted: it is not a
         training target, and masking it as a key is what would make cached and uncached
         decoding differ. use_cache=False recomputes the whole prefix at every step.
+        step_hook(logits (B, V), ys (B, t)) -> logits may change the scores before each argmax
+        (cipherlab.decode.LengthConstraint uses it).
         """
         memory, src_mask = self.encode(src)
         B = src.size(0)
@@ -266,6 +270,8 @@ class Seq2SeqTransformer(nn.Module):
             step_in = ys[:, -1:] if use_cache else ys
             logits = self.decode(step_in, memory, src_mask, cache)[:, -1]  # (B, V)
             logits[:, self.tgt_pad_id] = float("-inf")
+            if step_hook is not None:
+                logits = step_hook(logits, ys)
             next_id = logits.argmax(dim=-1).masked_fill(done, self.tgt_pad_id)  # (B,)
             ys = torch.cat((ys, next_id[:, None]), dim=1)
             done |= next_id == eos_id

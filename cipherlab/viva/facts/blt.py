@@ -1,8 +1,9 @@
 """Facts for chapter 7 (the Byte Latent Transformer): the numbers its viva answers quote.
 
 Every function runs cipherlab's own code (``cipherlab.models.blt``) or reads the BLT and BPE
-benchmark files; chapter 7 calls the same functions, so the book and the answers show the same
-numbers. The entropy model is fitted as training fits it (``cipherlab.train.ByteCodec.fit``):
+benchmark files and ``results/calibration/calibration.json`` (runs D and F compare what the local
+decoder's second cross-attention reads); chapter 7 calls the same functions, so the book and the
+answers show the same numbers. The entropy model is fitted as training fits it (``cipherlab.train.ByteCodec.fit``):
 on the cipher bytes of the training split's whole lines, never on validation or test lines.
 """
 
@@ -20,6 +21,7 @@ from cipherlab.config import Config
 from cipherlab.data import CHUNK_CHARS, load_corpus
 from cipherlab.models.blt import ByteEntropyModel, WindowedSelfAttention
 from cipherlab.tokenizers.bytes import VOCAB_SIZE
+from cipherlab.viva.facts.positional import calibration_bits, calibration_lines, calibration_run, scored_step
 
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 SETTINGS = Config()  # the assignment's sizes and C5 settings: window, patch sizes, percentile
@@ -181,4 +183,10 @@ FACTS = {
     "scores_windowed_mib": lambda: mib(windowed_vs_full()["windowed_bytes"]),
     "scores_ratio": lambda: windowed_vs_full()["full_bytes"] / windowed_vs_full()["windowed_bytes"],
     "window_max_diff": lambda: windowed_vs_full()["max_diff"],
+    "source_memory_default": lambda: SETTINGS.blt_source_memory,
+    "cal_lines": calibration_lines,
+    "cal_patches_bits": lambda: calibration_bits("D"),
+    "cal_bytes_bits": lambda: calibration_bits("F"),
+    "cal_patches_steps": lambda: scored_step(calibration_run("D")),
+    "cal_bytes_steps": lambda: scored_step(calibration_run("F")),
 }

@@ -1,17 +1,22 @@
 """Facts for chapter 4 (positions): the checks whose numbers the viva answers quote.
 
-Every function runs cipherlab's own modules (``cipherlab.models.positional`` and
-``cipherlab.models.attention``); chapter 4 calls the same functions, so the book and the
-answers show the same numbers.
+Every function runs cipherlab's own modules (``cipherlab.models.positional``,
+``cipherlab.models.attention`` and ``cipherlab.models.transformer``) or reads
+``results/calibration/calibration.json``, the short runs that chose the cpu preset; chapter 4
+calls the same functions, so the book and the answers show the same numbers.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
+import re
+from pathlib import Path
 
 import torch
 
+from cipherlab.config import make_config
 from cipherlab.data import CHUNK_CHARS
 from cipherlab.models.attention import MultiHeadAttention, causal_mask
 from cipherlab.models.positional import (LearnedPositionalEncoding, RotaryPositionalEmbedding,
@@ -22,6 +27,8 @@ from cipherlab.models.transformer import Seq2SeqTransformer
 D_MODEL, N_HEADS, MAX_LEN = 256, 8, 4096  # the assignment's shared hyperparameters
 HEAD_DIM = D_MODEL // N_HEADS
 KEY_PERIOD = 8  # len(cipherlab.cipher.KEY)
+CPU_C2 = make_config("c2", "cpu")  # the reference run's C2: the sizes the cross-attention probe uses
+CALIBRATION_FILE = Path(__file__).resolve().parents[3] / "results" / "calibration" / "calibration.json"
 
 
 def sinusoidal_table(d_model: int = D_MODEL, length: int = MAX_LEN) -> torch.Tensor:
@@ -82,17 +89,25 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, rope: RotaryPositionalEmbeddin
     return rq @ rk.T  # (L, L)
 
 
+def toeplitz_error(scores: torch.Tensor) -> float:
+    """How far (..., Lq, Lk) scores are from depending on (key position - query position) alone.
+
+    Each diagonal holds one offset; its entries must all be equal, so each is compared with the
+    diagonal's first entry. 0 up to float rounding means a function of the offset only.
+    """
+    Lq, Lk = scores.shape[-2:]
+    worst = 0.0
+    for offset in range(-(Lq - 1), Lk):
+        diagonal = scores.diagonal(offset, -2, -1)  # (..., n): the entries with key - query = offset
+        worst = max(worst, (diagonal - diagonal[..., :1]).abs().max().item())
+    return worst
+
+
 def rope_offset_error(length: int = 512, seed: int = 0) -> float:
     """Largest change of a RoPE score when both positions move together: |S[m, n] - S[m+s, n+s]|, all m, n, s."""
     g = torch.Generator().manual_seed(seed)
     q, k = torch.randn(HEAD_DIM, generator=g), torch.randn(HEAD_DIM, generator=g)
-    scores = rope_scores(q, k, RotaryPositionalEmbedding(HEAD_DIM, max_len=length))
-    # Along each diagonal n - m = const the scores must be equal: compare each with the diagonal's first entry.
-    worst = 0.0
-    for offset in range(-(length - 1), length):
-        diagonal = scores.diagonal(offset)
-        worst = max(worst, (diagonal - diagonal[0]).abs().max().item())
-    return worst
+    return toeplitz_error(rope_scores(q, k, RotaryPositionalEmbedding(HEAD_DIM, max_len=length)))
 
 
 def halfsplit_vs_interleaved_error(seed: int = 0) -> float:
@@ -157,8 +172,120 @@ def shift_map_error(shift: int = KEY_PERIOD, d_model: int = D_MODEL, length: int
     return max((sin_next - pe[shift:, 0::2]).abs().max().item(), (cos_next - pe[shift:, 1::2]).abs().max().item())
 
 
+# --------------------------------------------------------------------------- RoPE in cross-attention
+
+def cross_attention_probe(rope_cross: bool, target_len: int = 24, source_len: int = 32, *,
+                          aligned: bool = False, gain: float = 1.0, seed: int = 0) -> dict:
+    """Scores and weights (H, Lt, Ls) of the cross-attention of a fresh C2 decoder, cpu preset sizes.
+
+    The same vector sits at every target position and the same vector at every source position,
+    so whatever varies across a head's score matrix comes from positions alone. The model is
+    built as training builds C2 (``Seq2SeqTransformer(pos_encoding="rope",
+    rope_cross_attention=rope_cross)``) and its first decoder layer's ``cross_attn`` runs its own
+    forward with the ``q_offset`` that ``DecoderLayer`` passes (0 for a full target, None
+    without RoPE). The raw scores are q k^T / sqrt(d) of the q and k that forward hands to
+    ``ScaledDotProductAttention``, rotated or not; the weights are what that module captures.
+
+    aligned=True copies the key projection into the query projection and uses one vector on
+    both sides, so query and key are equal before rotation; gain scales that vector (a larger
+    gain gives a sharper softmax, as larger learned weights would).
+    """
+    torch.manual_seed(seed)
+    model = Seq2SeqTransformer(8, 8, d_model=CPU_C2.d_model, n_heads=CPU_C2.n_heads, enc_layers=1, dec_layers=1,
+                               dropout=0.0, pos_encoding="rope", rope_cross_attention=rope_cross).eval()
+    # (vocabularies of 8: unused, the vectors below go straight into the cross-attention)
+    attn = model.decoder.layers[0].cross_attn
+    g = torch.Generator().manual_seed(seed)
+    target_vector = gain * torch.randn(1, 1, CPU_C2.d_model, generator=g)
+    source_vector = target_vector if aligned else torch.randn(1, 1, CPU_C2.d_model, generator=g)
+    x = target_vector.expand(1, target_len, -1)  # (1, Lt, D): one vector at every target position
+    memory = source_vector.expand(1, source_len, -1)  # (1, Ls, D)
+    seen = {}
+    hook = attn.attention.register_forward_pre_hook(lambda module, args: seen.update(q=args[0], k=args[1]))
+    attn.attention.capture = True
+    try:
+        with torch.no_grad():
+            if aligned:
+                attn.q_proj.load_state_dict(attn.k_proj.state_dict())
+            attn(x, memory, memory, q_offset=0 if attn.rope is not None else None)
+    finally:
+        hook.remove()
+        attn.attention.capture = False
+    q, k = seen["q"][0], seen["k"][0]  # (H, Lt, d), (H, Ls, d)
+    return {"scores": q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), "weights": attn.attention.last_attn[0]}
+
+
+def cross_rope_checks() -> dict:
+    """What the cross-attention probe shows, as numbers.
+
+    diagonal_err: with RoPE in cross-attention, how far the scores are from depending on
+    (target - source) position only (float32 rounding). flat_spread: without it, the largest
+    range of one head's scores (0: no position at all). aligned_diag_share: with RoPE and equal
+    query and key, the share of target positions whose largest weight falls on the source
+    position with the same index; aligned_uniform_err: the same layer without RoPE, the largest
+    distance of a weight from 1 / Ls (0: every source position weighted alike).
+    """
+    with_rope, without = cross_attention_probe(True)["scores"], cross_attention_probe(False)["scores"]
+    aligned = cross_attention_probe(True, aligned=True)["weights"]  # (H, Lt, Ls)
+    uniform = cross_attention_probe(False, aligned=True)["weights"]
+    on_diagonal = aligned.argmax(-1) == torch.arange(aligned.size(1))  # (H, Lt)
+    return {"diagonal_err": toeplitz_error(with_rope),
+            "flat_spread": (without.amax((-2, -1)) - without.amin((-2, -1))).max().item(),
+            "aligned_diag_share": on_diagonal.double().mean().item(),
+            "aligned_uniform_err": (uniform - 1 / uniform.size(-1)).abs().max().item()}
+
+
+# --------------------------------------------------------------------------- the calibration runs
+
+@functools.cache
+def calibration() -> dict:
+    """results/calibration/calibration.json: the 6-minute runs that chose the cpu preset."""
+    return json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))
+
+
+def calibration_run(run_id: str) -> dict:
+    """One run of calibration.json by its id ("A" .. "F"): config, overrides, epochs, val60, scored."""
+    runs = {run["id"]: run for run in calibration()["runs"]}
+    if run_id not in runs:
+        raise KeyError(f"{CALIBRATION_FILE}: no run {run_id!r}; the runs are {sorted(runs)}")
+    return runs[run_id]
+
+
+def calibration_lines() -> int:
+    """How many validation lines the calibration runs were scored on (stated in the file's "about")."""
+    match = re.search(r"first (\d+) validation lines", calibration()["about"]["what"])
+    if match is None:
+        raise ValueError(f"{CALIBRATION_FILE}: about.what no longer says 'first N validation lines'")
+    return int(match.group(1))
+
+
+def scored_step(run: dict) -> int:
+    """The training step of the checkpoint a calibration run was scored with.
+
+    "best.pt": the epoch with the lowest validation loss; "last.pt after N steps": N (a run
+    whose budget ended inside its first epoch lists no epochs).
+    """
+    if run["scored"].startswith("best.pt"):
+        return min(run["epochs"], key=lambda epoch: epoch["val_loss"])["step"]
+    match = re.match(r"last\.pt after (\d+) steps", run["scored"])
+    if match is None:
+        raise ValueError(f"{CALIBRATION_FILE}, run {run['id']}: cannot tell the step from scored={run['scored']!r}")
+    return int(match.group(1))
+
+
+def first_epoch_loss(run_id: str) -> float:
+    """Validation loss of a calibration run after its first epoch."""
+    return calibration_run(run_id)["epochs"][0]["val_loss"]
+
+
+def calibration_bits(run_id: str) -> float:
+    """Bit accuracy of a calibration run on the validation lines (greedy decoding)."""
+    return calibration_run(run_id)["val60"]["bit_accuracy"]
+
+
 _permutation_checks = functools.cache(permutation_checks)  # several facts read one run
 _phase_readout = functools.cache(phase_readout)
+_cross_rope_checks = functools.cache(cross_rope_checks)
 
 FACTS = {
     "pe_shortest_wavelength": lambda: wavelengths()[0].item(),
@@ -182,4 +309,16 @@ FACTS = {
     "rope_n_pairs": lambda: HEAD_DIM // 2,
     "rope_long_pairs": lambda: int((wavelengths(HEAD_DIM) > CHUNK_CHARS).sum()),
     "chunk_chars": lambda: CHUNK_CHARS,
+    "cross_rope_err": lambda: _cross_rope_checks()["diagonal_err"],
+    "cross_norope_spread": lambda: _cross_rope_checks()["flat_spread"],
+    "cal_lines": calibration_lines,
+    "cal_b_loss1": lambda: first_epoch_loss("B"),
+    "cal_c_loss1": lambda: first_epoch_loss("C"),
+    "cal_e_loss1": lambda: first_epoch_loss("E"),
+    "cal_c_bits": lambda: calibration_bits("C"),
+    "cal_e_bits": lambda: calibration_bits("E"),
+    "cal_c_steps": lambda: scored_step(calibration_run("C")),
+    "cal_e_steps": lambda: scored_step(calibration_run("E")),
+    "cal_c_src_vocab": lambda: calibration_run("C")["overrides"]["src_vocab"],
+    "cal_c_tgt_vocab": lambda: calibration_run("C")["overrides"]["tgt_vocab"],
 }
