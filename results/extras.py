@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs-dir", default="runs", help="where ablate put the checkpoints (default: runs)")
-    parser.add_argument("--preset", default="cpu")
+    parser.add_argument("--preset", default="cpu", help="results go to results/<preset>/ (default: cpu)")
+    parser.add_argument("--run", help="checkpoints are <runs-dir>/<run>/<config>/best.pt (default: the preset)")
     parser.add_argument("--configs", default="c2,c5", help="which trained configurations to export (default: c2,c5)")
     parser.add_argument("--beam", type=int, default=4, help="beam size to compare with greedy (default: 4)")
     parser.add_argument("--beam-lines", type=int, default=50,
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     beam, general = {"about": about}, {"about": {**about, "data": "data/stdlib (all lines)"}}
     for name in names:
-        best = Path(args.runs_dir) / args.preset / name / "best.pt"
+        best = Path(args.runs_dir) / (args.run or args.preset) / name / "best.pt"
         exported = export_checkpoint(best, ROOT / "results" / "checkpoints" / f"{name}.safetensors")
         print(f"{name}: exported {best} -> {exported} ({exported.stat().st_size / 2**20:.1f} MiB)", flush=True)
         started = time.perf_counter()
