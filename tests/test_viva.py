@@ -27,10 +27,11 @@ PART1 = {
     "norm": _ids("000-7.4", range(1, 9)),
     "bpe": _ids("000-7.5", range(1, 8)) + _ids("001-S106", [1, 2, 3]) + ["001-quiz-1"],
 }
-# Part 2 adds the rest of 000 §7.6-7.9 here as its banks land (09_results to come).
+# Part 2: 000 §7.6-7.9 (7.7 Q8 and 7.8 Q2 live in "task" above).
 PART2 = {
     "blt": _ids("000-7.6", range(1, 11)),
     "training": _ids("000-7.7", [1, 2, 3, 4, 5, 6, 7, 9, 10]),
+    "results": _ids("000-7.8", [1, 3, 4, 5, 6, 7]) + _ids("000-7.9", range(1, 7)),
 }
 MASTER = {**PART1, **PART2}
 
@@ -57,6 +58,23 @@ def test_master_list_holds_each_part1_seed_question_exactly_once():
     by_section = _by_section(ids)
     for section, size in PART1_SECTIONS.items():
         assert sorted(by_section.get(section, [])) == list(range(1, size + 1)), section
+
+
+def test_master_list_holds_every_seed_question_exactly_once():
+    """The whole book: every question of 000 §7 (7.1-7.9) and of 001 sits in exactly one chapter bank."""
+    ids = [q for chapter in MASTER.values() for q in chapter]
+    assert len(ids) == len(set(ids))
+    by_section = _by_section(ids)
+    assert set(by_section) == set(SECTION_SIZES)
+    for section, size in SECTION_SIZES.items():
+        assert sorted(by_section[section]) == list(range(1, size + 1)), section
+    assert len(ids) == sum(SECTION_SIZES.values())
+
+
+def test_every_seed_question_is_in_a_bank_and_so_in_the_drill():
+    """The drill (chapter 10) shows load_bank(); so the bank must hold exactly the master list."""
+    banked = sorted(q.id for bank in load_bank().values() for q in bank.questions)
+    assert banked == sorted(q for chapter in MASTER.values() for q in chapter)
 
 
 def test_master_list_names_only_real_seed_questions_once():
