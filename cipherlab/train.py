@@ -372,6 +372,7 @@ class Trainer:
         identity: dict | None = None,
         artifacts: dict | None = None,
         verbose: bool = False,
+        progress: bool | None = None,
     ):
         self.model = model.to(device)
         self.train_batches, self.val_batches = train, val
@@ -379,6 +380,7 @@ class Trainer:
         self.out_dir = Path(out_dir)
         self.identity, self.artifacts = identity or {}, artifacts or {}
         self.verbose = verbose
+        self.progress = progress  # progress bars: None = when output is a terminal or notebook
         self.optimizer = make_optimizer(model, config)
         self.scheduler = make_scheduler(self.optimizer, config)
         self.progress = Progress()
@@ -501,7 +503,8 @@ class Trainer:
             initial=p.batch,
             desc=f"{self.config.name} epoch {p.epoch + 1}",
             unit="batch",
-            disable=None,  # no bar when output is not a terminal or a notebook (CI, logs)
+            # None: no bar when output is not a terminal or a notebook (CI, logs); False: never
+            disable=None if self.progress is None else not self.progress,
             leave=False,
         )
         with bar:
@@ -804,6 +807,7 @@ def train_config(
     resume: bool = False,
     time_budget_s: float | None = None,
     verbose: bool = False,
+    progress: bool | None = None,
 ) -> RunResult:
     """Everything for one configuration: data, codec, model, and :meth:`Trainer.fit`."""
     device = pick_device(device)
@@ -834,6 +838,7 @@ def train_config(
         identity={"data": corpus.sha256, **codec.identity()},
         artifacts=codec.artifacts(),
         verbose=verbose,
+        progress=progress,
     )
     fit = trainer.fit(resume=resume, time_budget_s=time_budget_s)
     return RunResult(
