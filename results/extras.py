@@ -8,6 +8,8 @@ Run from the repository root after `python -m cipherlab ablate --preset cpu` has
 It writes
 - results/checkpoints/<config>.safetensors: the trained model (weights, configuration and
   tokenizers or entropy model; no optimiser state, no pickle), read by `load_trained`;
+- results/checkpoints/<config>.sample.json: the first test lines and their length-aware greedy
+  decryption by the exported model (tests/test_checkpoints.py checks it still decodes them so);
 - results/cpu/beam.json: greedy and beam-search metrics of the same exported model on the
   first 50 test lines (beam search decodes one chunk at a time);
 - results/cpu/generalisation.json: greedy metrics on every line of data/stdlib, English the
@@ -26,7 +28,12 @@ from pathlib import Path
 
 import torch
 
-from cipherlab.evaluate import evaluate_checkpoint, export_checkpoint, git_commit, versions
+from cipherlab.data import load_corpus
+from cipherlab.decode import decrypt_lines
+from cipherlab.evaluate import evaluate_checkpoint, export_checkpoint, git_commit, load_trained, versions
+from cipherlab.train import select_lines
+
+SAMPLE_LINES = 8  # test lines whose decryption is stored beside each model and checked by the tests
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,6 +62,17 @@ def main(argv: list[str] | None = None) -> int:
         best = Path(args.runs_dir) / (args.run or args.preset) / name / "best.pt"
         exported = export_checkpoint(best, ROOT / "results" / "checkpoints" / f"{name}.safetensors")
         print(f"{name}: exported {best} -> {exported} ({exported.stat().st_size / 2**20:.1f} MiB)", flush=True)
+        model, codec, config = load_trained(exported, "cpu")
+        plain, cipher = select_lines(load_corpus(), config).lines("test")
+        predicted = decrypt_lines(model, codec, cipher[:SAMPLE_LINES], chunk_chars=config.chunk_chars,
+                                  device=torch.device("cpu"), length_aware=True)
+        sample = [{"cipher": c, "reference": p, "prediction": q}
+                  for c, p, q in zip(cipher[:SAMPLE_LINES], plain[:SAMPLE_LINES], predicted, strict=True)]
+        (exported.parent / f"{name}.sample.json").write_text(
+            json.dumps({"about": {**about, "decoding": "greedy, length-aware", "lines": "the first test lines"},
+                        "lines": sample}, indent=1) + "\n", encoding="utf-8")
+        print(f"{name}: {sum(x['prediction'] == x['reference'] for x in sample)} of {SAMPLE_LINES} sample lines exact",
+              flush=True)
         started = time.perf_counter()
         lines = dict(device="cpu", max_lines=args.beam_lines)
         beam[name] = {
