@@ -104,7 +104,9 @@ __all__ = [
 ]
 
 CHECKPOINT_FORMAT = "cipherlab-checkpoint-1"
-_RUNTIME_FIELDS = ("time_budget_s",)  # config fields a resumed run may change
+# Config fields a resumed run may change: budgets, not the model or the data. Raising max_epochs
+# continues a finished run, e.g. to bring every configuration to the same number of epochs.
+_RUNTIME_FIELDS = ("time_budget_s", "max_epochs")
 
 
 class CheckpointError(ValueError):
@@ -380,7 +382,7 @@ class Trainer:
         self.out_dir = Path(out_dir)
         self.identity, self.artifacts = identity or {}, artifacts or {}
         self.verbose = verbose
-        self.progress = progress  # progress bars: None = when output is a terminal or notebook
+        self.show_progress = progress  # progress bars: None = when output is a terminal or notebook
         self.optimizer = make_optimizer(model, config)
         self.scheduler = make_scheduler(self.optimizer, config)
         self.progress = Progress()
@@ -485,6 +487,10 @@ class Trainer:
             self.log_path.unlink(missing_ok=True)
         started = time.monotonic()
         p = self.progress
+        if p.finished == "max_epochs" and p.epoch < self.config.max_epochs:
+            p.finished = ""  # resumed with a larger max_epochs: train on
+        elif not p.finished and p.epoch >= self.config.max_epochs:
+            p.finished = "max_epochs"  # resumed with max_epochs already reached: nothing to train
         while not p.finished:
             if self._train_epoch(started, budget):
                 return self._result("time budget")
@@ -504,7 +510,7 @@ class Trainer:
             desc=f"{self.config.name} epoch {p.epoch + 1}",
             unit="batch",
             # None: no bar when output is not a terminal or a notebook (CI, logs); False: never
-            disable=None if self.progress is None else not self.progress,
+            disable=None if self.show_progress is None else not self.show_progress,
             leave=False,
         )
         with bar:

@@ -198,3 +198,12 @@ def test_fewer_training_lines_make_a_different_corpus_but_fewer_eval_lines_do_no
     assert limited.sha256 != corpus.sha256  # tokenizers cached for it are its own
     eval_only = select_lines(corpus, make_config("c1", "smoke", max_train_lines=None, max_eval_lines=2))
     assert eval_only.sha256 == corpus.sha256 and eval_only.splits["train"] == corpus.splits["train"]
+
+
+def test_progress_false_shows_no_bar_and_raising_max_epochs_continues_a_finished_run(tmp_path, capsys):
+    trainer = make_trainer(tmp_path, max_epochs=2)
+    trainer.show_progress = False
+    first = trainer.fit()
+    assert first.stopped == "max_epochs" and "epoch" not in capsys.readouterr().err
+    more = make_trainer(tmp_path, max_epochs=3)
+    assert more.fit(resume=True).epochs == 3
