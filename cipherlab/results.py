@@ -11,18 +11,30 @@ puts them in context, for the book and for ``results/README.md`` alike:
 - :func:`comparison_table` is the Markdown table of a run beside those figures;
   :func:`plot_accuracy`, :func:`plot_costs` and :func:`plot_curves` draw them;
 - :func:`difference` and :func:`exact_lines_stderr` support the "what did each change show" reading;
+  :func:`budget_table` puts the epochs each configuration got in its time budget beside what it reached;
+- :data:`TARGETS`, :func:`target_rows` and :func:`targets_table`: the goals of the reference run, met or not,
+  for the controlled and the extended models (:data:`EXTENDED_RUN`), decoded freely and length-aware;
+- :func:`load_errors` reads ``errors.json`` (``results/analysis.py``): :func:`decoding_table` compares free
+  with length-aware decoding; :func:`profile_rows` finds where in a chunk and at which key phase the errors
+  fall, :func:`substitutions` and :func:`prior_favours` what they are, :func:`exact_by_length` how exact
+  lines fall with length against independent errors;
+- :func:`merge_curves`, :func:`plot_extended` and :func:`extended_table`: C2 and C5 trained on;
 - :func:`load_committed_model` and :func:`attention_view` look inside the committed C2 and C5 models:
   their attention weights, mapped back from tokens or patches to characters so the two models can be
   compared on one grid, with :func:`band_mass` (the diagonal) and :func:`same_phase_share` (the
   cipher's period of 8) to measure what the pictures show.
 
-Runs are named by their folder under ``results/`` (``"cpu"``, ``"cpu-bits"``); a path works too.
+Runs are named by their folder under ``results/`` (``"cpu"``, ``"cpu-bits"``, ``"extended/cpu"``); a
+path works too.
 ``$CIPHERLAB_RESULTS_DIR`` points the names at another results folder.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import difflib
+import html
 import itertools
 import json
 import math
@@ -40,15 +52,21 @@ from cipherlab.config import CONFIG_NAMES, Config, make_config
 from cipherlab.train import read_log, teacher_forcing_logits
 
 __all__ = [
+    "ANALYSIS_RUNS",
     "BITS_RUN",
+    "EXTENDED_RUN",
     "PERIOD",
     "PRIMARY_RUN",
     "REFERENCES",
     "REFERENCE_FIELDS",
     "SEED_RANGES",
+    "SPIKE_RATIO",
+    "SPIKE_Z",
+    "TARGETS",
     "AttentionView",
     "Range",
     "Reference",
+    "Target",
     "ablation_table",
     "attention_summary",
     "attention_table",
@@ -56,23 +74,49 @@ __all__ = [
     "band_mass",
     "beam_gains",
     "beam_table",
+    "budget_reading",
+    "budget_table",
     "byte_aligned",
     "calibration_table",
     "change_from_c1",
+    "char_kind",
     "committed_checkpoint",
+    "common_epoch",
     "comparison_table",
+    "context_counts",
     "coverage",
+    "decoding_gains",
+    "decoding_rows",
+    "decoding_table",
+    "decoding_verdict",
     "difference",
+    "edit_summary",
+    "edit_table",
+    "edit_verdict",
+    "edits",
+    "entry_label",
+    "epoch_seconds",
+    "error_entry",
+    "exact_by_length",
     "exact_lines_stderr",
     "example_chunks",
+    "excess",
+    "extended_table",
     "generalisation_table",
+    "late_vs_early",
+    "length_table",
+    "length_verdict",
+    "lines_of",
     "load_beam",
     "load_calibration",
     "load_committed_model",
     "load_curve",
+    "load_errors",
     "load_generalisation",
     "load_run",
+    "loss_at_epoch",
     "markdown_table",
+    "merge_curves",
     "metric",
     "mode_gains",
     "mode_table",
@@ -80,15 +124,25 @@ __all__ = [
     "plot_accuracy",
     "plot_costs",
     "plot_curves",
+    "plot_error_profiles",
+    "plot_extended",
     "plot_head",
     "plot_heads",
     "plot_offsets",
+    "position_counts",
+    "prior_favours",
+    "profile_rows",
+    "profile_table",
+    "profile_verdict",
     "provenance",
     "reference",
     "results_dir",
     "run_label",
     "run_path",
     "same_phase_share",
+    "target_rows",
+    "targets_table",
+    "targets_verdict",
     "to_characters",
     "tokenization",
     "uniform_same_phase_share",
@@ -98,7 +152,10 @@ RESULTS_ENV = "CIPHERLAB_RESULTS_DIR"
 REPO_RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
 PRIMARY_RUN = "cpu"  # the committed reference run: C1-C4 read the cipher in bytes mode
 BITS_RUN = "cpu-bits"  # the same preset with the course notes' bits mode for C1-C4
+EXTENDED_RUN = "extended/cpu"  # C2 and C5 trained on from their cpu runs (--resume): the committed models
 PERIOD = len(KEY)  # the cipher's key length: characters 8 apart share a key byte
+# results/analysis.py names each entry of errors.json after the runs/ folder it read ("cpu-long/c2")
+ANALYSIS_RUNS = {PRIMARY_RUN: "cpu", BITS_RUN: "cpu-bits", EXTENDED_RUN: "cpu-long"}
 
 
 # --------------------------------------------------------------------------- reading the files
@@ -110,9 +167,12 @@ def results_dir() -> Path:
 
 
 def run_path(run: str | os.PathLike) -> Path:
-    """The folder of a run: a bare name such as ``"cpu"`` lives in :func:`results_dir`; a path is a path."""
-    if isinstance(run, str) and not any(sep in run for sep in ("/", os.sep)):
-        return results_dir() / run
+    """The folder of a run: a name such as ``"cpu"`` or ``"extended/cpu"`` lives in :func:`results_dir`;
+    a ``Path``, an absolute path, or a relative one that exists only from the working directory, is a path."""
+    if isinstance(run, str) and not Path(run).is_absolute():
+        named = results_dir() / run
+        if named.exists() or not Path(run).exists():
+            return named
     return Path(run)
 
 
@@ -380,6 +440,11 @@ def _num(value, fmt: str, missing: str = "–") -> str:
     return missing if value is None else format(value, fmt)
 
 
+def _pct2(value: float | None) -> str:
+    """A percentage to two decimals, for accuracies near 100 % (one target is 99.9 %)."""
+    return "–" if value is None else f"{100 * value:.2f}"
+
+
 def _ref(kind: str, config: str, field: str) -> str:
     return _pct(reference(kind, config, field))
 
@@ -402,14 +467,14 @@ def comparison_table(run_folder: str | os.PathLike, bits_folder: str | os.PathLi
     rows = []
     for name, r in records.items():
         peak = r.get("peak_memory_bytes")
-        row = [name.upper(), change_from_c1(r), _pct(metric(r, "bit_accuracy")), _pct(metric(r, "sequence_accuracy")),
+        row = [name.upper(), change_from_c1(r), _pct2(metric(r, "bit_accuracy")), _pct(metric(r, "sequence_accuracy")),
                _num(metric(r, "levenshtein"), ".1f"), _num(metric(r, "bleu"), ".1f", "n/c"),
                _num(metric(r, "chrf"), ".1f"), _num(metric(r, "rougeL"), ".3f", "n/c"), f"{r['params']:,}",
                _num(peak and peak / 2**20, ".0f"), _num(r["seconds_per_epoch"], ".1f"),
                _num(r.get("train_tokens_per_s"), ".0f")]
         if bits:
             b = bits.get(name)
-            row += [_pct(b and metric(b, "bit_accuracy")), _pct(b and metric(b, "sequence_accuracy"))]
+            row += [_pct2(b and metric(b, "bit_accuracy")), _pct(b and metric(b, "sequence_accuracy"))]
         row += [_ref("seed", name, "bit_accuracy"), _ref("seed", name, "exact_lines"),
                 _ref("public", name, "bit_accuracy"), _ref("public", name, "exact_lines")]
         rows.append(row)
@@ -459,12 +524,14 @@ def mode_gains(records: dict[str, dict], bits_records: dict[str, dict], key: str
 
 
 def mode_table(records: dict[str, dict], bits_records: dict[str, dict]) -> str:
-    """Bit accuracy and exact lines of C1-C4 with each source mode, side by side (percent)."""
-    rows = [[name.upper(), _pct(metric(records[name], "bit_accuracy")), _pct(metric(b, "bit_accuracy")),
-             _pct(metric(records[name], "sequence_accuracy")), _pct(metric(b, "sequence_accuracy"))]
+    """Bit accuracy, exact lines (percent) and epochs trained of C1-C4 with each source mode, side by side."""
+    rows = [[name.upper(), _pct2(metric(records[name], "bit_accuracy")), _pct2(metric(b, "bit_accuracy")),
+             _pct(metric(records[name], "sequence_accuracy")), _pct(metric(b, "sequence_accuracy")),
+             records[name]["epochs"], b["epochs"]]
             for name, b in bits_records.items() if name in records]
     mine, theirs = _source_modes(records), _source_modes(bits_records)
-    return markdown_table(["config", f"bit acc %: {mine}", theirs, f"exact lines %: {mine}", theirs], rows)
+    return markdown_table(["config", f"bit acc %: {mine}", theirs, f"exact lines %: {mine}", theirs,
+                           f"epochs: {mine}", theirs], rows)
 
 
 def beam_gains(beam: dict, key: str = "sequence_accuracy") -> dict[str, float | None]:
@@ -479,18 +546,23 @@ def beam_gains(beam: dict, key: str = "sequence_accuracy") -> dict[str, float | 
 
 def beam_table(beam: dict) -> str:
     """Every decoding of every configuration in ``beam.json``: bit accuracy, exact lines, Levenshtein, chrF."""
-    rows = [[name.upper(), decoding, m.get("lines", "?"), _pct(metric(m, "bit_accuracy")),
+    rows = [[name.upper(), decoding, m.get("lines", "?"), _pct2(metric(m, "bit_accuracy")),
              _pct(metric(m, "sequence_accuracy")), _num(metric(m, "levenshtein"), ".1f"), _num(metric(m, "chrf"), ".1f")]
             for name, entry in beam.items() for decoding, m in entry.items()]
     return markdown_table(["config", "decoding", "lines", "bit acc %", "exact lines %", "Levenshtein", "chrF"], rows)
 
 
 def generalisation_table(records: dict[str, dict], general: dict) -> str:
-    """The Brown test lines against the out-of-corpus lines, per configuration of ``generalisation.json``."""
+    """The Brown test lines against the out-of-corpus lines, per configuration of ``generalisation.json``.
+
+    ``records`` must be the run of the models that decoded the docstrings (for the committed models,
+    :data:`EXTENDED_RUN`); a configuration it lacks gets an empty Brown row.
+    """
     rows = []
     for name, out in general.items():
-        for label, m in (("Brown test lines", records[name]["test"]), ("stdlib docstrings", out)):
-            rows.append([name.upper(), label, m.get("lines", "?"), _pct(metric(m, "bit_accuracy")),
+        brown = records[name]["test"] if name in records else {}
+        for label, m in (("Brown test lines", brown), ("stdlib docstrings", out)):
+            rows.append([name.upper(), label, m.get("lines", "?"), _pct2(metric(m, "bit_accuracy")),
                          _pct(metric(m, "sequence_accuracy")), _num(metric(m, "char_error_rate"), ".3f"),
                          _num(metric(m, "chrf"), ".1f")])
     return markdown_table(["config", "text", "lines", "bit acc %", "exact lines %", "CER", "chrF"], rows)
@@ -524,6 +596,710 @@ def ablation_table(records: dict[str, dict]) -> str:
                      f"{r['epochs']} (C1 {c1['epochs']})"])
     return markdown_table(["config", "change", "bit acc, points vs C1", "exact lines, points", "2 × sampling s.e.",
                            "s/epoch vs C1", "params vs C1", "epochs"], rows)
+
+
+# --------------------------------------------------------------------------- targets, and how far each model trained
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal the reference run set itself: ``metric >= at_least`` on the whole test lines, greedy decoding."""
+
+    configs: tuple[str, ...]
+    key: str
+    at_least: float
+    label: str
+
+
+# This repository's targets for the reference run (whole test lines, greedy decoding).
+TARGETS = (
+    Target(tuple(CONFIG_NAMES), "bit_accuracy", 0.99, "bit acc ≥ 99 %"),
+    Target(("c2", "c5"), "bit_accuracy", 0.999, "bit acc ≥ 99.9 %"),
+    Target(("c2", "c5"), "sequence_accuracy", 0.95, "exact lines ≥ 95 %"),
+)
+
+
+def load_errors(folder: str | os.PathLike = PRIMARY_RUN) -> dict | None:
+    """``errors.json`` of a run (``results/analysis.py``) without its "about" entry, or None when absent.
+
+    Keyed ``"<runs folder>/<config>"`` (see :data:`ANALYSIS_RUNS`), each value with ``test_free`` and
+    ``test_length_aware`` (metrics of free and length-aware greedy decoding), ``lines``,
+    ``lines_with_wrong_length``, ``char_error_by_chunk_position``, ``char_error_by_key_phase``,
+    ``exact_lines_by_length``, ``exact_chunks`` and a few ``errors``.
+    """
+    data = _load_optional(folder, "errors.json")
+    return None if data is None else {key: entry for key, entry in data.items() if key != "about"}
+
+
+def error_entry(errors: dict | None, run: str, config: str) -> dict | None:
+    """The ``errors.json`` entry of one configuration of a run (``"cpu"``, ``"extended/cpu"``), or None."""
+    return None if errors is None else errors.get(f"{ANALYSIS_RUNS.get(run, run)}/{config}")
+
+
+def entry_label(key: str) -> str:
+    """``"cpu-long/c2"`` -> ``"C2, extended/cpu"``: an ``errors.json`` key named like the results folders."""
+    folder, config = key.rsplit("/", 1)
+    runs = {analysed: run for run, analysed in ANALYSIS_RUNS.items()}
+    return f"{config.upper()}, {runs.get(folder, folder)}"
+
+
+def target_rows(runs: dict[str, dict[str, dict]], errors: dict | None = None) -> list[dict]:
+    """Every model of ``runs`` (``{"cpu": records, "extended/cpu": records}``) under each decoding, with its targets.
+
+    Decodings: ``"free"`` (the record's own test metrics) and ``"length-aware"`` (from ``errors``,
+    where it has the model). Each row: config, run, epochs, decoding, metrics and ``checks``, a list
+    of (Target, value, met).
+    """
+    rows = []
+    for name in CONFIG_NAMES:
+        for run, records in runs.items():
+            if name not in records:
+                continue
+            decodings = [("free", records[name]["test"])]
+            entry = error_entry(errors, run, name)
+            if entry is not None:
+                decodings.append(("length-aware", entry["test_length_aware"]))
+            for decoding, metrics in decodings:
+                checks = [(t, metric(metrics, t.key)) for t in TARGETS if name in t.configs]
+                rows.append({"config": name, "run": run, "epochs": records[name]["epochs"], "decoding": decoding,
+                             "metrics": metrics,
+                             "checks": [(t, v, v is not None and v >= t.at_least) for t, v in checks]})
+    return rows
+
+
+def targets_table(rows: list[dict]) -> str:
+    """:func:`target_rows` as a Markdown table: bit accuracy to two decimals, since one target is 99.9 %."""
+    table = []
+    for row in rows:
+        met = [t.label for t, _, ok in row["checks"] if ok]
+        missed = [t.label for t, _, ok in row["checks"] if not ok]
+        verdict = "all met" if not missed else "missed: " + ", ".join(missed)
+        table.append([row["config"].upper(), f"{row['run']}, {row['epochs']} epochs", row["decoding"],
+                      _pct2(metric(row["metrics"], "bit_accuracy")),
+                      _pct(metric(row["metrics"], "sequence_accuracy")), ", ".join(met) or "–", verdict])
+    return markdown_table(["config", "model", "decoding", "bit acc %", "exact lines %", "targets met", "verdict"],
+                          table)
+
+
+def targets_verdict(rows: list[dict]) -> list[str]:
+    """Per configuration: which models and decodings meet all its targets, or how close the best one came."""
+    sentences = []
+    for name in dict.fromkeys(row["config"] for row in rows):
+        mine = [row for row in rows if row["config"] == name]
+        winners = [f"{row['run']} {row['decoding']}" for row in mine if all(ok for _, _, ok in row["checks"])]
+        labels = ", ".join(t.label for t, _, _ in mine[0]["checks"])
+        if winners:
+            sentences.append(f"{name.upper()} meets its target{'s' if len(mine[0]['checks']) > 1 else ''} "
+                             f"({labels}) with {', '.join(winners)}")
+            continue
+
+        def shortfall(row):  # most targets met first, then the smallest relative shortfall
+            return (-sum(ok for _, _, ok in row["checks"]),
+                    sum((t.at_least - (v or 0)) / t.at_least for t, v, ok in row["checks"] if not ok))
+
+        best = min(mine, key=shortfall)
+        met = [t.label for t, _, ok in best["checks"] if ok]
+        missed = {}  # one figure per metric, with the precision of its strictest target
+        for t, v, ok in best["checks"]:
+            if not ok:
+                missed[t.key] = (t, v)
+        figures = ", ".join(f"{t.label.split(' ≥')[0]} {_pct_precise(v, t)} %" for t, v in missed.values())
+        sentences.append(f"no {name.upper()} model meets all of its targets ({labels}); the closest is {best['run']} "
+                         f"{best['decoding']}" + (f", which meets {', '.join(met)}" if met else "")
+                         + f" ({figures})")
+    return sentences
+
+
+def _pct_precise(value: float | None, target: Target) -> str:
+    """A percentage with one decimal more than its target has (99.9 % gets two)."""
+    if value is None:
+        return "–"
+    decimals = len(f"{100 * target.at_least:g}".partition(".")[2]) + 1
+    return f"{100 * value:.{decimals}f}"
+
+
+def common_epoch(curves: dict[str, list[dict] | None]) -> int | None:
+    """The last epoch that every configuration with a log reached (None without logs)."""
+    reached = [log[-1]["epoch"] for log in curves.values() if log]
+    return min(reached) if reached else None
+
+
+def loss_at_epoch(curves: dict[str, list[dict] | None], epoch: int) -> dict[str, float]:
+    """Validation loss of each configuration after ``epoch`` epochs (those whose log has that epoch)."""
+    return {name: r["val_loss"] for name, log in curves.items() if log for r in log if r["epoch"] == epoch}
+
+
+def epoch_seconds(log: list[dict]) -> tuple[float, float]:
+    """(fastest, slowest) training seconds of one run's epochs."""
+    seconds = [r["seconds"] for r in log]
+    return min(seconds), max(seconds)
+
+
+def budget_table(records: dict[str, dict], curves: dict[str, list[dict] | None]) -> str:
+    """How far each configuration trained in its time budget, beside what it reached.
+
+    Epochs, seconds per epoch (mean, and the fastest and slowest epoch), the validation loss after
+    every epoch (so configurations can be compared at equal epochs), and the test accuracies.
+    """
+    last = max((log[-1]["epoch"] for log in curves.values() if log), default=0)
+    rows = []
+    for name, r in records.items():
+        log = curves.get(name)
+        losses = {e["epoch"]: e["val_loss"] for e in log or []}
+        spread = "{:.0f}–{:.0f}".format(*epoch_seconds(log)) if log else "–"
+        rows.append([name.upper(), r["epochs"], _num(r["seconds_per_epoch"], ".0f"), spread]
+                    + [_num(losses.get(epoch), ".4f") for epoch in range(1, last + 1)]
+                    + [_pct2(metric(r, "bit_accuracy")), _pct(metric(r, "sequence_accuracy"))])
+    return markdown_table(["config", "epochs", "s/epoch", "fastest–slowest epoch, s"]
+                          + [f"val loss, epoch {epoch}" for epoch in range(1, last + 1)]
+                          + ["bit acc %", "exact lines %"], rows)
+
+
+def budget_reading(records: dict[str, dict], curves: dict[str, list[dict] | None], errors: dict | None = None,
+                   run: str = PRIMARY_RUN) -> dict[str, str]:
+    """What the time budget bought each configuration, and whether C1-C4's differences can be attributed.
+
+    Sentences, chosen from the numbers: ``"budget"`` (epochs and epoch times), ``"times"`` (the epoch times
+    alone), ``"load"`` (epoch times within a run against between runs), ``"equal_epochs"`` (C1-C4's
+    validation losses after the last epoch all reached, against what one more epoch is worth, and the
+    test bit accuracies, also length-aware where ``errors`` has them) and ``"verdict"``: the differences
+    are not attributable when one epoch moves the loss further than the configurations differ at equal
+    epochs. C1-C4 only are compared by loss: they share target units.
+    """
+    logs = {name: log for name, log in curves.items() if log and name in records}
+    epochs = {name: r["epochs"] for name, r in records.items()}
+    bit = {name: metric(r, "bit_accuracy") for name, r in records.items()}
+    spans = {name: epoch_seconds(log) for name, log in logs.items()}
+    out = {"budget": f"the configurations got between {min(epochs.values())} and {max(epochs.values())} epochs ("
+                     + ", ".join(f"{n.upper()} {e}" for n, e in epochs.items()) + ")"}
+    if spans:
+        widest = max(spans, key=lambda n: spans[n][1] / spans[n][0])
+        out["times"] = (f"one epoch took between {min(s[0] for s in spans.values()):.0f} and "
+                        f"{max(s[1] for s in spans.values()):.0f} s, and {widest.upper()}'s own epochs ranged from "
+                        f"{spans[widest][0]:.0f} to {spans[widest][1]:.0f} s with nothing changed but the load on "
+                        "the machine")
+        out["budget"] += ". " + out["times"][0].upper() + out["times"][1:]
+        within = spans[widest][1] / spans[widest][0]
+        means = [records[n]["seconds_per_epoch"] for n in logs]
+        between = max(means) / min(means)
+        out["load"] = (f"the epochs of one configuration varied up to {within:.1f}-fold, while the mean epoch times "
+                       f"of different configurations differ at most {between:.1f}-fold: "
+                       + ("the epoch counts measure the machine's load at least as much as the configurations' cost"
+                          if within >= between else
+                          "the configurations' cost shows through the load, but the load is mixed into every count"))
+    else:
+        out["times"] = "no training log records the epoch times"
+        out["load"] = "without training logs, the epoch times cannot be told apart from the load"
+    inside = [n for n in ("c1", "c2", "c3", "c4") if n in logs]
+    if len(inside) < 2:
+        out["equal_epochs"] = "fewer than two of C1–C4 have a training log, so nothing can be compared at equal epochs"
+        out["verdict"] = "with fewer than two of C1–C4 measured, nothing can be attributed yet"
+        return out
+    shared = common_epoch({n: logs[n] for n in inside})
+    at = loss_at_epoch({n: logs[n] for n in inside}, shared)
+    by_loss, by_bit = sorted(at, key=at.get), sorted(at, key=lambda n: -bit[n])
+    spread_loss = max(at.values()) - min(at.values())
+    spread_bit = 100 * (max(bit[n] for n in inside) - min(bit[n] for n in inside))
+    aware = {n: metric(e["test_length_aware"], "bit_accuracy") for n in inside
+             if (e := error_entry(errors, run, n)) is not None}
+    spread_aware = 100 * (max(aware.values()) - min(aware.values())) if len(aware) == len(inside) else None
+    drops = sorted(logs[n][-2]["val_loss"] - logs[n][-1]["val_loss"] for n in inside if len(logs[n]) > 1)
+    one_epoch = drops[len(drops) // 2] if drops else 0.0
+    out["equal_epochs"] = (
+        f"after epoch {shared}, the last one all of {', '.join(n.upper() for n in inside)} reached, their validation "
+        f"losses span {spread_loss:.4f} (lowest first: {' < '.join(n.upper() for n in by_loss)}); the last epoch of "
+        f"each run lowered its loss by {one_epoch:.4f} (the median), "
+        + ("more than that whole spread" if one_epoch > spread_loss else "less than that spread")
+        + f". On the test lines their bit accuracies span {spread_bit:.2f} points, and the order by bit accuracy "
+        + ("is the same" if by_bit == by_loss else f"is another ({' > '.join(n.upper() for n in by_bit)})")
+        + ("" if spread_aware is None else f"; decoded length-aware, which removes the lines knocked out of "
+           f"position by a wrong stop, they span {spread_aware:.2f} points"))
+    spans_text = f"{spread_bit:.2f} points of bit accuracy" + (
+        "" if spread_aware is None else f" free, {spread_aware:.2f} length-aware")
+    if one_epoch > spread_loss:
+        out["verdict"] = (f"the differences between C1–C4 ({spans_text}) are not attributable to their "
+                          "components: one epoch more or less, which the machine's load decided, moves a model "
+                          "further than the components set them apart at equal epochs")
+    elif spread_bit < 1:
+        out["verdict"] = ("C1–C4 lie within a fraction of a point of each other, too close to rank with one seed "
+                          "each and unequal epochs")
+    else:
+        out["verdict"] = (f"C1–C4 span {spread_bit:.1f} points, more than a fraction of a point, but every gap is "
+                          "confounded with the epochs each configuration got: compare them at equal epochs first")
+    return out
+
+
+def merge_curves(controlled: list[dict] | None, extended: list[dict] | None) -> list[dict]:
+    """One curve from a controlled run's log and the log of the run that resumed it.
+
+    A resumed run's log holds every epoch, the controlled ones too; where it holds only the new ones,
+    the controlled epochs come first. The extended log wins where both have an epoch.
+    """
+    by_epoch = {r["epoch"]: r for r in (controlled or [])}
+    by_epoch |= {r["epoch"]: r for r in (extended or [])}
+    return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def plot_extended(curves: dict[str, tuple[list[dict] | None, list[dict] | None]]):
+    """Validation loss per epoch of each extended configuration, ``{name: (controlled log, extended log)}``:
+    the controlled epochs solid, the epochs trained on dashed, a dotted line where the controlled run stopped."""
+    fig, axes = _figure(1, width=6.4, height=3.6)
+    ax = axes[0]
+    for i, (name, (controlled, extended)) in enumerate(curves.items()):
+        merged = merge_curves(controlled, extended)
+        if not merged:
+            continue
+        color = f"C{i}"
+        stop = controlled[-1]["epoch"] if controlled else 0
+        first = [r for r in merged if r["epoch"] <= stop]
+        later = [r for r in merged if r["epoch"] >= stop]
+        if first:
+            ax.plot([r["epoch"] for r in first], [r["val_loss"] for r in first], marker="o", color=color,
+                    label=f"{name.upper()}, controlled run")
+        if len(later) > 1 or not first:
+            ax.plot([r["epoch"] for r in later], [r["val_loss"] for r in later], marker=".", ls="--", color=color,
+                    label=f"{name.upper()}, trained on")
+        if stop:
+            ax.axvline(stop, color=color, lw=0.8, ls=":")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("validation loss (nats per target unit)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def extended_table(controlled: dict[str, dict], extended: dict[str, dict], errors: dict | None = None,
+                   runs: tuple[str, str] = (PRIMARY_RUN, EXTENDED_RUN)) -> str:
+    """Each extended configuration before and after training on: epochs, best validation loss, and the
+    test metrics with free and (from ``errors``) length-aware greedy decoding."""
+    rows = []
+    for name in extended:
+        for run, records in zip(runs, (controlled, extended)):
+            if name not in records:
+                continue
+            r = records[name]
+            aware = (error_entry(errors, run, name) or {}).get("test_length_aware")
+            rows.append([name.upper(), run, r["epochs"], _num(r.get("best_val_loss"), ".4f"),
+                         _pct2(metric(r, "bit_accuracy")), _pct(metric(r, "sequence_accuracy")),
+                         _pct2(aware and metric(aware, "bit_accuracy")),
+                         _pct(aware and metric(aware, "sequence_accuracy"))])
+    return markdown_table(["config", "run", "epochs", "best val loss", "bit acc %", "exact lines %",
+                           "length-aware: bit acc %", "length-aware: exact %"], rows)
+
+
+# --------------------------------------------------------------------------- free or length-aware decoding
+
+
+def decoding_rows(errors: dict) -> list[dict]:
+    """Per ``errors.json`` entry: its label, free and length-aware metrics, and the free lines of the wrong length."""
+    return [{"key": key, "label": entry_label(key), "free": e["test_free"], "aware": e["test_length_aware"],
+             "lines": e["lines"], "wrong_length": e["lines_with_wrong_length"]} for key, e in errors.items()]
+
+
+def decoding_table(errors: dict) -> str:
+    """Free against length-aware greedy decoding for every model ``errors.json`` analysed."""
+    rows = [[r["label"], f"{r['wrong_length']} of {r['lines']}",
+             _pct2(metric(r["free"], "bit_accuracy")), _pct2(metric(r["aware"], "bit_accuracy")),
+             _pct(metric(r["free"], "sequence_accuracy")), _pct(metric(r["aware"], "sequence_accuracy")),
+             _num(metric(r["free"], "char_error_rate"), ".4f"), _num(metric(r["aware"], "char_error_rate"), ".4f")]
+            for r in decoding_rows(errors)]
+    return markdown_table(["model", "free: lines of wrong length", "free: bit acc %", "length-aware: bit acc %",
+                           "free: exact %", "length-aware: exact %", "free: CER", "length-aware: CER"], rows)
+
+
+def decoding_gains(errors: dict, key: str = "bit_accuracy") -> dict[str, float]:
+    """Per ``errors.json`` entry: length-aware minus free."""
+    return {r["key"]: metric(r["aware"], key) - metric(r["free"], key) for r in decoding_rows(errors)}
+
+
+def decoding_verdict(errors: dict) -> str:
+    """What length-aware decoding changed over all models of ``errors.json``, in one sentence."""
+    rows = decoding_rows(errors)
+    bit, exact = decoding_gains(errors, "bit_accuracy"), decoding_gains(errors, "sequence_accuracy")
+    n = len(rows)
+    wrong = [r["wrong_length"] for r in rows]
+    fixed = [round((metric(r["aware"], "sequence_accuracy") - metric(r["free"], "sequence_accuracy")) * r["lines"])
+             for r in rows]
+    up_bit, up_exact = sum(g > 0 for g in bit.values()), sum(g > 0 for g in exact.values())
+    return (f"free decoding left {min(wrong)}–{max(wrong)} of {rows[0]['lines']} lines the wrong length; "
+            f"length-aware decoding raised bit accuracy in {up_bit} of {n} models "
+            f"({100 * min(bit.values()):+.2f} to {100 * max(bit.values()):+.2f} points) and exact lines in {up_exact} "
+            f"({100 * min(exact.values()):+.1f} to {100 * max(exact.values()):+.1f} points). Net, it made "
+            f"{sum(fixed)} more lines exact, against the {sum(wrong)} it gave the right length, "
+            + ("so most lines that went wrong in length also held a wrong character" if sum(fixed) < sum(wrong) / 2
+               else "so their length was most of what kept those lines from being exact"))
+
+
+# --------------------------------------------------------------------------- where the errors are
+
+# A position stands out when its errors exceed the pooled rate by SPIKE_Z Poisson standard deviations AND
+# its rate is SPIKE_RATIO times the model's mean: errors cluster within lines, so z alone overstates.
+SPIKE_Z = 3.0
+SPIKE_RATIO = 2.0
+
+
+def lines_of(record: dict, split: str = "test", data_dir: str | os.PathLike | None = None) -> list[str]:
+    """The plaintext lines of a split as a record's preset selects them; for ``"test"``, the first
+    ``test.lines``, the lines its test metrics (and ``errors.json``) were computed on."""
+    from cipherlab.config import config_from_dict
+    from cipherlab.data import load_corpus
+    from cipherlab.train import select_lines
+
+    config = config_from_dict(record["hyperparameters"])
+    plain, _ = select_lines(load_corpus(data_dir), config).lines(split)
+    return plain[: record["test"]["lines"]] if split == "test" else plain
+
+
+def position_counts(lengths: Sequence[int], period: int) -> list[int]:
+    """How many characters of lines of these lengths sit at each position modulo ``period``."""
+    counts = [0] * period
+    for n in lengths:
+        for i in range(period):
+            counts[i] += (n - i + period - 1) // period if n > i else 0
+    return counts
+
+
+def excess(rates: Sequence[float | None], seen: Sequence[float]) -> list[float | None]:
+    """Per position: (observed - expected errors) / sqrt(expected), expected at the pooled error rate.
+
+    ``rates`` are error rates per position, ``seen`` how many characters each rate was measured on.
+    Counting noise alone makes this about a standard normal; :data:`SPIKE_Z` or more stands out.
+    """
+    pairs = [(r * s, s) for r, s in zip(rates, seen) if r is not None and s]
+    pooled = sum(e for e, _ in pairs) / sum(s for _, s in pairs) if pairs else 0.0
+    if pooled == 0:
+        return [None if r is None else 0.0 for r in rates]
+    return [None if r is None or not s else (r * s - pooled * s) / math.sqrt(pooled * s) for r, s in zip(rates, seen)]
+
+
+def late_vs_early(rates: Sequence[float | None], seen: Sequence[float]) -> tuple[float | None, float]:
+    """(error rate of a chunk's second half / its first half, z of the difference): exposure bias makes
+    later positions of a chunk err more, since each step conditions on the model's own earlier outputs."""
+    half = len(rates) // 2
+
+    def pooled(part):
+        pairs = [(r * s, s) for r, s in part if r is not None and s]
+        return sum(e for e, _ in pairs), sum(s for _, s in pairs)
+
+    (e1, n1), (e2, n2) = pooled(zip(rates[:half], seen[:half])), pooled(zip(rates[half:], seen[half:]))
+    if not (n1 and n2) or e1 + e2 == 0:
+        return None, 0.0
+    p1, p2, p = e1 / n1, e2 / n2, (e1 + e2) / (n1 + n2)
+    return (p2 / p1 if p1 else None), (p2 - p1) / math.sqrt(p * (1 - p) * (1 / n1 + 1 / n2))
+
+
+def profile_rows(errors: dict, lengths: Sequence[int]) -> list[dict]:
+    """Per ``errors.json`` entry: the error rate on the lines of the right length, the chunk position and
+    key phase with the largest excess (:func:`excess`), and the second-half/first-half ratio of a chunk.
+
+    ``lengths``: the test lines' lengths. The file gives rates, not counts, so the characters behind each
+    rate are reconstructed from the lengths, scaled by the share of lines that came out the right length.
+    """
+    rows = []
+    for key, e in errors.items():
+        if e["lines"] != len(lengths):
+            raise ValueError(f"errors.json entry {key} covers {e['lines']} lines, but {len(lengths)} lengths "
+                             "were given; pass the lengths of the test lines it was scored on")
+        share = 1 - e["lines_with_wrong_length"] / e["lines"]
+        chunk, phase = e["char_error_by_chunk_position"], e["char_error_by_key_phase"]
+        seen_chunk = [share * c for c in position_counts(lengths, len(chunk))]
+        seen_phase = [share * c for c in position_counts(lengths, len(phase))]
+        z_chunk, z_phase = excess(chunk, seen_chunk), excess(phase, seen_phase)
+        ratio, z_trend = late_vs_early(chunk, seen_chunk)
+        pairs = [(r * s, s) for r, s in zip(phase, seen_phase) if r is not None]
+        worst_chunk = max(range(len(chunk)), key=lambda i: z_chunk[i] if z_chunk[i] is not None else -math.inf)
+        worst_phase = max(range(len(phase)), key=lambda i: z_phase[i] if z_phase[i] is not None else -math.inf)
+        rate = sum(x for x, _ in pairs) / sum(s for _, s in pairs) if pairs else None
+        rows.append({"key": key, "label": entry_label(key), "rate": rate, "errors": round(sum(x for x, _ in pairs)),
+                     "chunk_position": worst_chunk, "chunk_z": z_chunk[worst_chunk] or 0.0,
+                     "chunk_ratio": (chunk[worst_chunk] or 0.0) / rate if rate else None,
+                     "phase": worst_phase, "phase_z": z_phase[worst_phase] or 0.0,
+                     "phase_ratio": (phase[worst_phase] or 0.0) / rate if rate else None,
+                     "late_ratio": ratio, "late_z": z_trend})
+    return rows
+
+
+def profile_table(rows: list[dict]) -> str:
+    """:func:`profile_rows` as a Markdown table."""
+    table = [[r["label"], f"{r['errors']:,}", _pct2(r["rate"]),
+              f"{r['chunk_position']}: {_num(r['chunk_ratio'], '.1f')}× (z = {r['chunk_z']:.1f})",
+              f"{r['phase']}: {_num(r['phase_ratio'], '.1f')}× (z = {r['phase_z']:.1f})",
+              f"{_num(r['late_ratio'], '.2f')} (z = {r['late_z']:+.1f})"] for r in rows]
+    return markdown_table(["model", "wrong characters (about)", "error rate %", "worst chunk position: × mean",
+                           "worst key phase: × mean", "second half / first half of a chunk"], table)
+
+
+def profile_verdict(rows: list[dict]) -> dict[str, str]:
+    """Sentences on the chunk positions, the key phases and the trend within a chunk, over all models.
+
+    A position or phase stands out only with both :data:`SPIKE_Z` and :data:`SPIKE_RATIO`; the second
+    half of a chunk errs more when its ratio to the first half is above 1 with z of at least SPIKE_Z.
+    """
+    def spikes(field):
+        return [r for r in rows if r[f"{field}_z"] >= SPIKE_Z and (r[f"{field}_ratio"] or 0) >= SPIKE_RATIO]
+
+    def worst(field):
+        top = max(rows, key=lambda r: r[f"{field}_ratio"] or 0)
+        where = f"position {top['chunk_position']}" if field == "chunk" else f"phase {top['phase']}"
+        return (f"the highest ratio: {top[f'{field}_ratio']:.1f}×, {top['label']} at {where}, "
+                f"z = {top[f'{field}_z']:.1f}")
+
+    def listing(found, field):
+        where = "chunk_position" if field == "chunk" else "phase"
+        noun = "position" if field == "chunk" else "phase"
+        return "; ".join(f"{r['label']} at {noun} {r[where]} ({r[f'{field}_ratio']:.1f}× its mean, "
+                         f"z = {r[f'{field}_z']:.1f})" for r in found)
+
+    chunk, phase = spikes("chunk"), spikes("phase")
+    rising = [r for r in rows if r["late_z"] >= SPIKE_Z and (r["late_ratio"] or 0) > 1]
+    return {
+        "chunk": (f"in none of the {len(rows)} models does a position of the chunk err both at {SPIKE_RATIO:g} times "
+                  f"the model's mean rate and beyond counting noise (z ≥ {SPIKE_Z:g}; {worst('chunk')}): neither the "
+                  "chunk's edges nor its end stand out" if not chunk
+                  else "some chunk positions stand out: " + listing(chunk, "chunk")),
+        "phase": (f"nor does any key phase ({worst('phase')}), while a key byte left unlearned would make its "
+                  "phase wrong on most characters" if not phase
+                  else "some key phases stand out: " + listing(phase, "phase")),
+        "trend": ("the second half of a chunk does not err significantly more than the first in any model, so "
+                  "exposure bias within a chunk is not what limits them" if not rising
+                  else "the second half of a chunk errs significantly more in "
+                  + "; ".join(f"{r['label']} ({r['late_ratio']:.1f}×, z = {r['late_z']:.1f})" for r in rising)
+                  + ", the mark of exposure bias"),
+    }
+
+
+def plot_error_profiles(errors: dict, keys: Sequence[str] | None = None):
+    """Error rate by chunk position and by key phase, relative to each model's mean (1 = its mean)."""
+    fig, axes = _figure(2, width=5.0, height=3.2)
+    for key in keys or list(errors):
+        e = errors[key]
+        for ax, values in zip(axes, (e["char_error_by_chunk_position"], e["char_error_by_key_phase"])):
+            known = [v for v in values if v is not None]
+            mean = sum(known) / len(known) if known else 0
+            if mean:
+                ax.plot(range(len(values)), [None if v is None else v / mean for v in values], marker=".",
+                        label=entry_label(key))
+    for ax, title in zip(axes, ("position in the 32-character chunk", "key phase (position mod 8)")):
+        ax.axhline(1.0, color="grey", lw=0.6)
+        ax.set_xlabel(title)
+        ax.set_ylabel("error rate / the model's mean")
+    axes[0].legend(fontsize=7, ncol=2)
+    return fig
+
+
+def edits(errors: dict, width: int = 12) -> list[dict]:
+    """Every edit that turns a reference line of the ``errors.json`` examples into its prediction.
+
+    The edits are difflib's opcodes between the two strings: ``"substitute"`` (some characters for
+    others), ``"drop"`` (characters the prediction lacks) and ``"add"`` (characters it has in excess).
+    Each edit is listed once per (line, position, predicted text), with every model that made it, its
+    position in the line, the two texts, and the reference around it (``width`` characters each side).
+    """
+    found: dict[tuple, dict] = {}
+    names = {"replace": "substitute", "delete": "drop", "insert": "add"}
+    for key, e in errors.items():
+        for example in e.get("errors", []):
+            ref, pred = example["reference"], example["prediction"]
+            matcher = difflib.SequenceMatcher(None, ref, pred, autojunk=False)
+            for op, i1, i2, j1, j2 in matcher.get_opcodes():
+                if op == "equal":
+                    continue
+                item = found.setdefault((example["line"], i1, pred[j1:j2]), {
+                    "models": [], "line": example["line"], "index": i1, "end": i2, "op": names[op],
+                    "reference": ref[i1:i2], "prediction": pred[j1:j2],
+                    "before": ref[max(0, i1 - width):i1], "after": ref[i2:i2 + width]})
+                item["models"].append(entry_label(key))
+    return sorted(found.values(), key=lambda item: (item["line"], item["index"]))
+
+
+_KIND_NAMES = {"capital": ("capital", "capitals"), "lowercase": ("lowercase letter", "lowercase letters"),
+               "digit": ("digit", "digits"), "space": ("space", "spaces"),
+               "punctuation": ("punctuation mark", "punctuation marks")}
+
+
+def char_kind(c: str) -> str:
+    """``"capital"``, ``"lowercase"``, ``"digit"``, ``"space"`` or ``"punctuation"``."""
+    if c.isupper():
+        return "capital"
+    if c.islower():
+        return "lowercase"
+    if c.isdigit():
+        return "digit"
+    return "space" if c.isspace() else "punctuation"
+
+
+def context_counts(lines: Sequence[str], order: int = 2) -> collections.Counter:
+    """How often each string of ``order + 1`` characters occurs in ``lines`` (a character n-gram model)."""
+    counts = collections.Counter()
+    for line in lines:
+        counts.update(line[i:i + order + 1] for i in range(len(line) - order))
+    return counts
+
+
+def prior_favours(item: dict, counts: collections.Counter, order: int = 2) -> str:
+    """For a one-character substitution: which character the training text makes likelier after the
+    ``order`` characters before it -- ``"prediction"``, ``"reference"`` or ``"neither"`` (equal counts)."""
+    context = item["before"][-order:]
+    pred, ref = counts[context + item["prediction"]], counts[context + item["reference"]]
+    return "prediction" if pred > ref else "reference" if ref > pred else "neither"
+
+
+def _single(item: dict) -> bool:
+    return item["op"] == "substitute" and len(item["reference"]) == len(item["prediction"]) == 1
+
+
+def _shown(text: str) -> str:
+    """An edit's text for a table: ∅ where it is empty (a drop's prediction, an addition's reference)."""
+    return text or "∅"
+
+
+def edit_table(items: list[dict], train_lines: Sequence[str], order: int = 2, limit: int = 16) -> str:
+    """The edits of :func:`edits`: where, which characters, how rare the right one is in the training
+    text, and (one-character substitutions) which of the two the training text's n-grams favour."""
+    counts, chars = context_counts(train_lines, order), collections.Counter("".join(train_lines))
+    total = sum(chars.values())
+    rows = []
+    for item in items[:limit]:
+        first = item["reference"][:1] or item["prediction"][:1]
+        shown = (f"<code>…{html.escape(item['before'])}[{html.escape(_shown(item['reference']))}→"
+                 f"{html.escape(_shown(item['prediction']))}]{html.escape(item['after'])}…</code>")
+        rows.append([", ".join(item["models"]), item["line"], item["op"], shown.replace("|", "&#124;"),
+                     f"{item['index'] % 32} / {item['index'] % PERIOD}", char_kind(first),
+                     f"{10_000 * chars[first] / total:.1f}",
+                     prior_favours(item, counts, order) if _single(item) else "–"])
+    return markdown_table(["models", "test line", "edit", "reference [right→predicted]", "chunk pos. / key phase",
+                           "first right character", "its training frequency per 10,000",
+                           f"{order}-character context favours"], rows)
+
+
+def edit_summary(items: list[dict], train_lines: Sequence[str], text_lines: Sequence[str], order: int = 2) -> dict:
+    """Counts behind the reading of :func:`edits`: the kinds of the substituted characters, how rare they
+    are in the training text against an ordinary character of ``text_lines``, what the n-gram prior
+    favoured, and where the drops and additions sit (at a full stop, running to a chunk's end)."""
+    counts, chars = context_counts(train_lines, order), collections.Counter("".join(train_lines))
+    total = sum(chars.values())
+    subs = [i for i in items if i["op"] == "substitute"]
+    singles = [i for i in subs if _single(i)]
+    lengths = [i for i in items if i["op"] != "substitute"]
+    text = "".join(text_lines)
+
+    def median(values):
+        values = sorted(values)
+        return values[len(values) // 2] if values else None
+
+    return {
+        "substitutions": len(subs),
+        "kinds": collections.Counter(char_kind(i["reference"][0]) for i in subs),
+        "right_frequency": median(10_000 * chars[i["reference"][0]] / total for i in subs),
+        "text_frequency": median(10_000 * chars[c] / total for c in text),
+        "single": len(singles),
+        "prior": collections.Counter(prior_favours(i, counts, order) for i in singles),
+        "length_edits": len(lengths),
+        "at_full_stop": sum(i["before"][-1:] == "." if i["op"] == "drop" else i["prediction"][:1] == "."
+                            for i in lengths),
+        "drops": sum(i["op"] == "drop" for i in lengths),
+        "to_chunk_end": sum(i["op"] == "drop" and i["end"] % 32 == 0 for i in lengths),
+    }
+
+
+def edit_verdict(summary: dict) -> dict[str, str]:
+    """Sentences chosen from :func:`edit_summary`: what the substitutions are (``"substitutions"``), whether
+    the decoder's prior explains them (``"prior"``), what that means (``"reading"``), and where the
+    length errors sit (``"length"``)."""
+    n, single = summary["substitutions"], summary["single"]
+    rare = bool(n) and summary["right_frequency"] < summary["text_frequency"] / 3
+    pulled = bool(single) and summary["prior"]["prediction"] > single / 2
+    if not n:
+        what = "the example lines hold no substitutions"
+    else:
+        kinds = ", ".join(f"{count} {_KIND_NAMES[kind][count > 1]}" for kind, count in summary["kinds"].most_common())
+        what = (f"the {n} substitution{'s replace' if n > 1 else ' replaces'} {kinds}; the median right character "
+                "occurs "
+                f"{summary['right_frequency']:.1f} times per 10,000 characters of training text, against "
+                f"{summary['text_frequency']:.1f} for the median character of the test text"
+                + (", so the errors fall on characters the model rarely saw (and each of them at 8 key phases, "
+                   "as 8 different cipher bytes)" if rare else ", so rarity alone does not explain them"))
+    if single:
+        lean = ("so mostly the decoder's language-model prior outvoted the cipher" if pulled else
+                "so the decoder's prior explains some of them, not most: the others are cipher bytes misread "
+                "against the prior")
+        prior = (f"in {summary['prior']['prediction']} of the {single} one-character substitutions the training "
+                 "text makes the predicted character likelier than the right one after the same two characters, "
+                 f"{lean}")
+    else:
+        prior = "there is no one-character substitution to test the prior on"
+    if rare and pulled:
+        reading = ("where the cipher byte is one the model saw rarely in training, the English prior has the louder "
+                   "voice, and the model writes a plausible character instead of the right one")
+    elif rare:
+        reading = ("the errors sit on characters the model rarely saw, but the prior does not explain most of them: "
+                   "the model misreads rare cipher bytes")
+    elif pulled:
+        reading = ("the errors are not confined to rare characters, but the prior wins most of them: the decoder "
+                   "trusts English more than the cipher")
+    else:
+        reading = "neither rarity nor the prior accounts for most of these errors"
+    m = summary["length_edits"]
+    if m:
+        length = (f"{m} edit{'s' if m > 1 else ''} change a line's length; {summary['at_full_stop']} sit at a full "
+                  f"stop, and {summary['to_chunk_end']} of the {summary['drops']} drops "
+                  f"{'runs' if summary['to_chunk_end'] == 1 else 'run'} exactly to the end of a 32-character chunk")
+        if summary["to_chunk_end"] or summary["at_full_stop"] > m / 2:
+            length += (": the decoder stopped a chunk early, or ran on, at a full stop that looked like a line end — "
+                       "the wrong stops of section 9.4")
+    else:
+        length = "no example line changes length"
+    return {"substitutions": what, "prior": prior, "reading": reading, "length": length}
+
+
+def exact_by_length(entry: dict, lengths: Sequence[int]) -> list[dict]:
+    """The entry's exact-line rate per length bin beside ``(1 - CER)^n`` averaged over the bin's lines:
+    what independent character errors at the model's own (free) CER would leave exact."""
+    p = 1 - metric(entry["test_free"], "char_error_rate")
+    rows = []
+    for b in entry["exact_lines_by_length"]:
+        lo, hi = b["chars"]
+        inside = [n for n in lengths if lo <= n < hi]
+        if len(inside) != b["lines"]:
+            raise ValueError(f"the bin {lo}-{hi} characters holds {b['lines']} lines in errors.json but "
+                             f"{len(inside)} of the given lengths; pass the test lines it was scored on")
+        rows.append({"chars": (lo, hi), "lines": b["lines"], "exact": b["exact"],
+                     "independent": sum(p ** n for n in inside) / len(inside) if inside else None})
+    return rows
+
+
+def length_table(errors: dict, keys: Sequence[str], lengths: Sequence[int]) -> str:
+    """Exact lines by line length for some models, measured and as independent errors would leave them."""
+    columns = {key: exact_by_length(errors[key], lengths) for key in keys}
+    first = next(iter(columns.values()))
+    rows = []
+    for i, b in enumerate(first):
+        lo, hi = b["chars"]
+        span = f"{lo}+" if hi >= 10**5 else f"{lo}–{hi - 1}"
+        rows.append([span, b["lines"]] + [f"{_pct(col[i]['exact'])} ({_pct(col[i]['independent'])})"
+                                          for col in columns.values()])
+    return markdown_table(["line length, characters", "lines"]
+                          + [f"{entry_label(k)}: exact % (independent %)" for k in keys], rows)
+
+
+def length_verdict(entry: dict, lengths: Sequence[int]) -> str:
+    """Whether exact lines fall with length, and whether they fall as independent errors predict."""
+    bins = [b for b in exact_by_length(entry, lengths) if b["lines"]]
+    short, long = bins[0], bins[-1]
+    falls = long["exact"] < short["exact"]
+    above = sum(b["exact"] > b["independent"] for b in bins)
+    trend = (f"exact lines fall from {_pct(short['exact'])} % of the shortest lines to {_pct(long['exact'])} % of "
+             f"the longest" if falls else f"exact lines do not fall with length ({_pct(short['exact'])} % of the "
+             f"shortest lines, {_pct(long['exact'])} % of the longest)")
+    model = (f"(1 − CER)^n predicts {_pct(short['independent'])} % and {_pct(long['independent'])} %")
+    if above == len(bins):
+        fit = ("and every bin keeps more exact lines than independent errors would: errors cluster, a few lines "
+               "take several")
+    elif above == 0:
+        fit = "and every bin keeps fewer exact lines than independent errors would: errors spread over more lines"
+    else:
+        fit = f"and {above} of {len(bins)} bins keep more exact lines than independent errors would"
+    return f"{trend}; {model}, {fit}"
 
 
 # --------------------------------------------------------------------------- plots

@@ -201,3 +201,173 @@ def test_attention_view_maps_every_moduleto_characters(name):
         assert torch.allclose(weights.sum(-1), torch.ones(2, config.n_heads, L), atol=1e-5)
     figures = [results.plot_heads(view, "cross", 0), results.plot_offsets(view, "encoder self", 0)]
     assert all(f.axes for f in figures)
+
+
+# --------------------------------------------------------------------------- runs that go on, targets, errors.json
+
+
+def test_a_nested_run_name_lives_in_the_results_folder(monkeypatch, tmp_path):
+    nested = tmp_path / "extended" / "cpu"
+    nested.mkdir(parents=True)
+    shutil.copy(SMOKE / "c2.json", nested / "c2.json")
+    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
+    monkeypatch.chdir(tmp_path / "extended")  # the name must not depend on the working directory
+    assert results.run_path("extended/cpu") == nested
+    assert list(results.load_run("extended/cpu")) == ["c2"]
+
+
+def _metrics(bit, exact, cer=0.01):
+    return {"lines": 4, "bit_accuracy": bit, "sequence_accuracy": exact, "levenshtein": 1.0,
+            "char_error_rate": cer, "chrf": 90.0}
+
+
+def _entry(free=(0.98, 0.5), aware=(0.999, 0.6), chunk=None, phase=None, lengths=(40, 40, 70, 100), wrong=1,
+           examples=()):
+    bins = [{"chars": [0, 50], "lines": sum(n < 50 for n in lengths), "exact": 0.5},
+            {"chars": [50, 10**6], "lines": sum(n >= 50 for n in lengths), "exact": 0.0}]
+    return {"test_free": _metrics(*free), "test_length_aware": _metrics(*aware), "lines": len(lengths),
+            "lines_with_wrong_length": wrong, "char_error_by_chunk_position": chunk or [0.01] * 32,
+            "char_error_by_key_phase": phase or [0.01] * 8, "exact_lines_by_length": bins, "chunks": 9,
+            "exact_chunks": 0.8, "errors": list(examples)}
+
+
+def test_targets_are_checked_for_every_model_and_decoding():
+    records = results.load_run("smoke")
+    records = {name: {**records[name], "test": _metrics(bit, exact)}
+               for name, bit, exact in [("c1", 0.985, 0.2), ("c2", 0.9995, 0.96)]}
+    errors = {"cpu/c1": _entry(aware=(0.995, 0.3))}
+    rows = results.target_rows({"cpu": records}, errors)
+    assert [(r["config"], r["decoding"]) for r in rows] == [("c1", "free"), ("c1", "length-aware"), ("c2", "free")]
+    assert [[ok for _, _, ok in r["checks"]] for r in rows] == [[False], [True], [True, True, True]]
+    table = results.targets_table(rows)
+    assert "| C1 | cpu, " in table and "missed: bit acc ≥ 99 %" in table and table.count("all met") == 2
+    verdicts = results.targets_verdict(rows)
+    assert verdicts[0] == "C1 meets its target (bit acc ≥ 99 %) with cpu length-aware"
+    assert verdicts[1].startswith("C2 meets its targets")
+
+
+def test_a_missed_target_names_the_closest_model_and_its_shortfall():
+    record = {**results.load_run("smoke")["c2"], "test": _metrics(0.9991, 0.90)}
+    rows = results.target_rows({"cpu": {"c2": record}})
+    assert results.targets_verdict(rows) == [
+        "no C2 model meets all of its targets (bit acc ≥ 99 %, bit acc ≥ 99.9 %, exact lines ≥ 95 %); "
+        "the closest is cpu free, which meets bit acc ≥ 99 %, bit acc ≥ 99.9 % (exact lines 90.0 %)"]
+    record = {**record, "test": _metrics(0.98, 0.5)}
+    verdict = results.targets_verdict(results.target_rows({"cpu": {"c2": record}}))[0]
+    assert verdict.endswith("the closest is cpu free (bit acc 98.00 %, exact lines 50.0 %)")  # one figure per metric
+
+
+def test_errors_json_entries_are_found_under_the_names_analysis_gave_them(run_copy):
+    (run_copy / "errors.json").write_text(json.dumps({"about": {}, "cpu/c1": _entry(), "cpu-long/c2": _entry()}))
+    errors = results.load_errors(run_copy)
+    assert list(errors) == ["cpu/c1", "cpu-long/c2"]
+    assert results.error_entry(errors, results.EXTENDED_RUN, "c2") is errors["cpu-long/c2"]
+    assert results.error_entry(None, "cpu", "c1") is None
+    assert results.entry_label("cpu-long/c2") == "C2, extended/cpu"
+
+
+def test_free_and_length_aware_decoding_side_by_side():
+    errors = {"cpu/c1": _entry(free=(0.98, 0.5), aware=(0.999, 0.75), wrong=2)}
+    assert results.decoding_gains(errors)["cpu/c1"] == pytest.approx(0.019)
+    assert "| C1, cpu | 2 of 4 | 98.00 | 99.90 | 50.0 | 75.0 |" in results.decoding_table(errors)
+    # one more exact line of the two given the right length: half, so not "most also held a wrong character"
+    assert results.decoding_verdict(errors).endswith("their length was most of what kept those lines from being exact")
+
+
+def test_position_counts_and_the_excess_over_the_pooled_rate():
+    assert results.position_counts([10, 3], 8) == [3, 3, 2, 1, 1, 1, 1, 1]
+    assert results.excess([0.01] * 4, [1000] * 4) == pytest.approx([0.0] * 4)
+    z = results.excess([0.01, 0.01, 0.01, 0.05], [1000] * 4)
+    assert z[3] > results.SPIKE_Z and all(v < 0 for v in z[:3])
+
+
+def test_the_profile_flags_an_unlearned_key_phase_and_rising_chunks_but_not_noise():
+    lengths = [256] * 40
+    flat = results.profile_rows({"cpu/c1": _entry(lengths=lengths, wrong=0)}, lengths)
+    verdict = results.profile_verdict(flat)
+    assert verdict["chunk"].startswith("in none of the 1 models") and verdict["phase"].startswith("nor does")
+    assert "is not what limits them" in verdict["trend"]
+    phase = [0.01] * 8
+    phase[3] = 0.5  # every character at key phase 3 is wrong half the time
+    rising = [0.002] * 16 + [0.03] * 16
+    rows = results.profile_rows({"cpu/c1": _entry(lengths=lengths, wrong=0, phase=phase, chunk=rising)}, lengths)
+    verdict = results.profile_verdict(rows)
+    assert rows[0]["phase"] == 3 and verdict["phase"].startswith("some key phases stand out: C1, cpu at phase 3")
+    assert "the mark of exposure bias" in verdict["trend"]
+    with pytest.raises(ValueError, match="covers 40 lines, but 3 lengths"):
+        results.profile_rows({"cpu/c1": _entry(lengths=lengths)}, [1, 2, 3])
+
+
+def test_edits_name_substitutions_drops_and_additions_once_with_every_model():
+    chunk = "The jury met at 10 a.m. Monday." + "x"  # 32 characters
+    ref = chunk + "Then it went home."
+    substituted = ref.replace("10", "18")
+    dropped = chunk[:23] + ref[32:]  # the first chunk ended early, after "a.m."
+    examples = [{"line": 3, "reference": ref, "prediction": substituted}]
+    errors = {"cpu/c1": _entry(examples=examples), "cpu/c2": _entry(examples=examples),
+              "cpu/c3": _entry(examples=[{"line": 3, "reference": ref, "prediction": dropped},
+                                         {"line": 5, "reference": "Yes.", "prediction": "Yes.."}])}
+    items = results.edits(errors)
+    assert [(i["op"], i["reference"], i["prediction"], i["models"]) for i in items] == [
+        ("substitute", "0", "8", ["C1, cpu", "C2, cpu"]), ("drop", chunk[23:], "", ["C3, cpu"]),
+        ("add", "", ".", ["C3, cpu"])]
+    train = ["at 18 and at 18 and at 10"]
+    summary = results.edit_summary(items, train, [ref])
+    assert summary["kinds"] == {"digit": 1} and summary["prior"] == {"prediction": 1}
+    assert (summary["at_full_stop"], summary["drops"], summary["to_chunk_end"]) == (2, 1, 1)
+    verdict = results.edit_verdict(summary)
+    assert verdict["substitutions"].startswith("the 1 substitution replaces 1 digit")
+    assert "prior outvoted the cipher" in verdict["prior"]
+    assert "1 of the 1 drops runs exactly to the end" in verdict["length"] and "section 9.4" in verdict["length"]
+    assert verdict["reading"].startswith("the errors are not confined to rare characters")  # "0" is common here
+    table = results.edit_table(items, train)
+    assert table.count("\n| C") == 3 and "[0→8]" in table
+
+
+def test_exact_lines_by_length_beside_independent_errors():
+    lengths = [40, 40, 70, 100]
+    rows = results.exact_by_length(_entry(lengths=lengths), lengths)
+    assert [r["lines"] for r in rows] == [2, 2]
+    assert rows[0]["independent"] == pytest.approx(0.99 ** 40)
+    assert rows[1]["independent"] == pytest.approx((0.99 ** 70 + 0.99 ** 100) / 2)
+    assert results.length_verdict(_entry(lengths=lengths), lengths).startswith("exact lines fall from 50.0 %")
+    with pytest.raises(ValueError, match="holds 2 lines in errors.json but 1"):
+        results.exact_by_length(_entry(lengths=lengths), [40, 70, 100])
+
+
+def test_a_resumed_curve_continues_the_controlled_one_whichever_epochs_its_log_holds():
+    controlled = [{"epoch": e, "val_loss": 1.0 / e, "seconds": 60.0} for e in (1, 2, 3)]
+    later = [{"epoch": e, "val_loss": 0.5 / e, "seconds": 60.0} for e in (4, 5)]
+    merged = results.merge_curves(controlled, later)
+    assert [r["epoch"] for r in merged] == [1, 2, 3, 4, 5]
+    assert results.merge_curves(controlled, controlled + later) == merged
+    assert results.common_epoch({"c1": controlled, "c2": merged, "c5": None}) == 3
+    assert results.loss_at_epoch({"c1": controlled, "c2": merged}, 2) == {"c1": 0.5, "c2": 0.5}
+
+
+def test_budget_and_extended_tables_put_epochs_beside_accuracy():
+    records = results.load_run("smoke")
+    curves = {"c1": [{"epoch": 1, "val_loss": 2.0, "seconds": 50.0}, {"epoch": 2, "val_loss": 1.0, "seconds": 70.0}]}
+    table = results.budget_table({"c1": records["c1"]}, curves)
+    assert "val loss, epoch 2" in table and "| 50–70 | 2.0000 | 1.0000 |" in table
+    longer = {"c2": {**records["c2"], "epochs": 9}}
+    table = results.extended_table(records, longer, {"cpu-long/c2": _entry(aware=(0.9999, 0.97))})
+    assert table.count("\n| C2 |") == 2 and "| extended/cpu | 9 |" in table and "99.99 | 97.0 |" in table
+
+
+def test_new_plots_return_figures_without_touching_pyplot():
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    log = [{"epoch": e, "val_loss": 1.0 / e, "seconds": 60.0} for e in (1, 2, 3)]
+    figures = [results.plot_extended({"c2": (log[:2], log), "c5": (None, log)}),
+               results.plot_error_profiles({"cpu/c1": _entry(), "cpu-long/c2": _entry()})]
+    assert all(f.axes for f in figures) and plt.get_fignums() == before
+
+
+def test_generalisation_is_set_against_the_run_it_is_given():
+    records = results.load_run("smoke")
+    general = {"c2": {"lines": 9, "bit_accuracy": 0.5, "sequence_accuracy": 0.0, "char_error_rate": 0.5, "chrf": 10.0}}
+    table = results.generalisation_table({"c2": {**records["c2"], "test": _metrics(0.9991, 0.9)}}, general)
+    assert "| C2 | Brown test lines | 4 | 99.91 | 90.0 |" in table and "| C2 | stdlib docstrings | 9 | 50.00 |" in table
+    assert "| C2 | Brown test lines | ? | – | – |" in results.generalisation_table({}, general)

@@ -3,9 +3,11 @@
 Two kinds. The metric demonstrations run ``cipherlab.metrics`` on one sentence and its damaged
 copies, and need nothing but the package. Everything about what was *measured* reads the committed
 results through ``cipherlab.results``, so an answer can never quote a figure the results do not
-hold. ``results/cpu`` (c1.json ... c5.json) must exist: until it does, those facts raise
-FileNotFoundError naming it. The optional files -- ``results/cpu-bits`` and ``results/cpu/beam.json``
--- turn into a sentence saying they are missing. Importing this module always works.
+hold. ``results/cpu`` (at least c1.json) must exist: until it does, those facts raise
+FileNotFoundError naming it. Whatever else is missing -- a configuration of ``results/cpu``,
+``results/cpu-bits``, ``results/extended/cpu``, ``results/cpu/beam.json`` -- turns into a sentence
+saying so, which is why the facts that may meet a missing file return text, not bare numbers.
+Importing this module always works.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import functools
 import sacrebleu
 
 from cipherlab.cipher import encrypt
-from cipherlab.config import CONFIG_NAMES, config_from_dict, make_config
+from cipherlab.config import CONFIG_NAMES, make_config
 from cipherlab.metrics import compute_metrics, levenshtein
-from cipherlab.results import (BITS_RUN, PRIMARY_RUN, SEED_RANGES, beam_gains, byte_aligned, difference,
-                               exact_lines_stderr, load_beam, load_run, metric, reference, tokenization)
+from cipherlab.results import (BITS_RUN, EXTENDED_RUN, PRIMARY_RUN, SEED_RANGES, beam_gains, budget_reading,
+                               byte_aligned, difference, exact_lines_stderr, lines_of, load_beam, load_curve,
+                               load_errors, load_run, metric, reference, tokenization)
 
 RUN = PRIMARY_RUN
 # The first sentence of the Brown corpus, and what a model might make of it.
@@ -65,6 +68,37 @@ def pct(x: float) -> float:
     return 100 * x
 
 
+def have(config: str, run: str = RUN) -> bool:
+    """Whether the run exists and holds a record of ``config``."""
+    try:
+        return config in records(run)
+    except FileNotFoundError:
+        return False
+
+
+def missing(config: str, run: str = RUN) -> str:
+    return f"not measured yet (results/{run}/{config}.json is missing)"
+
+
+def shown(config: str, read, fmt: str, run: str = RUN) -> str:
+    """``format(read(), fmt)`` where the run holds ``config``, else the sentence saying it does not."""
+    return format(read(), fmt) if have(config, run) else missing(config, run)
+
+
+def extended_records() -> dict[str, dict] | None:
+    """The runs trained on (results/extended/cpu: C2 and C5 resumed), or None while they do not exist."""
+    try:
+        return records(EXTENDED_RUN)
+    except FileNotFoundError:
+        return None
+
+
+@functools.cache
+def budget() -> dict[str, str]:
+    """results.budget_reading of the primary run: what its time budget bought each configuration."""
+    return budget_reading(records(), {name: load_curve(RUN, name) for name in records()}, load_errors(RUN), RUN)
+
+
 def _names(configs) -> str:
     names = [c.upper() for c in configs]
     return " and ".join(names) if len(names) <= 2 else ", ".join(names[:-1]) + " and " + names[-1]
@@ -77,13 +111,7 @@ def _points(delta: float) -> str:
 @functools.cache
 def test_line_lengths(run: str = RUN) -> tuple[int, ...]:
     """Characters of each test line the run was scored on (its preset's first ``lines`` test lines)."""
-    from cipherlab.data import load_corpus
-    from cipherlab.train import select_lines
-
-    first = next(iter(records(run).values()))
-    config = config_from_dict(first["hyperparameters"])
-    plain, _ = select_lines(load_corpus(), config).lines("test")
-    return tuple(len(line) for line in plain[: first["test"]["lines"]])
+    return tuple(len(line) for line in lines_of(next(iter(records(run).values()))))
 
 
 def exact_if_independent(config: str) -> float:
@@ -136,8 +164,8 @@ def beam_summary(config: str) -> str:
     if not width:
         return f"{config.upper()}: no beam search run (greedy only)"
     g, b = entry["greedy"], entry[width]
-    return (f"{config.upper()}: bit accuracy {pct(metric(g, 'bit_accuracy')):.1f} % greedy, "
-            f"{pct(metric(b, 'bit_accuracy')):.1f} % with beam {width.removeprefix('beam')}; exact lines "
+    return (f"{config.upper()}: bit accuracy {pct(metric(g, 'bit_accuracy')):.2f} % greedy, "
+            f"{pct(metric(b, 'bit_accuracy')):.2f} % with beam {width.removeprefix('beam')}; exact lines "
             f"{pct(metric(g, 'sequence_accuracy')):.1f} % and {pct(metric(b, 'sequence_accuracy')):.1f} %")
 
 
@@ -161,6 +189,8 @@ def beam_verdict() -> str:
 
 def improved_verdict() -> str:
     """Which of C2-C4 beat C1 in bit accuracy, with the differences, set against the notes' "only C2"."""
+    if not any(have(c) for c in ABLATED):
+        return f"none of C2, C3, C4 is measured yet (results/{RUN} holds only C1)"
     deltas = {c: difference(records(), c, "bit_accuracy") for c in ABLATED if c in records()}
     better = [c for c, d in deltas.items() if d is not None and d > 0]
     listing = "; ".join(f"{c.upper()} {_points(d)}" for c, d in deltas.items())
@@ -232,6 +262,20 @@ def single_change_fields() -> str:
     return "; ".join(parts)
 
 
+def slot_reason() -> str:
+    """Why a learned-position slot is informative, given what this run says about C1 against C2."""
+    d = difference(records(), "c2", "bit_accuracy")
+    if d is None:
+        return ("It would separate two readings of the course notes' C1–C2 gap, \"RoPE wins because it is "
+                f"relative\" and \"the fixed sinusoidal code is a poor fit here\" ({missing('c2')} in this run)")
+    if 100 * d >= 1:
+        return (f"It separates two explanations of this run's C1–C2 gap ({_points(d)} points of bit accuracy): "
+                "\"RoPE wins because it is relative\" and \"the fixed sinusoidal code is a poor fit here\"")
+    return (f"In this run C2 did not beat C1 by even a point ({_points(d)} points of bit accuracy), so the slot "
+            "would test the course notes' claim that position encoding matters here — \"relative positions "
+            "help\" against \"any learned code does as well\" — rather than explain a gap")
+
+
 def epochs_listing() -> str:
     return ", ".join(f"{name.upper()} {r['epochs']}" for name, r in records().items())
 
@@ -249,7 +293,8 @@ def bits_vs_bytes() -> str:
     bits = bits_records()
     if bits is None:
         return f"not measured yet (results/{BITS_RUN} is missing)"
-    return "; ".join(f"{c.upper()} {pct(value(c, 'bit_accuracy')):.1f} % vs {pct(value(c, 'bit_accuracy', BITS_RUN)):.1f} %"
+    return "; ".join(f"{c.upper()} {pct(value(c, 'bit_accuracy')):.2f} % vs "
+                     f"{pct(value(c, 'bit_accuracy', BITS_RUN)):.2f} %"
                      for c in ("c1", "c2", "c3", "c4") if c in bits and c in records())
 
 
@@ -269,7 +314,7 @@ def bits_c1() -> str:
     if bits is None or "c1" not in bits:
         return f"The bits-mode run (results/{BITS_RUN}), which would show C1 with the course notes' tokenization, is missing"
     return (f"With the course notes' tokenization (results/{BITS_RUN}: {tokenization(bits['c1'])}) C1 reaches "
-            f"{pct(value('c1', 'bit_accuracy', BITS_RUN)):.1f} % bit accuracy")
+            f"{pct(value('c1', 'bit_accuracy', BITS_RUN)):.2f} % bit accuracy")
 
 
 def cluster_verdict() -> str:
@@ -282,20 +327,67 @@ def cluster_verdict() -> str:
     return "fewer than independent errors would leave, so the errors are spread over more lines than chance would spread them"
 
 
+def c5_controlled() -> str:
+    """C1 against C5 in the controlled run: bit accuracy, exact lines and epochs."""
+    if not have("c5"):
+        return missing("c5")
+    e1, e5 = records()["c1"]["epochs"], records()["c5"]["epochs"]
+    return (f"C1 → C5 bit accuracy {pct(value('c1', 'bit_accuracy')):.2f} % → "
+            f"{pct(value('c5', 'bit_accuracy')):.2f} %, exact lines {pct(value('c1', 'sequence_accuracy')):.1f} % → "
+            f"{pct(value('c5', 'sequence_accuracy')):.1f} %, "
+            f"after {e1} and {e5} epochs")
+
+
+def c5_cost() -> str:
+    """What C5's epochs cost against C1's, and what that did to its training within the budget."""
+    if not have("c5"):
+        return missing("c5")
+    return (f"a C5 epoch took {ratio('c5', 'seconds_per_epoch'):.1f} times as long as C1's on average (on a machine "
+            f"whose load varied), so within the same budget C5 trained {records()['c5']['epochs']} epochs to C1's "
+            f"{records()['c1']['epochs']}")
+
+
+def extended_pair() -> str:
+    """C2 and C5 trained on (results/extended/cpu): their test accuracies and epochs."""
+    ext = extended_records()
+    if ext is None or not {"c2", "c5"} <= set(ext):
+        return f"not measured yet (results/{EXTENDED_RUN} lacks C2 or C5)"
+    return "; ".join(f"{n.upper()} {pct(metric(ext[n], 'bit_accuracy')):.2f} % bit accuracy and "
+                     f"{pct(metric(ext[n], 'sequence_accuracy')):.1f} % exact lines after {ext[n]['epochs']} epochs"
+                     for n in ("c2", "c5"))
+
+
 def c5_verdict() -> str:
-    """Whether this run's numbers make C5 the configuration to pick."""
+    """Whether this run's numbers make C5 the configuration to pick: the controlled run, then the runs trained on."""
+    if not have("c5"):
+        return f"not decidable yet: {missing('c5')}"
     bit = {c: value(c, "bit_accuracy") for c in records()}
     exact = {c: value(c, "sequence_accuracy") for c in records()}
     best = max(bit, key=bit.get)
+    e1, e5 = records()["c1"]["epochs"], records()["c5"]["epochs"]
     if best == "c5" and exact["c5"] >= max(exact.values()):
-        return ("here, yes: C5 is the most accurate of the five by bit accuracy and by exact lines, "
-                "and it got there in the same time budget despite its slower epochs")
-    if bit["c5"] > bit["c1"]:
-        cheaper = " at a lower cost per epoch" if ratio(best, "seconds_per_epoch", "c5") < 1 else ""
-        return (f"C5 beats C1 here, but {best.upper()} is more accurate still "
-                f"({pct(bit[best]):.1f} % bit accuracy){cheaper}, so on this evidence {best.upper()} is the "
-                "better choice")
-    return "not on this evidence: within the same time budget C5 did not beat C1"
+        head = "in the controlled run C5 is the most accurate of the five by bit accuracy and by exact lines"
+    elif bit["c5"] > bit["c1"]:
+        head = f"in the controlled run C5 beats C1, but {best.upper()} is more accurate still"
+    elif e5 < e1:
+        head = (f"in the controlled run C5 trails C1, but it trained {e5} epochs to C1's {e1}, so that run cannot "
+                "say whether the BLT or its fewer epochs is to blame")
+    else:
+        head = f"in the controlled run C5 trails C1, with as many epochs ({e5}) or more"
+    ext = extended_records()
+    if ext is None or not {"c2", "c5"} <= set(ext):
+        return f"{head}; the runs trained on ({EXTENDED_RUN}) would decide more, and are not there yet"
+    score = {n: (metric(ext[n], "sequence_accuracy"), metric(ext[n], "bit_accuracy")) for n in ("c2", "c5")}
+    if score["c5"] == score["c2"]:
+        return f"{head}; trained on, C5 and C2 end level, so nothing here favours the BLT's extra cost"
+    winner, other = ("c5", "c2") if score["c5"] > score["c2"] else ("c2", "c5")
+    more = ext[winner]["epochs"] > ext[other]["epochs"]
+    return (f"{head}; trained on, {winner.upper()} ends ahead of {other.upper()} "
+            f"({pct(score[winner][0]):.1f} % against {pct(score[other][0]):.1f} % exact lines), "
+            + (f"but with more epochs ({ext[winner]['epochs']} to {ext[other]['epochs']}), so part of that lead is time"
+               if more else f"with no more epochs ({ext[winner]['epochs']} to {ext[other]['epochs']})")
+            + f": on this evidence, {winner.upper()}" + (" is the pick here" if winner == "c5" else
+                                                          " is the better buy here, not the BLT"))
 
 
 def stopped_listing() -> str:
@@ -357,7 +449,7 @@ FACTS = {
     "res_lower_bit": lambda: pct(damaged("lower")["bit_accuracy"]),
     "res_bleu_words": lambda: bleu_by_unit("13a"),
     "res_bleu_chars": lambda: bleu_by_unit("char"),
-    "res_c5_chrf": lambda: value("c5", "chrf"),
+    "res_c5_chrf": lambda: shown("c5", lambda: value("c5", "chrf"), ".1f"),
     "res_c1_chrf": lambda: value("c1", "chrf"),
     # §7.8 Q5: two rows
     "res_kitten": lambda: levenshtein("kitten", "sitting"),
@@ -371,25 +463,26 @@ FACTS = {
     "res_chunk_chars": lambda: next(iter(records().values()))["hyperparameters"]["chunk_chars"],
     "res_uncached_positions": lambda: _triangle(next(iter(records().values()))["hyperparameters"]["chunk_chars"] + 1),
     "res_cached_positions": lambda: next(iter(records().values()))["hyperparameters"]["chunk_chars"] + 1,
-    "res_c2_decode_lps": lambda: records()["c2"]["decode_lines_per_s"],
-    "res_c5_decode_lps": lambda: records()["c5"]["decode_lines_per_s"],
+    "res_c2_decode_lps": lambda: shown("c2", lambda: records()["c2"]["decode_lines_per_s"], ".1f"),
+    "res_c5_decode_lps": lambda: shown("c5", lambda: records()["c5"]["decode_lines_per_s"], ".1f"),
     # §7.9 Q1: what one change at a time guarantees
     "res_single_changes": single_change_fields,
     "res_epochs": epochs_listing,
     "res_seeds": lambda: len({r["seed"] for r in records().values()}),
     "res_stopped": stopped_listing,
+    "res_epoch_times": lambda: budget()["times"],
     # §7.9 Q2: which single changes helped
     "res_improved": improved_verdict,
     "res_c1_bit": lambda: pct(value("c1", "bit_accuracy")),
     "res_c1_exact_se": lambda: pct(exact_lines_stderr(records()["c1"])),
-    "res_c3_epoch_ratio": lambda: ratio("c3", "seconds_per_epoch"),
-    "res_c4_epoch_ratio": lambda: ratio("c4", "seconds_per_epoch"),
+    "res_attribution": lambda: budget()["verdict"],
+    "res_equal_epochs": lambda: budget()["equal_epochs"],
+    "res_c3_epoch_ratio": lambda: shown("c3", lambda: ratio("c3", "seconds_per_epoch"), ".2f"),
+    "res_c4_epoch_ratio": lambda: shown("c4", lambda: ratio("c4", "seconds_per_epoch"), ".2f"),
     # §7.9 Q3: C5
-    "res_c5_bit": lambda: pct(value("c5", "bit_accuracy")),
-    "res_c5_exact": lambda: pct(value("c5", "sequence_accuracy")),
-    "res_c5_epoch_ratio": lambda: ratio("c5", "seconds_per_epoch"),
-    "res_c5_epochs": lambda: records()["c5"]["epochs"],
-    "res_c1_epochs": lambda: records()["c1"]["epochs"],
+    "res_c1_c5_controlled": c5_controlled,
+    "res_c5_cost": c5_cost,
+    "res_extended_pair": extended_pair,
     "res_seed_c1_bit": lambda: pct(reference("seed", "c1", "bit_accuracy")),
     "res_seed_c5_bit": lambda: pct(reference("seed", "c5", "bit_accuracy")),
     "res_seed_c1_exact": lambda: pct(reference("seed", "c1", "exact_lines")),
@@ -399,12 +492,13 @@ FACTS = {
     "res_bits_c1": bits_c1,
     # §7.9 Q4: the slot already spent on bits vs bytes
     "res_bits_vs_bytes": bits_vs_bytes,
+    "res_slot_reason": slot_reason,
     # §7.9 Q5: what peak memory means here
     "res_device": lambda: next(iter(records().values()))["device"],
     "res_c1_peak_mib": lambda: peak_mib("c1"),
-    "res_c5_peak_mib": lambda: peak_mib("c5"),
+    "res_c5_peak_mib": lambda: shown("c5", lambda: peak_mib("c5"), ",.0f"),
     "res_c1_state_mib": lambda: state_mib("c1"),
-    "res_c5_state_mib": lambda: state_mib("c5"),
+    "res_c5_state_mib": lambda: shown("c5", lambda: state_mib("c5"), ".1f"),
     "res_c1_state_share": lambda: state_mib("c1") / peak_mib("c1"),
     "res_memory_measure": memory_measure,
     # §7.9 Q6: fewest parameters
