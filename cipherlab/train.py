@@ -273,10 +273,12 @@ def load_checkpoint(
         raise CheckpointError(f"{path}: not a cipherlab checkpoint (expected format {CHECKPOINT_FORMAT!r})")
     if config is not None:
         saved, now = payload["config"], config.to_dict()
+        # A field the checkpoint does not know was added to Config after it was written; the
+        # run goes on with that field's value now (its default reproduces the old behaviour).
         diffs = [
             f"{key}: {saved.get(key)!r} in the checkpoint, {now[key]!r} now"
             for key in now
-            if key not in _RUNTIME_FIELDS and _plain(saved.get(key)) != _plain(now[key])
+            if key in saved and key not in _RUNTIME_FIELDS and _plain(saved[key]) != _plain(now[key])
         ]
         if diffs:
             raise CheckpointError(
