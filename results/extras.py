@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beam-lines", type=int, default=50,
                         help="compare greedy and beam on the first N test lines (beam search is unbatched; default: 50)")
     parser.add_argument("--generalisation-data", default=str(ROOT / "data" / "stdlib"))
+    parser.add_argument("--merge", action="store_true",
+                        help="add to existing beam.json/generalisation.json instead of replacing them")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     names = [n.strip() for n in args.configs.split(",")]
@@ -86,8 +88,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: generalisation bit acc {general[name]['bit_accuracy']:.4f}, "
               f"exact lines {general[name]['sequence_accuracy']:.3f}", flush=True)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "beam.json").write_text(json.dumps(beam, indent=2) + "\n", encoding="utf-8")
-    (out_dir / "generalisation.json").write_text(json.dumps(general, indent=2) + "\n", encoding="utf-8")
+    for file, new in (("beam.json", beam), ("generalisation.json", general)):
+        path = out_dir / file
+        if args.merge and path.is_file():  # keep the other configurations' entries
+            old = json.loads(path.read_text(encoding="utf-8"))
+            commands = old["about"].get("commands", [old["about"].get("command")])
+            new = {**old, **new, "about": {**new["about"], "commands": [*commands, new["about"]["command"]]}}
+        path.write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
     return 0
 
 
