@@ -12,20 +12,23 @@ puts them in context, for the book and for ``results/README.md`` alike:
   :func:`plot_accuracy`, :func:`plot_costs` and :func:`plot_curves` draw them;
 - :func:`difference` and :func:`exact_lines_stderr` support the "what did each change show" reading;
   :func:`budget_table` puts the epochs each configuration got in its time budget beside what it reached;
+  :func:`single_change_rows`, :func:`equal_epochs_table` and :func:`equal_epochs_reading` judge each single
+  change against C1 by exact lines and their binomial standard error, at equal epochs (:data:`EQUAL_EPOCHS_RUN`);
 - :data:`TARGETS`, :func:`target_rows` and :func:`targets_table`: the goals of the reference run, met or not,
   for the controlled and the extended models (:data:`EXTENDED_RUN`), decoded freely and length-aware;
 - :func:`load_errors` reads ``errors.json`` (``results/analysis.py``): :func:`decoding_table` compares free
   with length-aware decoding; :func:`profile_rows` finds where in a chunk and at which key phase the errors
   fall, :func:`substitutions` and :func:`prior_favours` what they are, :func:`exact_by_length` how exact
   lines fall with length against independent errors;
-- :func:`merge_curves`, :func:`plot_extended` and :func:`extended_table`: C2 and C5 trained on;
+- :func:`merge_curves`, :func:`plot_extended`, :func:`extended_table`, :func:`continued_from`,
+  :func:`continuation` and :func:`trained_on`: C2 and C5 trained on, and how, read from their records and logs;
 - :func:`load_committed_model` and :func:`attention_view` look inside the committed C2 and C5 models:
   their attention weights, mapped back from tokens or patches to characters so the two models can be
   compared on one grid, with :func:`band_mass` (the diagonal) and :func:`same_phase_share` (the
   cipher's period of 8) to measure what the pictures show.
 
-Runs are named by their folder under ``results/`` (``"cpu"``, ``"cpu-bits"``, ``"extended/cpu"``); a
-path works too.
+Runs are named by their folder under ``results/`` (``"cpu"``, ``"cpu-bits"``, ``"equal-epochs/cpu"``,
+``"extended/cpu"``); a path works too.
 ``$CIPHERLAB_RESULTS_DIR`` points the names at another results folder.
 """
 
@@ -54,7 +57,9 @@ from cipherlab.train import read_log, teacher_forcing_logits
 __all__ = [
     "ANALYSIS_RUNS",
     "BITS_RUN",
+    "EQUAL_EPOCHS_RUN",
     "EXTENDED_RUN",
+    "NOISE_SE",
     "PERIOD",
     "PRIMARY_RUN",
     "REFERENCES",
@@ -83,6 +88,8 @@ __all__ = [
     "committed_checkpoint",
     "common_epoch",
     "comparison_table",
+    "continuation",
+    "continued_from",
     "context_counts",
     "coverage",
     "decoding_gains",
@@ -96,8 +103,11 @@ __all__ = [
     "edits",
     "entry_label",
     "epoch_seconds",
+    "equal_epochs_reading",
+    "equal_epochs_table",
     "error_entry",
     "exact_by_length",
+    "exact_difference_stderr",
     "exact_lines_stderr",
     "example_chunks",
     "excess",
@@ -140,10 +150,12 @@ __all__ = [
     "run_label",
     "run_path",
     "same_phase_share",
+    "single_change_rows",
     "target_rows",
     "targets_table",
     "targets_verdict",
     "to_characters",
+    "trained_on",
     "tokenization",
     "uniform_same_phase_share",
 ]
@@ -152,10 +164,13 @@ RESULTS_ENV = "CIPHERLAB_RESULTS_DIR"
 REPO_RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
 PRIMARY_RUN = "cpu"  # the committed reference run: C1-C4 read the cipher in bytes mode
 BITS_RUN = "cpu-bits"  # the same preset with the course notes' bits mode for C1-C4
-EXTENDED_RUN = "extended/cpu"  # C2 and C5 trained on from their cpu runs (--resume): the committed models
+EQUAL_EPOCHS_RUN = "equal-epochs/cpu"  # every cpu run continued (--resume) to the same number of epochs
+EXTENDED_RUN = "extended/cpu"  # C2 and C5 trained on further (--resume): the committed models
 PERIOD = len(KEY)  # the cipher's key length: characters 8 apart share a key byte
 # results/analysis.py names each entry of errors.json after the runs/ folder it read ("cpu-long/c2")
-ANALYSIS_RUNS = {PRIMARY_RUN: "cpu", BITS_RUN: "cpu-bits", EXTENDED_RUN: "cpu-long"}
+ANALYSIS_RUNS = {PRIMARY_RUN: "cpu", BITS_RUN: "cpu-bits", EQUAL_EPOCHS_RUN: "cpu-5ep", EXTENDED_RUN: "cpu-long"}
+# A difference of exact-line rates counts as one when it exceeds NOISE_SE binomial standard errors of the difference.
+NOISE_SE = 2.0
 
 
 # --------------------------------------------------------------------------- reading the files
@@ -581,21 +596,166 @@ def calibration_table(calibration: dict) -> str:
                            "what it tests"], rows)
 
 
-def ablation_table(records: dict[str, dict]) -> str:
-    """Each of C2-C5 against C1: metric differences (points), twice the sampling error of the exact-line
-    difference, and the cost ratios."""
-    c1 = records["c1"]
+def exact_difference_stderr(records: dict[str, dict], config: str, baseline: str = "c1") -> float:
+    """Binomial standard error of ``exact(config) - exact(baseline)``, the two rates taken as independent.
+
+    Only the sampling of the test lines: a floor on the noise, since a second training seed would move
+    both rates too (and one seed per configuration cannot measure by how much).
+    """
+    return math.hypot(exact_lines_stderr(records[config]), exact_lines_stderr(records[baseline]))
+
+
+def single_change_rows(records: dict[str, dict], baseline: str = "c1", k: float = NOISE_SE) -> list[dict]:
+    """Each configuration against ``baseline``: the differences in bit accuracy and exact lines, the
+    standard error of the exact-line difference, and ``reading``: ``"better"`` or ``"worse"`` when the
+    exact-line difference exceeds ``k`` standard errors, else ``"within noise"``."""
     rows = []
     for name, r in records.items():
-        if name == "c1":
+        if name == baseline or baseline not in records:
             continue
-        noise = 2 * math.hypot(exact_lines_stderr(r), exact_lines_stderr(c1))
-        rows.append([name.upper(), change_from_c1(r), f"{100 * difference(records, name, 'bit_accuracy'):+.1f}",
-                     f"{100 * difference(records, name, 'sequence_accuracy'):+.1f}", f"{100 * noise:.1f}",
+        d_exact, se = difference(records, name, "sequence_accuracy", baseline), exact_difference_stderr(records, name,
+                                                                                                          baseline)
+        reading = "within noise" if abs(d_exact) <= k * se else "better" if d_exact > 0 else "worse"
+        rows.append({"config": name, "change": change_from_c1(r), "epochs": r["epochs"],
+                     "baseline_epochs": records[baseline]["epochs"],
+                     "bit": difference(records, name, "bit_accuracy", baseline), "exact": d_exact, "se": se,
+                     "reading": reading})
+    return rows
+
+
+_READING = {"better": "better than C1", "worse": "worse than C1", "within noise": f"within {NOISE_SE:g} s.e."}
+
+
+def ablation_table(records: dict[str, dict]) -> str:
+    """Each of C2-C5 against C1: metric differences (points), twice the sampling error of the exact-line
+    difference, what that makes of it (:func:`single_change_rows`), and the cost ratios."""
+    c1 = records["c1"]
+    rows = []
+    for row in single_change_rows(records):
+        r = records[row["config"]]
+        rows.append([row["config"].upper(), row["change"], f"{100 * row['bit']:+.1f}", f"{100 * row['exact']:+.1f}",
+                     f"{100 * NOISE_SE * row['se']:.1f}", _READING[row["reading"]],
                      f"{r['seconds_per_epoch'] / c1['seconds_per_epoch']:.2f}×", f"{r['params'] / c1['params']:.2f}×",
                      f"{r['epochs']} (C1 {c1['epochs']})"])
-    return markdown_table(["config", "change", "bit acc, points vs C1", "exact lines, points", "2 × sampling s.e.",
-                           "s/epoch vs C1", "params vs C1", "epochs"], rows)
+    return markdown_table(["config", "change", "bit acc, points vs C1", "exact lines, points",
+                           f"{NOISE_SE:g} × sampling s.e.", "exact lines: reading", "s/epoch vs C1", "params vs C1",
+                           "epochs"], rows)
+
+
+def equal_epochs_table(controlled: dict[str, dict], equal: dict[str, dict]) -> str:
+    """The ablation twice: within the time budget (``controlled``) and continued to equal epochs (``equal``).
+
+    Per configuration: epochs, bit accuracy and exact lines of both runs, and at equal epochs the exact-line
+    difference from C1 with twice its binomial standard error and the reading (:func:`single_change_rows`).
+    """
+    judged = {row["config"]: row for row in single_change_rows(equal)}
+    rows = []
+    for name, r in equal.items():
+        before = controlled.get(name)
+        row = judged.get(name)
+        rows.append([name.upper(), change_from_c1(r), before["epochs"] if before else "–", r["epochs"],
+                     _pct2(before and metric(before, "bit_accuracy")), _pct2(metric(r, "bit_accuracy")),
+                     _pct(before and metric(before, "sequence_accuracy")), _pct(metric(r, "sequence_accuracy")),
+                     f"{100 * row['exact']:+.1f}" if row else "–",
+                     f"{100 * NOISE_SE * row['se']:.1f}" if row else "–",
+                     _READING[row["reading"]] if row else "baseline" if name == "c1" else "no C1 to compare"])
+    return markdown_table(["config", "change", "epochs: time budget", "equal epochs", "bit acc %: time budget",
+                           "equal epochs", "exact lines %: time budget", "equal epochs",
+                           "exact lines vs C1, points", f"{NOISE_SE:g} × s.e.", "reading"], rows)
+
+
+def _listing(rows: list[dict]) -> str:
+    return ", ".join(f"{r['config'].upper()} {100 * r['exact']:+.1f} ± {100 * r['se']:.1f}" for r in rows)
+
+
+def equal_epochs_reading(equal: dict[str, dict], controlled: dict[str, dict] | None = None) -> dict[str, str]:
+    """Sentences on the ablation at equal epochs, chosen from the numbers.
+
+    ``"epochs"`` (whether the runs really had equal epochs), ``"changes"`` (every change by its reading),
+    ``"inside"`` (C2-C4, set against the course notes' "only C2 improved"), ``"c5"`` (C5 against C1),
+    ``"moved"`` (which readings differ from the time-budget run's) and ``"caveat"`` (one seed).
+    """
+    epochs = {name: r["epochs"] for name, r in equal.items()}
+    same = len(set(epochs.values())) == 1
+    out = {"epochs": (f"every configuration trained exactly {next(iter(epochs.values()))} epochs" if same else
+                      "the epochs still differ (" + ", ".join(f"{n.upper()} {e}" for n, e in epochs.items())
+                      + "), so this run is not yet the equal-epoch comparison")}
+    absent = [n.upper() for n in CONFIG_NAMES if n not in equal]
+    if absent:
+        out["epochs"] = out["epochs"].replace("every configuration", "every configuration recorded so far", 1)
+    budgets = {(r.get("hyperparameters") or {}).get("time_budget_s") for r in equal.values()}
+    out["epochs"] += (" with no time budget" if budgets == {None} else
+                      " under time budgets of " + ", ".join(f"{b:.0f} s" for b in sorted(b for b in budgets if b)))
+    if controlled:
+        rescored = [n.upper() for n, r in equal.items() if n in controlled and controlled[n]["epochs"] == r["epochs"]]
+        if rescored:
+            out["epochs"] += (f" ({' and '.join(rescored)} had as many in the time-budget run already, so "
+                              f"{'it was' if len(rescored) == 1 else 'they were'} only scored again)")
+    if absent:
+        out["epochs"] += f"; {', '.join(absent)} {'has' if len(absent) == 1 else 'have'} no record here yet"
+    rows = single_change_rows(equal)
+    by = {kind: [r for r in rows if r["reading"] == kind] for kind in ("better", "worse", "within noise")}
+    parts = [f"{label}: {_listing(by[kind])}" for kind, label in
+             (("better", "better than C1"), ("worse", "worse than C1"), ("within noise", "within the noise"))
+             if by[kind]]
+    out["changes"] = ("judged by exact lines (points against C1 ± one binomial standard error of the difference; "
+                      f"a difference counts beyond {NOISE_SE:g} of them), " + "; ".join(parts) if rows else
+                      "C1 or every other configuration is missing, so no change can be judged")
+    if "c1" not in equal:
+        lacking = "C1 has no equal-epoch record yet, so no change can be judged against it"
+        out |= {"inside": lacking, "c5": lacking} | ({"moved": lacking} if controlled else {})
+        return out | {"caveat": _caveat(equal)}
+    inside = [r for r in rows if r["config"] in ("c2", "c3", "c4")]
+    better = [r["config"] for r in inside if r["reading"] == "better"]
+    names = " and ".join(n.upper() for n in better) if len(better) < 3 else "C2, C3 and C4"
+    measured = [r["config"].upper() for r in inside]
+    if not inside:
+        out["inside"] = "none of C2, C3, C4 has an equal-epoch record yet"
+    elif better == ["c2"]:
+        out["inside"] = "at equal epochs only C2 beat C1 beyond the noise, as the course notes have it"
+    elif not better:
+        who = (f"none of {', '.join(measured)}" if len(measured) > 2 else
+               f"neither {' nor '.join(measured)}" if len(measured) == 2 else f"{measured[0]} did not")
+        out["inside"] = (f"at equal epochs {who} beat C1 beyond the noise in exact lines"
+                         + (", so the course notes' \"only C2 improved\" does not repeat here" if "C2" in measured
+                            else ""))
+    elif "c2" in better:
+        out["inside"] = f"at equal epochs {names} beat C1 beyond the noise, not C2 alone as the course notes have it"
+    else:
+        out["inside"] = (f"at equal epochs {names} beat C1 beyond the noise and C2 did not, against the course "
+                         "notes' \"only C2 improved\"")
+    worse = [r["config"].upper() for r in inside if r["reading"] == "worse"]
+    if worse:
+        out["inside"] += f"; {' and '.join(worse)} {'trails' if len(worse) == 1 else 'trail'} C1 beyond it"
+    if inside:
+        out["inside"] += f" (exact lines against C1, points ± one standard error: {_listing(inside)})"
+    if inside and "c2" not in equal:
+        out["inside"] += "; C2 has no equal-epoch record yet"
+    c5 = next((r for r in rows if r["config"] == "c5"), None)
+    if c5 is None:
+        out["c5"] = "C5 has no equal-epoch record yet"
+    else:
+        verb = {"better": "beats C1", "worse": "trails C1", "within noise": "is level with C1 within the noise"}
+        each = (f"after {c5['epochs']} epochs each" if c5["epochs"] == c5["baseline_epochs"] else
+                f"after {c5['epochs']} epochs to C1's {c5['baseline_epochs']}")
+        out["c5"] = (f"{each}, C5 {verb[c5['reading']]}: {100 * c5['exact']:+.1f} ± "
+                     f"{100 * c5['se']:.1f} points of exact lines, {100 * c5['bit']:+.2f} points of bit accuracy")
+    if controlled:
+        before = {r["config"]: r["reading"] for r in single_change_rows(controlled)}
+        moved = [f"{r['config'].upper()} ({before[r['config']]} → {r['reading']})" for r in rows
+                 if r["config"] in before and before[r["config"]] != r["reading"]]
+        out["moved"] = ("against the time-budget run, the reading changed for " + ", ".join(moved) if moved else
+                        "every reading is the same as in the time-budget run") + (
+            " — among the configurations recorded so far" if absent else "")
+    out["caveat"] = _caveat(equal)
+    return out
+
+
+def _caveat(records: dict[str, dict]) -> str:
+    seeds = len({r.get("seed") for r in records.values()})
+    return (f"each configuration was still trained once ({seeds} seed{'s' if seeds > 1 else ''} in the run): "
+            "the standard error counts only which test lines were drawn, a floor on the noise, since a second "
+            "seed would move every rate too")
 
 
 # --------------------------------------------------------------------------- targets, and how far each model trained
@@ -868,13 +1028,14 @@ def plot_extended(curves: dict[str, tuple[list[dict] | None, list[dict] | None]]
     return fig
 
 
-def extended_table(controlled: dict[str, dict], extended: dict[str, dict], errors: dict | None = None,
-                   runs: tuple[str, str] = (PRIMARY_RUN, EXTENDED_RUN)) -> str:
-    """Each extended configuration before and after training on: epochs, best validation loss, and the
-    test metrics with free and (from ``errors``) length-aware greedy decoding."""
+def extended_table(stages: dict[str, dict[str, dict]], errors: dict | None = None) -> str:
+    """Each configuration of the last stage through every stage (``{"cpu": records, ...,
+    "extended/cpu": records}``, oldest first): epochs, best validation loss, and the test metrics with free
+    and (from ``errors``) length-aware greedy decoding."""
+    last = list(stages.values())[-1]
     rows = []
-    for name in extended:
-        for run, records in zip(runs, (controlled, extended)):
+    for name in last:
+        for run, records in stages.items():
             if name not in records:
                 continue
             r = records[name]
@@ -886,6 +1047,45 @@ def extended_table(controlled: dict[str, dict], extended: dict[str, dict], error
     return markdown_table(["config", "run", "epochs", "best val loss", "bit acc %", "exact lines %",
                            "length-aware: bit acc %", "length-aware: exact %"], rows)
 
+
+def continued_from(log: list[dict] | None, earlier: dict[str, list[dict] | None]) -> str | None:
+    """Which of the ``earlier`` runs' logs (``{run: log}``) the resumed ``log`` continues: the one with the
+    most epochs whose every epoch ``log`` repeats (same epoch, same validation loss). None if none does."""
+    if not log:
+        return None
+    mine = {r["epoch"]: r["val_loss"] for r in log}
+    found = [(len(other), run) for run, other in earlier.items()
+             if other and all(mine.get(r["epoch"]) == r["val_loss"] for r in other) and len(log) > len(other)]
+    return max(found)[1] if found else None
+
+
+def continuation(record: dict, before: dict | None = None) -> str:
+    """How a resumed run was trained, read from its record: the epochs it added to ``before`` (the record it
+    continued), its time budget and epoch limit, and what stopped it."""
+    hp = record.get("hyperparameters") or {}
+    budget = hp.get("time_budget_s")
+    limit = (f"a time budget of {budget:.0f} s ({budget / 60:.0f} minutes)" if budget else "no time budget")
+    limit += f" and max_epochs {hp['max_epochs']}" if hp.get("max_epochs") is not None else ""
+    span = (f"from {before['epochs']} to {record['epochs']} epochs" if before else f"{record['epochs']} epochs in all")
+    return f"{record['config'].upper()} {span}, with {limit}, stopped by {record.get('stopped', '?')}"
+
+
+
+def trained_on(stages: dict[str, dict[str, dict]], extended: dict[str, dict],
+               extended_run: str | os.PathLike = EXTENDED_RUN) -> dict[str, dict]:
+    """For each configuration of the runs trained on further: which of the earlier ``stages`` (``{run:
+    records}``) it continued (:func:`continued_from`, by their logs), that run's record and log, its own
+    log, and ``how`` (:func:`continuation`, naming the run it continued)."""
+    out = {}
+    for name, record in extended.items():
+        log = load_curve(extended_run, name)
+        earlier = {run: load_curve(run, name) for run, records in stages.items() if name in records}
+        source = continued_from(log, earlier)
+        before = stages[source][name] if source else None
+        out[name] = {"source": source, "before": before, "earlier_log": earlier.get(source), "log": log,
+                     "how": continuation(record, before) + (f", continuing results/{source}" if source else
+                                                            ", from a run no committed log matches")}
+    return out
 
 # --------------------------------------------------------------------------- free or length-aware decoding
 
@@ -1246,7 +1446,7 @@ def edit_verdict(summary: dict) -> dict[str, str]:
                   f"{'runs' if summary['to_chunk_end'] == 1 else 'run'} exactly to the end of a 32-character chunk")
         if summary["to_chunk_end"] or summary["at_full_stop"] > m / 2:
             length += (": the decoder stopped a chunk early, or ran on, at a full stop that looked like a line end — "
-                       "the wrong stops of section 9.4")
+                       "the wrong stops of section 9.5")
     else:
         length = "no example line changes length"
     return {"substitutions": what, "prior": prior, "reading": reading, "length": length}

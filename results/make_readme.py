@@ -63,9 +63,11 @@ def main() -> int:
       f"a {hp['time_budget_s'] / 60:.0f}-minute wall-clock budget per configuration, seed {hp['seed']}.")
     w(f"- **Bits mode** (`results/cpu-bits/`): the same with the course notes' tokenization, "
       f"`--source-mode bits --set src_vocab=512` (C1–C4).")
-    w(f"- **Extended C2 and C5** (`results/extended/cpu/`): the controlled runs continued with "
-      f"`train --resume --time-budget 1800`, the same learning-rate schedule carried on; these are the "
-      f"committed models `results/checkpoints/c2.safetensors` and `c5.safetensors`.")
+    w("- **Equal epochs** (`results/equal-epochs/cpu/`): each controlled run continued to five epochs "
+      "(`train --resume --set max_epochs=5 --time-budget 0`).")
+    w("- **Extended C2 and C5** (`results/extended/cpu/`): the five-epoch runs continued for 15 more minutes "
+      "(`train --resume --set max_epochs=100 --time-budget 900`), the same learning-rate schedule carried "
+      "on; these are the committed models `results/checkpoints/c2.safetensors` and `c5.safetensors`.")
     w("- **Length-aware decoding, error analysis** (`results/cpu/errors.json`): `python results/analysis.py`.")
     w("- **Greedy vs beam, generalisation** (`results/cpu/beam.json`, `generalisation.json`): "
       "`python results/extras.py --run cpu-long` on the committed models.")
@@ -161,16 +163,75 @@ def main() -> int:
         w(R.generalisation_table(extended or cpu, general))
         w("")
 
+    w("## What the differences mean\n")
+    if bits:
+        b_bits = [bits[n]["test"]["bit_accuracy"] for n in bits]
+        b_bytes = [cpu[n]["test"]["bit_accuracy"] for n in bits if n in cpu]
+        b_exact = [bits[n]["test"]["sequence_accuracy"] for n in bits]
+        w(f"- **Bits or bytes.** With the course notes' tokenization (BPE over the bit string, merges "
+          f"across character boundaries) C1–C4 reach {pct(min(b_bits))}–{pct(max(b_bits))} bit accuracy and "
+          f"{pct(max(b_exact))} exact lines at most; reading whole cipher bytes with merge-free vocabularies, "
+          f"the same models and budget reach {pct(min(b_bytes))}–{pct(max(b_bytes))}. A bits-mode token "
+          "straddles character boundaries (chapter 6 measures how often), so source token i no longer "
+          "holds character i and the model must learn the alignment as well as the cipher. The seed's "
+          "C1 figure (71.2%) and the public best (about 93%) sit at this bits-mode level; none of them "
+          "approaches the cipher's limit, which is a matter of tokenization, not of model size.")
+    if errors:
+        gains = [(k, e["test_length_aware"]["bit_accuracy"] - e["test_free"]["bit_accuracy"],
+                  e["test_length_aware"]["sequence_accuracy"] - e["test_free"]["sequence_accuracy"])
+                 for k, e in errors.items() if k.startswith("cpu/")]
+        if gains:
+            w(f"- **Stopping is part of the error.** Length-aware decoding raises bit accuracy by "
+              f"{100 * min(g[1] for g in gains):.2f}–{100 * max(g[1] for g in gains):.2f} points for the bytes-mode "
+              f"runs but exact lines by only {100 * min(g[2] for g in gains):.1f}–{100 * max(g[2] for g in gains):.1f}: "
+              "most of the bit-accuracy shortfall of free decoding comes from a few chunks that end early "
+              "(often at a full stop that looks like a line end) or run on, each shifting the rest of its line. "
+              "The remaining errors are substitutions spread evenly over chunk positions and key phases — no "
+              "exposure-bias growth inside a chunk and no key byte left unlearned — on characters that are "
+              "rare in training (digits, capitals in names and initials), where the decoder's language-model "
+              "prior outvotes the cipher. Exact lines fall with line length because such errors compound.")
+    if equal:
+        exact = {n: r["test"]["sequence_accuracy"] for n, r in equal.items()}
+        se = max(math.sqrt(p * (1 - p) / equal[n]["test"]["lines"]) for n, p in exact.items())
+        c14 = [exact[n] for n in ("c1", "c2", "c3", "c4") if n in exact]
+        w(f"- **The single-component changes at equal epochs.** After five epochs each, C1–C4 score "
+          f"{pct(min(c14))}–{pct(max(c14))} exact lines (binomial s.e. up to {pct(se)} from sampling the "
+          f"{next(iter(equal.values()))['test']['lines']} test lines alone, one seed each)"
+          + (f", and C5 {pct(exact['c5'])}" if "c5" in exact else "") + ". "
+          "Differences of a few points between C1–C4 are within what a second seed could move; the "
+          "wall-clock table above mostly ranks how many epochs each run got. What the ablation does show "
+          "is the tokenization: bytes against bits, and the BLT's slower epochs "
+          f"({cpu['c5']['seconds_per_epoch'] / cpu['c1']['seconds_per_epoch']:.1f}× C1's seconds per epoch in "
+          "the controlled run)." if "c5" in cpu and "c1" in cpu else "")
+    if extended:
+        met = [n for n, r in extended.items() if verdict(n, r["test"]["bit_accuracy"],
+                                                           r["test"]["sequence_accuracy"]).startswith("met")]
+        w(f"- **The targets.** Every run's validation loss was still falling when its budget ended "
+          f"(see the `.log.jsonl` curves); the extended C2 and C5 runs show how far more training goes: "
+          + ("both meet their targets." if len(met) == len(extended) else
+             f"{', '.join(n.upper() for n in met) or 'neither'} meets its target with free greedy decoding "
+             "(see the tables for length-aware decoding). The measured reasons for the rest: too little "
+             "training for a 2-core CPU (the errors left are the rare-character substitutions above, which "
+             "fall with every epoch), and, for C5, epochs that cost more. Nothing in the error analysis points "
+             "at a defect left in the code."))
+    w("")
+    w("The runs were made from a clean worktree at commits 9b09417 to a107452 of this repository "
+      "(each record names the commit checked out when it finished); the training code paths they use "
+      "did not change between those commits, only resuming and decoding options were added.\n")
+
     w("## Reproduce\n")
     w("```bash")
     w("OMP_NUM_THREADS=1 python -m cipherlab ablate --preset cpu                        # results/cpu")
     w("OMP_NUM_THREADS=1 python -m cipherlab ablate --preset cpu --configs c1,c2,c3,c4 \\")
     w("    --source-mode bits --set src_vocab=512                                        # results/cpu-bits")
-    w("for c in c2 c5; do mkdir -p runs/cpu-long && cp -r runs/cpu/$c runs/cpu-long/$c")
-    w("  OMP_NUM_THREADS=1 python -m cipherlab train --config $c --preset cpu --resume --time-budget 1800 \\")
-    w("      --out runs/cpu-long/$c --results-dir results/extended; done                 # results/extended/cpu")
-    w("python results/extras.py --run cpu-long     # checkpoints, beam.json, generalisation.json")
-    w("python results/analysis.py                  # errors.json (free vs length-aware, where errors are)")
+    w("for c in c1 c2 c3 c4 c5; do mkdir -p runs/cpu-5ep && cp -r runs/cpu/$c runs/cpu-5ep/$c")
+    w("  OMP_NUM_THREADS=1 python -m cipherlab train --config $c --preset cpu --resume --set max_epochs=5 \\")
+    w("      --time-budget 0 --out runs/cpu-5ep/$c --results-dir results/equal-epochs; done   # results/equal-epochs/cpu")
+    w("for c in c2 c5; do mkdir -p runs/cpu-long && cp -r runs/cpu-5ep/$c runs/cpu-long/$c")
+    w("  OMP_NUM_THREADS=1 python -m cipherlab train --config $c --preset cpu --resume --set max_epochs=100 \\")
+    w("      --time-budget 900 --out runs/cpu-long/$c --results-dir results/extended; done      # results/extended/cpu")
+    w("python results/extras.py --run cpu-long     # checkpoints, samples, beam.json, generalisation.json")
+    w("python results/analysis.py --pattern 'cpu*/c*/best.pt'   # errors.json (free vs length-aware, where errors are)")
     w("python results/make_readme.py               # this file")
     w("```")
     OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,6 +1,7 @@
 """cipherlab.results: reading the committed results, the comparison table, and attention at character level."""
 
 import json
+import math
 import shutil
 
 import pytest
@@ -318,7 +319,7 @@ def test_edits_name_substitutions_drops_and_additions_once_with_every_model():
     verdict = results.edit_verdict(summary)
     assert verdict["substitutions"].startswith("the 1 substitution replaces 1 digit")
     assert "prior outvoted the cipher" in verdict["prior"]
-    assert "1 of the 1 drops runs exactly to the end" in verdict["length"] and "section 9.4" in verdict["length"]
+    assert "1 of the 1 drops runs exactly to the end" in verdict["length"] and "section 9.5" in verdict["length"]
     assert verdict["reading"].startswith("the errors are not confined to rare characters")  # "0" is common here
     table = results.edit_table(items, train)
     assert table.count("\n| C") == 3 and "[0→8]" in table
@@ -351,8 +352,69 @@ def test_budget_and_extended_tables_put_epochs_beside_accuracy():
     table = results.budget_table({"c1": records["c1"]}, curves)
     assert "val loss, epoch 2" in table and "| 50–70 | 2.0000 | 1.0000 |" in table
     longer = {"c2": {**records["c2"], "epochs": 9}}
-    table = results.extended_table(records, longer, {"cpu-long/c2": _entry(aware=(0.9999, 0.97))})
-    assert table.count("\n| C2 |") == 2 and "| extended/cpu | 9 |" in table and "99.99 | 97.0 |" in table
+    five = {"c2": {**records["c2"], "epochs": 5}}
+    table = results.extended_table({"cpu": records, "equal-epochs/cpu": five, "extended/cpu": longer},
+                                   {"cpu-long/c2": _entry(aware=(0.9999, 0.97))})
+    assert table.count("\n| C2 |") == 3 and "| extended/cpu | 9 |" in table and "99.99 | 97.0 |" in table
+    assert "| C2 | equal-epochs/cpu | 5 |" in table and "| C1 |" not in table  # only the last stage's configurations
+
+
+def _judged(exact_by_config, lines=200, epochs=5):
+    records = results.load_run("smoke")
+    return {name: {**records[name], "epochs": epochs, "seed": 0,
+                   "hyperparameters": {**records[name]["hyperparameters"], "time_budget_s": None},
+                   "test": {**_metrics(0.99 + exact / 100, exact), "lines": lines}}
+            for name, exact in exact_by_config.items()}
+
+
+def test_a_single_change_counts_only_beyond_twice_the_binomial_error_of_the_difference():
+    records = _judged({"c1": 0.5, "c2": 0.6, "c3": 0.55, "c4": 0.4, "c5": 0.2})
+    se = results.exact_difference_stderr(records, "c2")
+    assert se == pytest.approx(math.hypot(math.sqrt(0.25 / 200), math.sqrt(0.24 / 200)))
+    rows = {r["config"]: r for r in results.single_change_rows(records)}
+    assert [rows[c]["reading"] for c in ("c2", "c3", "c4", "c5")] == ["better", "within noise", "worse", "worse"]
+    assert rows["c2"]["exact"] == pytest.approx(0.1) and rows["c2"]["change"] == "pos_encoding=rope"
+    assert "better than C1" in results.ablation_table(records) and "within 2 s.e." in results.ablation_table(records)
+
+
+def test_the_ablation_at_equal_epochs_is_read_against_the_time_budget_run():
+    controlled = {n: {**r, "epochs": e} for (n, r), e in
+                  zip(_judged({"c1": 0.5, "c2": 0.5, "c3": 0.6, "c4": 0.5, "c5": 0.1}).items(), (3, 3, 4, 5, 2))}
+    equal = _judged({"c1": 0.5, "c2": 0.62, "c3": 0.55, "c4": 0.5, "c5": 0.3})
+    table = results.equal_epochs_table(controlled, equal)
+    assert "| C2 | pos_encoding=rope | 3 | 5 |" in table and "| C1 | baseline | 3 | 5 |" in table
+    assert table.splitlines()[2].endswith("| baseline |")
+    reading = results.equal_epochs_reading(equal, controlled)
+    assert reading["epochs"] == ("every configuration trained exactly 5 epochs with no time budget "
+                                 "(C4 had as many in the time-budget run already, so it was only scored again)")
+    assert reading["inside"].startswith("at equal epochs only C2 beat C1 beyond the noise, as the course notes")
+    assert reading["c5"].startswith("after 5 epochs each, C5 trails C1: -20.0 ± ")
+    assert reading["moved"] == ("against the time-budget run, the reading changed for C2 (within noise → better), "
+                                "C3 (better → within noise)")
+    assert "better than C1: C2 +12.0 ± " in reading["changes"]
+    assert reading["caveat"].startswith("each configuration was")
+    uneven = {**equal, "c3": {**equal["c3"], "epochs": 4}}
+    assert results.equal_epochs_reading(uneven)["epochs"].startswith("the epochs still differ (C1 5, C2 5, C3 4")
+    assert "moved" not in results.equal_epochs_reading(uneven)
+
+
+def test_a_continued_run_names_what_it_continued_and_how_from_its_record():
+    three = [{"epoch": e, "val_loss": 1.0 / e} for e in (1, 2, 3)]
+    five = three + [{"epoch": e, "val_loss": 1.0 / e} for e in (4, 5)]
+    later = five + [{"epoch": 6, "val_loss": 0.1}]
+    other = [{"epoch": 1, "val_loss": 0.9}]
+    assert results.continued_from(later, {"cpu": three, "equal-epochs/cpu": five, "x": other, "y": None}) == \
+        "equal-epochs/cpu"
+    assert results.continued_from(five, {"equal-epochs/cpu": five}) is None  # nothing was added
+    assert results.continued_from(None, {"cpu": three}) is None
+    record = {"config": "c2", "epochs": 9, "stopped": "time budget",
+              "hyperparameters": {"time_budget_s": 900.0, "max_epochs": 100}}
+    assert results.continuation(record, {"epochs": 5}) == \
+        "C2 from 5 to 9 epochs, with a time budget of 900 s (15 minutes) and max_epochs 100, stopped by time budget"
+    unbounded = {**record, "epochs": 5, "stopped": "max_epochs", "hyperparameters": {"time_budget_s": None,
+                                                                                     "max_epochs": 5}}
+    assert results.continuation(unbounded) == ("C2 5 epochs in all, with no time budget and max_epochs 5, "
+                                               "stopped by max_epochs")
 
 
 def test_new_plots_return_figures_without_touching_pyplot():
@@ -371,3 +433,22 @@ def test_generalisation_is_set_against_the_run_it_is_given():
     table = results.generalisation_table({"c2": {**records["c2"], "test": _metrics(0.9991, 0.9)}}, general)
     assert "| C2 | Brown test lines | 4 | 99.91 | 90.0 |" in table and "| C2 | stdlib docstrings | 9 | 50.00 |" in table
     assert "| C2 | Brown test lines | ? | – | – |" in results.generalisation_table({}, general)
+
+
+def test_trained_on_finds_the_run_each_extended_log_continues(monkeypatch, tmp_path):
+    record = results.load_run("smoke")["c2"]
+    logs = {"cpu": (3, None), "equal-epochs/cpu": (5, None), "extended/cpu": (8, 900.0)}
+    for run, (epochs, budget) in logs.items():
+        folder = tmp_path / run
+        folder.mkdir(parents=True)
+        r = {**record, "epochs": epochs, "stopped": "time budget",
+             "hyperparameters": {**record["hyperparameters"], "time_budget_s": budget, "max_epochs": 100}}
+        (folder / "c2.json").write_text(json.dumps(r))
+        (folder / "c2.log.jsonl").write_text("".join(json.dumps({"epoch": e, "val_loss": 1.0 / e}) + "\n"
+                                                     for e in range(1, epochs + 1)))
+    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
+    stages = {run: results.load_run(run) for run in ("cpu", "equal-epochs/cpu")}
+    history = results.trained_on(stages, results.load_run("extended/cpu"))
+    assert history["c2"]["source"] == "equal-epochs/cpu" and history["c2"]["before"]["epochs"] == 5
+    assert history["c2"]["how"] == ("C2 from 5 to 8 epochs, with a time budget of 900 s (15 minutes) and max_epochs "
+                                    "100, stopped by time budget, continuing results/equal-epochs/cpu")

@@ -5,7 +5,8 @@ copies, and need nothing but the package. Everything about what was *measured* r
 results through ``cipherlab.results``, so an answer can never quote a figure the results do not
 hold. ``results/cpu`` (at least c1.json) must exist: until it does, those facts raise
 FileNotFoundError naming it. Whatever else is missing -- a configuration of ``results/cpu``,
-``results/cpu-bits``, ``results/extended/cpu``, ``results/cpu/beam.json`` -- turns into a sentence
+``results/cpu-bits``, ``results/equal-epochs/cpu``, ``results/extended/cpu``, ``results/cpu/beam.json`` --
+turns into a sentence
 saying so, which is why the facts that may meet a missing file return text, not bare numbers.
 Importing this module always works.
 """
@@ -19,9 +20,11 @@ import sacrebleu
 from cipherlab.cipher import encrypt
 from cipherlab.config import CONFIG_NAMES, make_config
 from cipherlab.metrics import compute_metrics, levenshtein
-from cipherlab.results import (BITS_RUN, EXTENDED_RUN, PRIMARY_RUN, SEED_RANGES, beam_gains, budget_reading,
-                               byte_aligned, difference, exact_lines_stderr, lines_of, load_beam, load_curve,
-                               load_errors, load_run, metric, reference, tokenization)
+from cipherlab.results import (BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, PRIMARY_RUN, SEED_RANGES, beam_gains,
+                               budget_reading, byte_aligned, difference,
+                               equal_epochs_reading, exact_lines_stderr, lines_of, load_beam, load_curve,
+                               load_errors, load_run, metric, reference, single_change_rows,
+                               tokenization, trained_on)
 
 RUN = PRIMARY_RUN
 # The first sentence of the Brown corpus, and what a model might make of it.
@@ -91,6 +94,38 @@ def extended_records() -> dict[str, dict] | None:
         return records(EXTENDED_RUN)
     except FileNotFoundError:
         return None
+
+
+def equal_records() -> dict[str, dict] | None:
+    """Every controlled run continued to equal epochs (results/equal-epochs/cpu), or None while it does not exist."""
+    try:
+        return records(EQUAL_EPOCHS_RUN)
+    except FileNotFoundError:
+        return None
+
+
+@functools.cache
+def equal_reading() -> dict[str, str] | None:
+    """results.equal_epochs_reading of the equal-epoch run against the primary run (None without the run)."""
+    equal = equal_records()
+    return None if equal is None or "c1" not in equal else equal_epochs_reading(equal, records())
+
+
+def equal(key: str) -> str:
+    """One sentence of :func:`equal_reading`, or the sentence saying the run is missing."""
+    reading = equal_reading()
+    if reading is None:
+        return f"not measured yet (results/{EQUAL_EPOCHS_RUN} is missing or has no C1)"
+    return reading[key]
+
+
+def extension() -> str:
+    """How C2 and C5 were trained on, read from their records and logs: what each continued, and how."""
+    ext = extended_records()
+    if ext is None:
+        return f"not run yet (results/{EXTENDED_RUN} is missing)"
+    stages = {RUN: records()} | ({EQUAL_EPOCHS_RUN: equal_records()} if equal_records() else {})
+    return "; ".join(entry["how"] for entry in trained_on(stages, ext).values())
 
 
 @functools.cache
@@ -263,7 +298,23 @@ def single_change_fields() -> str:
 
 
 def slot_reason() -> str:
-    """Why a learned-position slot is informative, given what this run says about C1 against C2."""
+    """Why a learned-position slot is informative, given what this run says about C1 against C2: at equal
+    epochs by exact lines and their standard error where measured, else by the time-budget run's bit accuracy."""
+    fair = equal_records()
+    if fair and {"c1", "c2"} <= set(fair):
+        row = next(r for r in single_change_rows(fair) if r["config"] == "c2")
+        figures = (f"{_points(row['exact'])} ± {100 * row['se']:.1f} points of exact lines, "
+                   f"{_points(row['bit'])} of bit accuracy")
+        if row["reading"] == "better":
+            return (f"It separates two explanations of C2's lead over C1 at equal epochs ({figures}): "
+                    "\"RoPE wins because it is relative\" and \"the fixed sinusoidal code is a poor fit here\"")
+        if row["reading"] == "worse":
+            return (f"At equal epochs C2 trails C1 ({figures}), so the slot would test whether the position code "
+                    "matters here at all — whether a learned absolute code beats, matches or trails both fixed "
+                    "ones — rather than explain a RoPE win")
+        return (f"At equal epochs C2 and C1 are level within the noise ({figures}), so the slot would test the "
+                "course notes' claim that position encoding matters here — \"relative positions help\" against "
+                "\"any learned code does as well\" — rather than explain a gap")
     d = difference(records(), "c2", "bit_accuracy")
     if d is None:
         return ("It would separate two readings of the course notes' C1–C2 gap, \"RoPE wins because it is "
@@ -365,7 +416,9 @@ def c5_verdict() -> str:
     exact = {c: value(c, "sequence_accuracy") for c in records()}
     best = max(bit, key=bit.get)
     e1, e5 = records()["c1"]["epochs"], records()["c5"]["epochs"]
-    if best == "c5" and exact["c5"] >= max(exact.values()):
+    if equal_reading() is not None and "c5" in equal_records():
+        head = "in the fair comparison, " + equal_reading()["c5"]
+    elif best == "c5" and exact["c5"] >= max(exact.values()):
         head = "in the controlled run C5 is the most accurate of the five by bit accuracy and by exact lines"
     elif bit["c5"] > bit["c1"]:
         head = f"in the controlled run C5 beats C1, but {best.upper()} is more accurate still"
@@ -383,7 +436,10 @@ def c5_verdict() -> str:
     winner, other = ("c5", "c2") if score["c5"] > score["c2"] else ("c2", "c5")
     more = ext[winner]["epochs"] > ext[other]["epochs"]
     return (f"{head}; trained on, {winner.upper()} ends ahead of {other.upper()} "
-            f"({pct(score[winner][0]):.1f} % against {pct(score[other][0]):.1f} % exact lines), "
+            + (f"({pct(score[winner][0]):.1f} % against {pct(score[other][0]):.1f} % exact lines), "
+               if score[winner][0] != score[other][0] else
+               f"(level at {pct(score[winner][0]):.1f} % exact lines, {pct(score[winner][1]):.2f} % against "
+               f"{pct(score[other][1]):.2f} % bit accuracy), ")
             + (f"but with more epochs ({ext[winner]['epochs']} to {ext[other]['epochs']}), so part of that lead is time"
                if more else f"with no more epochs ({ext[winner]['epochs']} to {ext[other]['epochs']})")
             + f": on this evidence, {winner.upper()}" + (" is the pick here" if winner == "c5" else
@@ -471,18 +527,24 @@ FACTS = {
     "res_seeds": lambda: len({r["seed"] for r in records().values()}),
     "res_stopped": stopped_listing,
     "res_epoch_times": lambda: budget()["times"],
+    "res_equal_epochs_n": lambda: equal("epochs"),
+    "res_equal_moved": lambda: equal("moved"),
+    "res_equal_caveat": lambda: equal("caveat"),
     # §7.9 Q2: which single changes helped
     "res_improved": improved_verdict,
     "res_c1_bit": lambda: pct(value("c1", "bit_accuracy")),
     "res_c1_exact_se": lambda: pct(exact_lines_stderr(records()["c1"])),
     "res_attribution": lambda: budget()["verdict"],
     "res_equal_epochs": lambda: budget()["equal_epochs"],
+    "res_equal_inside": lambda: equal("inside"),
     "res_c3_epoch_ratio": lambda: shown("c3", lambda: ratio("c3", "seconds_per_epoch"), ".2f"),
     "res_c4_epoch_ratio": lambda: shown("c4", lambda: ratio("c4", "seconds_per_epoch"), ".2f"),
     # §7.9 Q3: C5
     "res_c1_c5_controlled": c5_controlled,
     "res_c5_cost": c5_cost,
     "res_extended_pair": extended_pair,
+    "res_extension": extension,
+    "res_equal_c5": lambda: equal("c5"),
     "res_seed_c1_bit": lambda: pct(reference("seed", "c1", "bit_accuracy")),
     "res_seed_c5_bit": lambda: pct(reference("seed", "c5", "bit_accuracy")),
     "res_seed_c1_exact": lambda: pct(reference("seed", "c1", "exact_lines")),
