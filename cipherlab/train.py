@@ -644,8 +644,10 @@ class SubwordCodec:
         return model.greedy_decode(batch["src"], self.bos_id, self.eos_id, max_len, use_cache=True, step_hook=step_hook)
 
     def token_chars(self) -> list[int]:
-        """Plaintext characters of each target id (0 for <pad>/<bos>/<eos>, 1 for <unk>)."""
-        return [len(self.tgt.decode([i])) for i in range(self.tgt.vocab_size)]
+        """Plaintext characters of each target id (0 for <pad>/<bos>/<eos>, 1 for <unk>); computed once."""
+        if getattr(self, "_token_chars", None) is None:
+            self._token_chars = [len(self.tgt.decode([i])) for i in range(self.tgt.vocab_size)]
+        return self._token_chars
 
     def decode_target(self, ids: Sequence[int]) -> str:
         return self.tgt.decode(ids)
