@@ -3,9 +3,16 @@
 nbval waits a hard-coded 5 seconds for each output message after a cell has finished; on a busy
 machine the kernel can take longer to report that it is idle after a long cell (the training in
 chapter 2), and the cell then fails although it ran. Give it a minute.
+
+Every executed cell's Markdown outputs are also checked the way Colab would show them: a MyST
+role or directive in them (``show_source``, the drill's answer list, a table) fails the cell,
+because outside the built site it would show raw.
 """
 
+import pytest
 from nbval.plugin import IPyNbCell
+
+from cipherlab.viva import myst_markup
 
 OUTPUT_TIMEOUT_S = 60
 
@@ -14,3 +21,25 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if isinstance(item, IPyNbCell):
             item.output_timeout = OUTPUT_TIMEOUT_S
+
+
+def markdown_outputs(outputs) -> list[str]:
+    """The text/markdown data of a cell's display and result outputs."""
+    texts = []
+    for out in outputs or []:
+        data = out.get("data", {}) if isinstance(out, dict) else getattr(out, "data", {})
+        text = data.get("text/markdown")
+        if text:
+            texts.append("".join(text) if isinstance(text, list) else text)
+    return texts
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    result = yield
+    if isinstance(item, IPyNbCell):
+        found = [f for text in markdown_outputs(item.test_outputs) for f in myst_markup(text)]
+        if found:
+            raise AssertionError(f"{item.name}: a Markdown output holds MyST-only markup, shown raw in "
+                                 f"Colab and Jupyter: {found[:5]}")
+    return result

@@ -12,7 +12,9 @@ import pytest
 import yaml
 
 from cipherlab import viva
-from cipherlab.viva import GENERATED_KEY, cited_facts, notebook_in_sync, setup_cell_source
+from markdown_it import MarkdownIt
+
+from cipherlab.viva import GENERATED_KEY, myst_markup, notebook_in_sync, prose_facts, setup_cell_source
 from cipherlab.viva.facts import load_facts
 
 ROOT = viva.REPO_ROOT
@@ -21,7 +23,8 @@ BANK_FREE = {"10_viva_drill.ipynb"}  # the drill shows every bank; it has none o
 BANKED = [p for p in NOTEBOOKS if p.name not in BANK_FREE]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-GLUE_CALL = re.compile(r"""\bglue\(\s*["']([^"']+)["']""")
+GLUE_CALL = re.compile(r"""\bglue(_facts)?\(""")
+COMMONMARK = MarkdownIt("commonmark").enable("table")  # what Colab, JupyterLab and GitHub render
 
 
 def _toc_files():
@@ -88,26 +91,60 @@ def test_notebook_is_committed_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", BANKED, ids=_id)
-def test_notebook_viva_section_is_what_sync_generates_from_the_bank(path):
+def test_notebook_viva_section_and_prose_facts_are_what_sync_generates(path):
+    """Fails when a number in the prose or an answer differs from what the facts compute now."""
     assert notebook_in_sync(path), f"run: python -m cipherlab.viva sync {path.relative_to(ROOT)}"
 
 
-@pytest.mark.parametrize("path", BANKED, ids=_id)
-def test_prose_glue_keys_are_glued_by_the_notebook_or_its_facts(path):
+def test_the_drill_is_in_sync_too():
+    drill = ROOT / "book" / "10_viva_drill.ipynb"
+    assert notebook_in_sync(drill), "run: python -m cipherlab.viva sync book/10_viva_drill.ipynb"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_markdown_cells_hold_no_myst_only_markup(path):
+    """Colab, JupyterLab and GitHub render CommonMark: a role or directive would show raw there."""
     cells = nbformat.read(path, as_version=4).cells
-    glued = {k for c in cells if c.cell_type == "code" for k in GLUE_CALL.findall(c.source)}
-    facts = set(load_facts(_chapter(path)))
-    cited = {k for c in cells if c.cell_type == "markdown" for k in cited_facts(c.source)}
-    assert cited - glued - facts == set()
+    found = {i: myst_markup(c.source) for i, c in enumerate(cells) if c.cell_type == "markdown"}
+    assert {i: f for i, f in found.items() if f} == {}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_no_cell_glues_or_imports_myst_nb(path):
+    """Numbers reach the prose through printed cells or sync-written facts, never myst-nb glue."""
+    cells = nbformat.read(path, as_version=4).cells
+    assert [i for i, c in enumerate(cells) if c.cell_type == "code" and GLUE_CALL.search(c.source)] == []
+    assert [i for i, c in enumerate(cells) if "myst_nb" in c.source] == []
 
 
 @pytest.mark.parametrize("path", BANKED, ids=_id)
-def test_teaching_cells_do_not_glue_a_key_the_viva_cell_glues(path):
+def test_every_viva_answer_is_folded_in_details_in_a_commonmark_render(path):
+    """What Colab shows: each question in bold, its answer inside a closed <details>."""
+    bank = viva.load_bank()[_chapter(path)]
+    cells = [c for c in nbformat.read(path, as_version=4).cells
+             if c.cell_type == "markdown" and c.metadata.get(GENERATED_KEY) == "viva"]
+    questions = [c for c in cells if c.source.startswith("**Q")]
+    assert len(questions) == len(bank.questions)
+    for cell, q in zip(questions, bank.questions):
+        html = COMMONMARK.render(cell.source)
+        before, details, after = html.partition("<details>")
+        assert details and "<strong>Q" in before and "open" not in after.split(">", 1)[0], q.id
+        inside, closed, rest = after.partition("</details>")
+        assert closed and rest.strip() == "", q.id
+        assert inside.lstrip().startswith("<summary>Answer</summary>") and "<p>" in inside, q.id
+
+
+@pytest.mark.parametrize("path", BANKED, ids=_id)
+def test_prose_facts_are_ones_the_chapter_defines(path):
     cells = nbformat.read(path, as_version=4).cells
-    glued = [k for c in cells if c.cell_type == "code" and GENERATED_KEY not in c.metadata
-             for k in GLUE_CALL.findall(c.source)]
-    assert len(glued) == len(set(glued)), "a glue key is used twice"
-    assert set(glued) & set(load_facts(_chapter(path))) == set()
+    quoted = {k for c in cells if c.cell_type == "markdown" for k in prose_facts(c.source)}
+    assert quoted - set(load_facts(_chapter(path))) == set()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_setup_cell_is_hidden_on_the_built_page(path):
+    first = nbformat.read(path, as_version=4).cells[0]
+    assert "remove-cell" in first.metadata.get("tags", [])
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)

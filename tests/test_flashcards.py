@@ -57,10 +57,10 @@ def test_next_wraps_round_to_the_first_card():
     assert deck.current == first
 
 
-def test_filled_cards_never_show_a_glue_role():
+def test_filled_cards_never_show_a_fact_placeholder():
     text = deck_text("task")
-    assert "{glue" not in text and "256" in text
-    assert all("{glue" not in card_markdown(q.answer, "task") for q in questions("task"))
+    assert "{fact}" not in text and "256" in text
+    assert all("{fact}" not in card_markdown(q.answer, "task") for q in questions("task"))
 
 
 def test_other_myst_roles_are_reduced_to_their_text():

@@ -8,7 +8,8 @@ import pytest
 
 from cipherlab import viva
 from cipherlab.viva import (GENERATED_KEY, Question, cited_facts, compute_facts, expected_notebook, fill_facts,
-                            load_bank, render_question, setup_cell_source, viva_cells)
+                            load_bank, myst_markup, prose_facts, refill_prose, render_question,
+                            setup_cell_source, viva_cells)
 from cipherlab.viva.facts import load_facts
 
 
@@ -117,9 +118,8 @@ def test_every_fact_is_cited_by_the_bank_or_its_chapter(chapter):
     bank = load_bank()[chapter]
     text = "".join(q.question + q.answer for q in bank.questions)
     path = viva.REPO_ROOT / bank.notebook
-    if path.exists():
-        text += "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
-    unused = set(load_facts(chapter)) - set(cited_facts(text))
+    prose = "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    unused = set(load_facts(chapter)) - set(cited_facts(text)) - set(prose_facts(prose))
     assert not unused, f"facts/{chapter}.py defines facts nothing cites: {sorted(unused)}"
 
 
@@ -134,13 +134,32 @@ def test_a_cited_fact_missing_from_facts_is_an_error_naming_both_files(monkeypat
 
 
 def test_cited_facts_reads_keys_with_and_without_format():
-    text = "{glue:text}`a_b` and {glue:text}`c:,d` and {glue}`d` and {glue:text}`other.ipynb::e:.3f`"
-    assert cited_facts(text) == ["a_b", "c", "d", "e"]
+    text = "{fact}`a_b` and {fact}`c:,d` and {fact}`a_b:.3f`"
+    assert cited_facts(text) == ["a_b", "c"]
 
 
-def test_fill_facts_formats_like_myst_glue():
-    assert fill_facts("{glue:text}`task_chunk_chars`", "task") == "256"
-    assert fill_facts("{glue:text}`task_chunk_chars:.1f` bits", "task") == "256.0 bits"
+def test_fill_facts_formats_with_the_spec_after_the_colon():
+    assert fill_facts("{fact}`task_chunk_chars`", "task") == "256"
+    assert fill_facts("{fact}`task_chunk_chars:.1f` bits", "task") == "256.0 bits"
+
+
+def test_refill_prose_rewrites_a_stale_number_and_keeps_the_tags():
+    stale = 'chunks of <span data-fact="task_chunk_chars:,d">250</span> characters'
+    assert refill_prose(stale, "task") == 'chunks of <span data-fact="task_chunk_chars:,d">256</span> characters'
+    assert prose_facts(stale) == ["task_chunk_chars"]
+
+
+def test_prose_quoting_an_unknown_fact_is_an_error_naming_the_cell_and_the_facts_file():
+    with pytest.raises(KeyError, match=r"markdown cell 7 .*'nope'.*facts/task.py"):
+        refill_prose('<span data-fact="nope">1</span>', "task", "markdown cell 7 of the task chapter")
+
+
+def test_myst_markup_finds_roles_and_directive_fences_but_not_code():
+    assert myst_markup("RMS {glue:text}`pe_rms:.3f` here") == ["role {glue:text}`pe_rms:.3f`"]
+    assert myst_markup("```{dropdown} Answer\nx\n```") == ["directive fence ```{dropdown} Answer"]
+    assert myst_markup(":::{note}\nx\n:::") == ["directive :::{note}"]
+    assert myst_markup("see [chapter 2](02_attention.ipynb)") == []
+    assert myst_markup("written `{glue:text}` in MyST, and in a block:\n\n```\n{ref}`x`\n```") == []
 
 
 def test_setup_cell_installs_from_the_repository_url_in_config():
@@ -149,11 +168,12 @@ def test_setup_cell_installs_from_the_repository_url_in_config():
     assert f"--branch {branch} {url}" in source and "describe_device()" in source
 
 
-def test_answer_fence_outgrows_code_fences_inside_the_answer():
-    q = Question("001-quiz-9", "src", "Why?", "Look:\n\n```python\nx = 1\n```", "task")
+def test_answer_is_folded_in_details_with_blank_lines_so_its_markdown_renders():
+    q = Question("001-quiz-9", "src", "Why {fact}`task_key_len`?", "Look:\n\n```python\nx = 1\n```", "task")
     rendered = render_question(1, q)
-    assert rendered.startswith("**Q1. Why?**") and "````{dropdown} Answer" in rendered
-    assert rendered.endswith("\n````")
+    assert rendered.startswith("**Q1. Why 8?**")
+    assert "<details>\n<summary>Answer</summary>\n\nLook:" in rendered
+    assert rendered.endswith("```\n\n</details>") and myst_markup(rendered) == []
 
 
 def test_sync_is_idempotent_and_restores_edited_generated_cells():
@@ -163,6 +183,7 @@ def test_sync_is_idempotent_and_restores_edited_generated_cells():
     once = expected_notebook(nb, "task")
     assert expected_notebook(once, "task") == once
     assert once.cells[0].metadata[GENERATED_KEY] == "setup" and once.cells[2].outputs == []
+    assert once.cells[0].metadata["tags"] == ["remove-cell"]  # hidden on the site: pages open with the title
     edited = nbformat.from_dict(once)
     edited.cells[-1].source = "hand-edited answer"
     assert expected_notebook(edited, "task") == once
@@ -194,7 +215,7 @@ def test_drill_command_asks_then_shows_the_answer_with_facts_filled_in(monkeypat
     monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "")
     assert main(["drill", "task", "--count", "1", "--seed", "0"]) == 0
     shown = capsys.readouterr().out
-    assert len(asked) == 1 and "{glue:text}" not in shown and "000-7." in shown
+    assert len(asked) == 1 and "{fact}" not in shown and "000-7." in shown
 
 
 def test_check_command_fails_on_a_notebook_that_differs_from_sync(tmp_path, monkeypatch):

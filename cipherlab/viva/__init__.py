@@ -6,20 +6,26 @@ of each chapter notebook, so the book and the bank never drift apart.
 
 - ``load_bank()`` / ``questions(chapter)`` read and validate the YAML banks.
 - ``cipherlab/viva/facts/<chapter>.py`` holds ``FACTS``: every number an answer quotes is
-  computed there from the package, never typed by hand. ``glue_facts(chapter)`` computes
-  them and glues them (myst-nb) so ``{glue:text}`key``` in an answer renders the number;
-  ``fill_facts(text, chapter)`` does the same substitution for plain-text use (a terminal
-  drill).
-- ``show_source(obj)`` displays the real source of a cipherlab object in a notebook, and
-  ``glue(name, value)`` is myst-nb's glue where myst-nb is installed (a no-op on Colab).
+  computed there from the package, never typed by hand. An answer cites a fact as
+  ``{fact}`key``` or with a format, ``{fact}`key:.3f```; ``fill_facts(text, chapter)`` puts
+  the computed numbers in.
+- A chapter's prose may quote a fact too, written as ``<span data-fact="key:.3f">0.123</span>``:
+  plain HTML, so the number shows in Colab, JupyterLab and on GitHub as well as on the site.
+  ``sync`` rewrites the number between the tags from the facts, and the book's tests fail
+  when the notebook and the facts disagree (``notebook_in_sync``).
+- ``show_source(obj)`` displays the real source of a cipherlab object in a notebook.
 - ``setup_cell_source()``, ``viva_cells(chapter)`` and ``sync_notebook(path)`` write the
   generated cells; run them as ``python -m cipherlab.viva sync`` (see ``__main__``).
+- ``myst_markup(text)`` lists what in a piece of markdown only MyST would render (roles,
+  directive fences): nothing of the kind may reach a notebook, because Colab and Jupyter
+  show it raw.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,13 +42,19 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 GENERATED_KEY = "cipherlab_generated"
 VIVA_HEADING = "## Viva questions"
 
-# {glue:text}`key`, {glue:text}`key:.3f`, {glue}`key`, ... -> key
-GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`(?:[^`]*::)?([^`:]+)(?::([^`]*))?`")
+# A placeholder in the bank: {fact}`key` or {fact}`key:.3f` -> (key, format spec)
+FACT_ROLE = re.compile(r"\{fact\}`([^`:]+)(?::([^`]*))?`")
+# A fact written into a chapter's prose: <span data-fact="key:.3f">0.123</span>
+FACT_SPAN = re.compile(r'<span data-fact="([^":]+)(?::([^"]*))?">([^<]*)</span>')
+# What only MyST renders: a role {name}`...` and a directive fence ```{name} or :::{name}
+MYST_ROLE = re.compile(r"\{[A-Za-z][\w:.+-]*\}`")
+MYST_NAME_AT_END = re.compile(r"\{[A-Za-z][\w:.+-]*\}$")  # a text token just before a code span
+MYST_COLON_FENCE = re.compile(r"\s*:{3,}\s*\{")
 
 
 @dataclass(frozen=True)
 class Question:
-    """One viva question with its answer (MyST markdown) and where it comes from."""
+    """One viva question with its answer (CommonMark with $maths$ and {fact} placeholders) and its source."""
 
     id: str
     source: str
@@ -114,12 +126,17 @@ def _bank_for(chapter: str) -> ChapterBank:
 
 
 def cited_facts(text: str) -> list[str]:
-    """The glue keys that a piece of MyST markdown cites, in order of first use."""
-    return list(dict.fromkeys(m.group(1) for m in GLUE_ROLE.finditer(text)))
+    """The fact keys that a bank text cites with ``{fact}`key```, in order of first use."""
+    return list(dict.fromkeys(m.group(1) for m in FACT_ROLE.finditer(text)))
+
+
+def prose_facts(text: str) -> list[str]:
+    """The fact keys that a chapter's prose quotes with ``<span data-fact="key">``."""
+    return list(dict.fromkeys(m.group(1) for m in FACT_SPAN.finditer(text)))
 
 
 def _plain(value, key: str, chapter: str):
-    """Facts are glued as plain Python numbers or strings (numpy scalars would print as np.float64(...))."""
+    """Facts are plain Python numbers or strings (numpy scalars would print as np.float64(...))."""
     if hasattr(value, "item"):
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -140,45 +157,91 @@ def _compute_facts(chapter: str) -> tuple:
     if missing:
         raise KeyError(f"bank/{chapter}.yml cites {missing}, which cipherlab/viva/facts/{chapter}.py "
                        "does not define in FACTS; add them there")
-    return tuple((key, _plain(fn(), key, chapter)) for key, fn in facts.items())
+    import torch
 
-
-def glue(name: str, value, display: bool = False) -> None:
-    """myst-nb's ``glue`` in the book build; where myst-nb is missing (e.g. Colab) it does nothing,
-    so chapters run anywhere. Glued numbers appear in the prose as ``{glue:text}`name```."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the same float rounding wherever sync or the tests compute them
     try:
-        from myst_nb import glue as myst_glue
-    except ImportError:
-        return
-    myst_glue(name, value, display=display)
+        return tuple((key, _plain(fn(), key, chapter)) for key, fn in facts.items())
+    finally:
+        torch.set_num_threads(threads)
 
 
-def glue_facts(chapter: str) -> None:
-    """Glue every fact of a chapter into the running notebook (the viva section's hidden cell).
+def format_fact(value, spec: str | None) -> str:
+    """A fact as the text shows it: ``format(value, spec)``, or ``str(value)`` without a spec.
 
-    Without myst-nb (e.g. on Colab) it prints the facts instead, so the reader still sees
-    the numbers that the answers' ``{glue:text}`` roles stand for.
+    The spec ``bound`` writes the smallest power of ten at or above ``|value|`` ("1e-07"), for
+    sizes of float rounding error: their digits change with the CPU and the thread count, their
+    order of magnitude does not, so the sentence says "below 1e-07".
     """
-    values = compute_facts(chapter)
-    try:
-        import myst_nb  # noqa: F401  (only to know whether the numbers can be glued)
-    except ImportError:
-        for key, value in values.items():
-            print(f"{key} = {value}")
-        return
-    for key, value in values.items():
-        glue(key, value)
+    if spec == "bound":
+        if value == 0:
+            return "0"
+        return f"1e{math.ceil(math.log10(abs(value))):+03d}"
+    return format(value, spec) if spec else str(value)
+
+
+def _lookup(values: dict, key: str, chapter: str, where: str):
+    if key not in values:
+        raise KeyError(f"{where} quotes the fact {key!r}, which cipherlab/viva/facts/{chapter}.py "
+                       "does not define in FACTS; add it there or remove the quote")
+    return values[key]
 
 
 def fill_facts(text: str, chapter: str) -> str:
-    """Replace the glue roles in ``text`` by the computed facts, formatted as myst-nb would."""
+    """Replace the ``{fact}`key:spec``` placeholders of a bank text by the computed facts."""
+    if not cited_facts(text):
+        return text
     values = compute_facts(chapter)
 
     def paste(match: re.Match) -> str:
-        value, spec = values[match.group(1)], match.group(2) or ""
-        return format(value, spec) if spec else str(value)
+        value = _lookup(values, match.group(1), chapter, f"bank/{chapter}.yml")
+        return format_fact(value, match.group(2))
 
-    return GLUE_ROLE.sub(paste, text)
+    return FACT_ROLE.sub(paste, text)
+
+
+def refill_prose(text: str, chapter: str, where: str = "a markdown cell") -> str:
+    """Rewrite the number inside every ``<span data-fact="key:spec">`` of ``text`` from the facts."""
+    if not prose_facts(text):
+        return text
+    values = compute_facts(chapter)
+
+    def paste(match: re.Match) -> str:
+        key, spec = match.group(1), match.group(2)
+        value = format_fact(_lookup(values, key, chapter, where), spec)
+        attribute = f"{key}:{spec}" if spec else key
+        return f'<span data-fact="{attribute}">{value}</span>'
+
+    return FACT_SPAN.sub(paste, text)
+
+
+def myst_markup(markdown: str) -> list[str]:
+    """What in ``markdown`` only MyST renders: roles and directive fences outside code.
+
+    Colab, JupyterLab and GitHub render CommonMark (with HTML); there a role or a directive
+    shows as raw text. Code spans and code blocks are skipped, so a chapter may still show
+    such syntax as an example.
+    """
+    from markdown_it import MarkdownIt
+
+    found = []
+    for token in MarkdownIt("commonmark").enable("table").parse(markdown):
+        if token.type == "fence" and token.info.strip().startswith("{"):
+            found.append(f"directive fence {token.markup}{token.info.strip()}")
+        elif token.type == "html_block":
+            found += [f"role {m.group(0)}" for m in MYST_ROLE.finditer(token.content)]
+        elif token.type == "inline":
+            children = token.children or []
+            for child, after in zip(children, children[1:] + [None]):
+                if child.type != "text":
+                    continue
+                role = MYST_NAME_AT_END.search(child.content)
+                if role and after is not None and after.type == "code_inline":
+                    found.append(f"role {role.group(0)}`{after.content}`")
+                found += [f"directive {line.strip()}" for line in child.content.splitlines()
+                          if MYST_COLON_FENCE.match(line)]
+    return found
 
 
 def show_source(obj) -> None:
@@ -253,11 +316,14 @@ def _markdown(source: str, cell_id: str):
 
 
 def render_question(number: int, q: Question) -> str:
-    """One question as MyST: the question in bold with its source, the answer in a closed dropdown."""
-    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`{3,}", q.answer)), default=0))
-    return (f"**Q{number}. {q.question}**\n\n"
+    """One question as CommonMark + HTML: the question in bold with its source, then the answer
+    folded in ``<details>`` (closed in Colab, JupyterLab, GitHub and on the site), numbers filled in.
+
+    The blank lines inside ``<details>`` let the answer's markdown, maths and lists render.
+    """
+    return (f"**Q{number}. {fill_facts(q.question, q.chapter)}**\n\n"
             f"<small>{q.source} · id `{q.id}`</small>\n\n"
-            f"{fence}{{dropdown}} Answer\n{q.answer}\n{fence}")
+            f"<details>\n<summary>Answer</summary>\n\n{fill_facts(q.answer, q.chapter)}\n\n</details>")
 
 
 def viva_cells(chapter: str) -> list:
@@ -266,11 +332,23 @@ def viva_cells(chapter: str) -> list:
         f"{VIVA_HEADING}\n\n"
         "Answer each question out loud, in full sentences, before you open its answer. "
         f"They are generated from `cipherlab/viva/bank/{chapter}.yml`; every number in an answer "
-        f"is computed by `cipherlab/viva/facts/{chapter}.py`.", "viva-heading"),
-        _code(f'from cipherlab.viva import glue_facts\n\nglue_facts("{chapter}")', "viva-facts",
-              "viva", tags=["remove-input"])]
+        f"is computed by `cipherlab/viva/facts/{chapter}.py` and written in by "
+        "`python -m cipherlab.viva sync`, and a test fails when the two disagree.", "viva-heading")]
     cells += [_markdown(render_question(n, q), f"viva-{q.id}") for n, q in enumerate(questions(chapter), 1)]
     return cells
+
+
+def book_notebooks() -> list[Path]:
+    """Every chapter notebook of the book, in order."""
+    return sorted((REPO_ROOT / "book").glob("*.ipynb"))
+
+
+def chapter_or_none(notebook: Path) -> str | None:
+    """The chapter whose bank names this notebook, or None for a notebook with no bank (the drill)."""
+    try:
+        return chapter_of(notebook)
+    except KeyError:
+        return None
 
 
 def chapter_of(notebook: Path) -> str:
@@ -282,14 +360,17 @@ def chapter_of(notebook: Path) -> str:
     raise KeyError(f"no bank in {BANK_DIR} has notebook: {rel}; add one (see bank/attention.yml)")
 
 
-def expected_notebook(nb, chapter: str):
+def expected_notebook(nb, chapter: str | None):
     """The notebook as sync would write it: generated cells replaced, outputs stripped."""
     new = _nbformat().from_dict(nb)
     body = [c for c in new.cells if GENERATED_KEY not in c.metadata]
-    for cell in body:
+    for n, cell in enumerate(body):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    new.cells = [_code(setup_cell_source(), "setup", "setup")] + body + viva_cells(chapter)
+        elif cell.cell_type == "markdown" and chapter is not None:
+            cell.source = refill_prose(cell.source, chapter, f"markdown cell {n + 2} of the {chapter} chapter")
+    viva = viva_cells(chapter) if chapter is not None else []
+    new.cells = [_code(setup_cell_source(), "setup", "setup", tags=["remove-cell"])] + body + viva
     new.nbformat, new.nbformat_minor = 4, 5
     return new
 
@@ -298,7 +379,7 @@ def _texts(path: Path) -> tuple[str, str]:
     """(the notebook file as it is, as sync would write it)."""
     nbformat = _nbformat()
     before = Path(path).read_text(encoding="utf-8")
-    after = nbformat.writes(expected_notebook(nbformat.reads(before, as_version=4), chapter_of(path)))
+    after = nbformat.writes(expected_notebook(nbformat.reads(before, as_version=4), chapter_or_none(path)))
     return before, after + "\n"
 
 

@@ -1,10 +1,10 @@
 """Command line for the viva bank.
 
-    python -m cipherlab.viva sync  [NOTEBOOK ...]   rewrite setup + viva cells, strip outputs
+    python -m cipherlab.viva sync  [NOTEBOOK ...]   rewrite setup + viva cells and the facts in the prose, strip outputs
     python -m cipherlab.viva check [NOTEBOOK ...]   exit 1 if any notebook is out of sync
     python -m cipherlab.viva drill [CHAPTER ...]    ask questions in the terminal, answers on Enter
 
-Without NOTEBOOK, every notebook that a bank names (and that exists) is used.
+Without NOTEBOOK, every notebook under book/ is used.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import random
 import sys
 from pathlib import Path
 
-from cipherlab.viva import REPO_ROOT, fill_facts, load_bank, notebook_in_sync, sync_notebook
+from cipherlab.viva import book_notebooks, fill_facts, load_bank, notebook_in_sync, sync_notebook
 
 
 def _notebooks(given: list[str]) -> list[Path]:
     if given:
         return [Path(p) for p in given]
-    return [REPO_ROOT / b.notebook for b in load_bank().values() if (REPO_ROOT / b.notebook).exists()]
+    return book_notebooks()
 
 
 def _sync(args) -> int:

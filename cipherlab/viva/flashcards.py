@@ -4,9 +4,9 @@ The cards are the questions of ``cipherlab/viva/bank/*.yml``, the same source th
 viva sections are generated from. ``Deck`` is the logic (order, position, the known set, the
 score) and runs without a kernel; ``Flashcards`` is a thin ipywidgets view over it.
 
-Answers are MyST markdown whose numbers are ``{glue:text}`key``` roles; a card shows them
-with the numbers filled in by ``fill_facts`` (and any other role reduced to its text), so
-it never shows raw MyST. Facts are computed only for the chapters whose cards cite them,
+Answers are CommonMark whose numbers are ``{fact}`key``` placeholders; a card shows them
+with the numbers filled in by ``fill_facts`` (and any MyST-style role reduced to its text), so
+it never shows raw markup. Facts are computed only for the chapters whose cards cite them,
 when such a card is first shown (some chapters train a tiny model to get their numbers).
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from cipherlab.viva import Question, cited_facts, fill_facts, load_bank
 
-# {role}`text` -> text, for any MyST role left after the glue roles are filled in.
+# {role}`text` -> text, for any MyST-style role left after the facts are filled in.
 _MYST_ROLE = re.compile(r"\{[\w:.-]+\}`([^`]*)`")
 ALL_CHAPTERS = "all chapters"  # the chapter menu's entry for no filter
 

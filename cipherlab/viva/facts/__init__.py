@@ -3,8 +3,13 @@
 Each ``cipherlab/viva/facts/<chapter>.py`` defines ``FACTS = {"key": zero-argument callable}``;
 the callable returns an int, float or short str computed from cipherlab (a parameter count
 of a real model, cache bytes from ``kv_cache_bytes``, ...). An answer cites a fact as
-``{glue:text}`key``` or with a format, ``{glue:text}`key:,d```. Keys are glued by the
-chapter's viva cell, so a chapter's teaching cells must not ``glue()`` the same key.
+``{fact}`key``` or with a format, ``{fact}`key:,d```; a chapter's prose quotes one as
+``<span data-fact="key:,d">...</span>``. ``python -m cipherlab.viva sync`` writes the numbers
+in, and the book's tests fail when a notebook and its facts disagree.
+
+The functions behind the facts are the chapters' experiments: chapter N's cells import this
+module (``import cipherlab.viva.facts.norm as nrm``), call the same functions and print what they
+return, so the number in a sentence is the one the cell above it shows.
 """
 
 from __future__ import annotations
