@@ -3,7 +3,7 @@ and cards that never show a raw MyST role. Only the cheap "task" chapter compute
 
 import pytest
 
-from cipherlab.viva import load_bank, questions
+from cipherlab.viva import Question, load_bank, questions
 from cipherlab.viva.flashcards import ALL_CHAPTERS, Deck, Flashcards, bank_questions, card_markdown, deck_text
 
 
@@ -82,3 +82,22 @@ def test_widget_buttons_drive_the_deck():
     assert cards.deck.chapter == "task"
     cards._on_chapter(ALL_CHAPTERS)
     assert cards.deck.chapter is None
+
+
+def test_reveal_shows_the_lead_first_and_the_rest_on_a_second_reveal():
+    q = Question("x-1", "src", "Why {fact}`task_key_len`?", "Because of {fact}`task_chunk_chars`.", "task",
+                 lead="Short: {fact}`task_key_len` bytes.")
+    deck = Deck([q, q], seed=0)
+    first = deck.reveal()
+    assert first == "**Short: 8 bytes.**"
+    second = deck.reveal()
+    assert second.startswith(first) and "Because of 256." in second and "examiner presses" in second
+    assert deck.reveal() == second  # nothing more to show
+    deck.next()
+    assert deck.revealed == 0 and deck.reveal() == first
+
+
+def test_a_card_without_a_lead_shows_its_answer_at_once():
+    q = Question("x-2", "src", "Q?", "All of it.", "task")
+    deck = Deck([q], seed=0)
+    assert deck.reveal() == "All of it." and deck.revealed == 1

@@ -229,3 +229,65 @@ def test_check_command_fails_on_a_notebook_that_differs_from_sync(tmp_path, monk
     nbformat.write(nb, stale)
     assert main(["check", str(stale)]) == 1
     assert main(["check", str(path)]) == 0
+
+
+# ----------------------------------------------------------------- answers a student can say
+
+ALL_QUESTIONS = [q for bank in load_bank().values() for q in bank.questions]
+
+
+def test_spoken_words_skips_maths_code_and_tables():
+    text = "Two words $x^2 + y$ and\n\n$$a = b$$\n\n```python\nx = 1\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    assert viva.spoken_words(text) == 3
+    assert viva.spoken_words("chunks of {fact}`task_chunk_chars` characters") == 4
+
+
+@pytest.mark.parametrize("q", ALL_QUESTIONS, ids=lambda q: q.id)
+def test_every_answer_opens_with_a_lead_a_student_can_say_in_twenty_seconds(q):
+    assert q.lead, f"{q.chapter}.yml {q.id}: add a lead (at most {viva.LEAD_WORDS} words)"
+    assert viva.spoken_words(q.lead) <= viva.LEAD_WORDS, q.id
+    assert "\n\n" not in q.lead and "$$" not in q.lead, f"{q.id}: a lead is one paragraph, no display maths"
+
+
+@pytest.mark.parametrize("q", ALL_QUESTIONS, ids=lambda q: q.id)
+def test_no_answer_runs_over_the_word_limit(q):
+    assert viva.spoken_words(q.lead + "\n\n" + q.answer) <= viva.ANSWER_WORDS_MAX, q.id
+
+
+def test_the_median_answer_can_be_said_in_about_a_minute():
+    import statistics
+
+    lengths = [viva.spoken_words(q.lead + "\n\n" + q.answer) for q in ALL_QUESTIONS]
+    assert statistics.median(lengths) <= viva.ANSWER_WORDS_MEDIAN
+
+
+@pytest.mark.parametrize("chapter", sorted(load_bank()))
+def test_facts_do_not_depend_on_what_ran_before(chapter):
+    """One fact, one value: the chapter (written by sync), the drill and the flashcards compute
+    the same facts in different processes, after different code. Scramble the global random
+    state and the thread count and compute again."""
+    import random
+
+    import torch
+
+    first = compute_facts(chapter)
+    viva._compute_facts.cache_clear()
+    torch.manual_seed(12345)
+    random.seed(12345)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        again = compute_facts(chapter)
+    finally:
+        torch.set_num_threads(threads)
+        viva._compute_facts.cache_clear()
+    assert {k: v for k, v in again.items() if v != first[k]} == {}
+
+
+def test_chapter_drill_and_flashcards_render_one_answer_alike():
+    from cipherlab.viva.flashcards import card_markdown
+
+    q = viva.questions("task")[0]
+    rendered = render_question(1, q)
+    assert viva.answer_markdown(q) in rendered
+    assert card_markdown(q.answer, "task") in viva.answer_markdown(q)

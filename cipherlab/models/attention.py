@@ -145,8 +145,10 @@ class MultiHeadAttention(nn.Module):
     equal groups), n_kv_heads = 1 is multi-query attention. One implementation serves all
     three, so GQA with n_kv_heads = n_heads is MHA exactly, not a copy that could drift.
 
-    rope: a RotaryPositionalEmbedding applied to q and k after the head split (self-
-    attention in the RoPE configuration); None for cross-attention and absolute positions.
+    rope: a RotaryPositionalEmbedding applied to q and k after the head split, in the RoPE
+    configuration; None with absolute positions. In self-attention q and k share positions; in
+    cross-attention (``forward(..., q_offset=...)``) the keys are rotated at source positions
+    0 .. Lk - 1 and the queries at target positions q_offset onwards.
     bias=False drops the projection biases (4*D^2 parameters for MHA).
     """
 

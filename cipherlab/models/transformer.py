@@ -15,9 +15,11 @@ Each stack ends with a final norm. C1-C4 differ only in the flags of Seq2SeqTran
     C3  pos_encoding="sinusoidal"  attn_type="gqa", n_kv_heads=2  norm="layernorm"
     C4  pos_encoding="sinusoidal"  attn_type="mha"                norm="rmsnorm"
 
-Cross-attention is MHA without RoPE in every configuration: its queries and keys live on
-different sequences, and the ablated components concern self-attention only. The BLT
-(C5) reuses Encoder and Decoder unchanged.
+Cross-attention is MHA in every configuration (GQA in C3). In C2 it is rotated too
+(``rope_cross_attention=True``, the default): queries at their target positions, keys at their
+source positions, so a cross-attention score depends on target - source position and the
+diagonal alignment can be learned; the sinusoidal configurations get the same information from
+the position code added to both inputs. The BLT (C5) reuses Encoder and Decoder unchanged.
 """
 
 import math

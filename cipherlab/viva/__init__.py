@@ -38,6 +38,11 @@ BANK_DIR = Path(__file__).parent / "bank"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
+REQUIRED_KEYS = {"id", "source", "question", "answer"}
+LEAD_WORDS = 50  # a lead is said in about 20 seconds
+ANSWER_WORDS_MAX = 250  # lead + answer, maths, code and tables not counted
+ANSWER_WORDS_MEDIAN = 150
+
 # Marks every cell that ``sync`` writes, so it can find and replace them.
 GENERATED_KEY = "cipherlab_generated"
 VIVA_HEADING = "## Viva questions"
@@ -54,13 +59,19 @@ MYST_COLON_FENCE = re.compile(r"\s*:{3,}\s*\{")
 
 @dataclass(frozen=True)
 class Question:
-    """One viva question with its answer (CommonMark with $maths$ and {fact} placeholders) and its source."""
+    """One viva question and its answer (CommonMark with $maths$ and {fact} placeholders).
+
+    ``lead`` is what a student says first, in about 20 seconds (at most ``LEAD_WORDS`` words);
+    ``answer`` is what follows if the examiner presses: the derivation, cipherlab's numbers, the
+    code, and at the end, briefly, where the course notes claim more than they show.
+    """
 
     id: str
     source: str
     question: str
     answer: str
     chapter: str
+    lead: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,14 +100,15 @@ def load_chapter(path: Path) -> ChapterBank:
     items = []
     for n, entry in enumerate(data["questions"] or [], start=1):
         where = f"{path}, question {n}"
-        if not isinstance(entry, dict) or set(entry) != {"id", "source", "question", "answer"}:
-            raise ValueError(f"{where}: expected exactly the keys id, source, question, answer")
+        if not isinstance(entry, dict) or not REQUIRED_KEYS <= set(entry) <= REQUIRED_KEYS | {"lead"}:
+            raise ValueError(f"{where}: expected the keys id, source, question, lead, answer")
         question = _require_str(entry, "question", where)
         if "\n\n" in question:
             raise ValueError(f"{where}: the question must be one paragraph (it is shown in bold)")
         items.append(Question(id=_require_str(entry, "id", where), source=_require_str(entry, "source", where),
                               question=question, answer=_require_str(entry, "answer", where),
-                              chapter=data["chapter"]))
+                              chapter=data["chapter"],
+                              lead=_require_str(entry, "lead", where) if "lead" in entry else ""))
     return ChapterBank(chapter=data["chapter"], notebook=data["notebook"], questions=tuple(items))
 
 
@@ -244,6 +256,29 @@ def myst_markup(markdown: str) -> list[str]:
     return found
 
 
+def commonmark_html(notebook: Path, mathjax: str | None = None) -> str:
+    """A notebook's markdown cells as Colab, JupyterLab and GitHub show them: a CommonMark render
+    (markdown-it-py's preset with tables), code cells as plain blocks, no MyST. For looking at a
+    chapter the way a student who opened it in Colab does (see BOOK_NOTES.md for a screenshot).
+    """
+    import html
+
+    from markdown_it import MarkdownIt
+
+    renderer = MarkdownIt("commonmark").enable("table")
+    parts = []
+    for cell in _nbformat().read(notebook, as_version=4).cells:
+        if cell.cell_type == "markdown":
+            parts.append(renderer.render(cell.source))
+        elif cell.cell_type == "code":
+            parts.append(f"<pre class='code'>{html.escape(cell.source)}</pre>")
+    script = ("<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']]}};</script>"
+              f"<script src='{mathjax}'></script>") if mathjax else ""
+    return ("<!doctype html><meta charset='utf-8'><style>body{max-width:50em;margin:2em auto;"
+            "font-family:sans-serif} pre.code{background:#f3f3f3;padding:.5em}</style>"
+            f"{script}<body>{''.join(parts)}</body>")
+
+
 def show_source(obj) -> None:
     """Display the real source of a cipherlab function or class, highlighted, with its file and lines."""
     from IPython.display import Markdown, display
@@ -315,6 +350,26 @@ def _markdown(source: str, cell_id: str):
     return cell
 
 
+def spoken_words(text: str) -> int:
+    """How many words a student would say: maths, code, tables and fact placeholders' markup are
+    not counted (a formula or a table is pointed at, not read out word by word)."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+    text = re.sub(r"\$[^$\n]+\$", " ", text)
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))
+    text = FACT_ROLE.sub("N", text)
+    text = re.sub(r"`[^`]*`", "X", text)
+    return len(re.findall(r"[A-Za-z0-9][\w'’.,%-]*", text))
+
+
+def answer_markdown(q: Question) -> str:
+    """The answer as it is shown: the lead in bold, then what to add if the examiner presses."""
+    answer = fill_facts(q.answer, q.chapter)
+    if not q.lead:
+        return answer
+    return f"**{fill_facts(q.lead, q.chapter)}**\n\n*If the examiner presses:*\n\n{answer}"
+
+
 def render_question(number: int, q: Question) -> str:
     """One question as CommonMark + HTML: the question in bold with its source, then the answer
     folded in ``<details>`` (closed in Colab, JupyterLab, GitHub and on the site), numbers filled in.
@@ -323,7 +378,7 @@ def render_question(number: int, q: Question) -> str:
     """
     return (f"**Q{number}. {fill_facts(q.question, q.chapter)}**\n\n"
             f"<small>{q.source} · id `{q.id}`</small>\n\n"
-            f"<details>\n<summary>Answer</summary>\n\n{fill_facts(q.answer, q.chapter)}\n\n</details>")
+            f"<details>\n<summary>Answer</summary>\n\n{answer_markdown(q)}\n\n</details>")
 
 
 def viva_cells(chapter: str) -> list:

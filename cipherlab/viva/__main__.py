@@ -3,6 +3,7 @@
     python -m cipherlab.viva sync  [NOTEBOOK ...]   rewrite setup + viva cells and the facts in the prose, strip outputs
     python -m cipherlab.viva check [NOTEBOOK ...]   exit 1 if any notebook is out of sync
     python -m cipherlab.viva drill [CHAPTER ...]    ask questions in the terminal, answers on Enter
+    python -m cipherlab.viva view NOTEBOOK --out F  the notebook's markdown as Colab renders it (CommonMark)
 
 Without NOTEBOOK, every notebook under book/ is used.
 """
@@ -14,7 +15,9 @@ import random
 import sys
 from pathlib import Path
 
-from cipherlab.viva import book_notebooks, fill_facts, load_bank, notebook_in_sync, sync_notebook
+from cipherlab.viva import (REPO_ROOT, book_notebooks, commonmark_html, fill_facts, load_bank, notebook_in_sync,
+                            sync_notebook)
+from cipherlab.viva.flashcards import card_parts
 
 
 def _notebooks(given: list[str]) -> list[Path]:
@@ -48,7 +51,18 @@ def _drill(args) -> int:
     for n, q in enumerate(items[: args.count], start=1):
         print(f"\n[{n}/{min(args.count, len(items))}] {q.source} ({q.id})\n{fill_facts(q.question, q.chapter)}")
         input("  ... answer out loud, then press Enter ")
-        print(fill_facts(q.answer, q.chapter))
+        lead, rest = card_parts(q)
+        print(lead)
+        if rest:
+            input("  ... press Enter for what to add if the examiner presses ")
+            print(rest)
+    return 0
+
+
+def _view(args) -> int:
+    mathjax = (REPO_ROOT / "_vendor" / "mathjax" / "tex-mml-chtml.js").as_uri()
+    Path(args.out).write_text(commonmark_html(Path(args.notebook), mathjax), encoding="utf-8")
+    print(f"wrote {args.out}: {args.notebook} as a CommonMark renderer (Colab, JupyterLab, GitHub) shows it")
     return 0
 
 
@@ -61,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("check", help="exit 1 if a notebook differs from what sync would write")
     p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK")
     p.set_defaults(run=_check)
+    p = sub.add_parser("view", help="write a notebook's markdown as an HTML page, rendered as CommonMark")
+    p.add_argument("notebook", metavar="NOTEBOOK")
+    p.add_argument("--out", default="commonmark_view.html")
+    p.set_defaults(run=_view)
     p = sub.add_parser("drill", help="random questions in the terminal; the answer appears on Enter")
     p.add_argument("chapters", nargs="*", metavar="CHAPTER")
     p.add_argument("--count", type=int, default=10)

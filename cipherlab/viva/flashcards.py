@@ -30,6 +30,14 @@ def card_markdown(text: str, chapter: str) -> str:
     return _MYST_ROLE.sub(r"\1", text)
 
 
+def card_parts(q: Question) -> tuple[str, str]:
+    """(the lead, the rest): what the first reveal shows, and what a second reveal adds."""
+    rest = card_markdown(q.answer, q.chapter)
+    if not q.lead:
+        return rest, ""
+    return f"**{card_markdown(q.lead, q.chapter)}**", f"*If the examiner presses:*\n\n{rest}"
+
+
 def bank_questions(chapters: Iterable[str] | None = None) -> list[Question]:
     """The bank's questions of the given chapters (all when None), in notebook and bank order."""
     banks = load_bank()
@@ -58,6 +66,7 @@ class Deck:
         self._rng = random.Random(seed)
         self.order: list[Question] = []
         self.position = 0
+        self.revealed = 0  # 0: question only, 1: the lead, 2: the whole answer
         self.shuffle()
 
     def _visible(self) -> list[Question]:
@@ -68,6 +77,7 @@ class Deck:
         self.order = self._visible()
         self._rng.shuffle(self.order)
         self.position = 0
+        self.revealed = 0
 
     def set_chapter(self, chapter: str | None) -> None:
         """Show only one chapter's cards (None: every chapter), reshuffled."""
@@ -83,7 +93,15 @@ class Deck:
     def next(self) -> Question:
         """Move to the next card, wrapping round to the first."""
         self.position = (self.position + 1) % len(self.order)
+        self.revealed = 0
         return self.current
+
+    def reveal(self) -> str:
+        """Show a little more of the current card's answer: the lead first, then the rest.
+        Returns the markdown now shown."""
+        lead, rest = card_parts(self.current)
+        self.revealed = min(self.revealed + 1, 2 if rest else 1)
+        return lead if self.revealed == 1 else f"{lead}\n\n{rest}"
 
     def mark_known(self) -> None:
         self.known.add(self.current.id)
@@ -101,13 +119,15 @@ def deck_text(chapter: str | None = None) -> str:
     """A printable plain listing of the bank (one chapter, or all), numbers filled in."""
     lines = []
     for q in bank_questions(None if chapter is None else [chapter]):
+        lead, rest = card_parts(q)
         lines += [f"[{q.chapter}] {q.id} ({q.source})", f"Q: {card_markdown(q.question, q.chapter)}",
-                  f"A: {card_markdown(q.answer, q.chapter)}", ""]
+                  f"A: {lead}", *([rest] if rest else []), ""]
     return "\n".join(lines)
 
 
 class Flashcards:
-    """An ipywidgets flashcard drill: shuffle, reveal, mark known, next, a chapter filter.
+    """An ipywidgets flashcard drill: shuffle, reveal (the lead, then the rest), mark known, next,
+    a chapter filter.
 
     ``Flashcards(chapters=None, seed=0)`` builds the deck from the bank; display it as the
     last expression of a cell (or with ``display(cards.widget)``). Without a kernel, e.g.
@@ -160,7 +180,7 @@ class Flashcards:
     def _reveal(self):
         from IPython.display import Markdown, display
 
-        q = self.deck.current
+        shown = self.deck.reveal()
         self._answer.clear_output()
         with self._answer:
-            display(Markdown(card_markdown(q.answer, q.chapter)))
+            display(Markdown(shown))
