@@ -5,11 +5,14 @@ Chapter 8 runs them. ``cipherlab/__main__.py`` builds the parser and calls
 or preset, a missing file, a cipher line that is not bits) raises ValueError or OSError, which
 ``__main__`` turns into one line on stderr and a non-zero exit.
 
-    python -m cipherlab train --config c2 --preset cpu          # runs/cpu/c2/, results/cpu/c2.json
+    python -m cipherlab train --config c2 --preset cpu          # runs/cpu/c2/ and runs/cpu/c2.json
     python -m cipherlab train --config c2 --preset cpu --resume # continue from runs/cpu/c2/last.pt
     python -m cipherlab evaluate --checkpoint runs/cpu/c2/best.pt
     python -m cipherlab decrypt --checkpoint runs/cpu/c2/best.pt 0000100100100111
-    python -m cipherlab ablate --preset smoke                   # all five, then results/smoke/table.md
+    python -m cipherlab ablate --preset smoke                   # all five, then runs/smoke/table.md
+
+User runs write under ``runs/`` (ignored by git): the committed reference results in ``results/``
+change only when a command is given ``--results-dir results`` on purpose.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import time
 from pathlib import Path
 
 from cipherlab.cipher import check_bits
-from cipherlab.config import CONFIG_NAMES, PRESETS, make_config
+from cipherlab.config import CONFIG_NAMES, PRESETS, make_config, parse_field
 from cipherlab.decode import decrypt_lines
 from cipherlab.evaluate import evaluate_checkpoint, export_checkpoint, load_trained, results_record, write_results, write_table
 from cipherlab.train import TrainingDiverged, train_config
@@ -87,10 +90,18 @@ def _cmd_train(args) -> int:
 # --------------------------------------------------------------------------- evaluate / decrypt
 
 
+def _length_aware(args) -> bool:
+    """Greedy decoding that ends each line where its cipher says (8 bits a character), unless --free
+    or a beam search (which decodes freely) is asked for."""
+    if args.beam < 1:
+        raise ValueError(f"--beam {args.beam}: the beam size is at least 1 (1 is greedy decoding)")
+    return not args.free and args.beam == 1
+
+
 def _cmd_evaluate(args) -> int:
     metrics = evaluate_checkpoint(
         args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
-        length_aware=args.length_aware,
+        length_aware=_length_aware(args),
     )
     text = json.dumps(metrics, indent=2)
     if args.json:
@@ -121,11 +132,13 @@ def _read_cipher_lines(args) -> list[str]:
 
 
 def _cmd_decrypt(args) -> int:
+    length_aware = _length_aware(args)
     lines = _read_cipher_lines(args)
     model, codec, config = load_trained(args.checkpoint, args.device)
     device = next(model.parameters()).device
     for plain in decrypt_lines(
-        model, codec, lines, chunk_chars=config.chunk_chars, device=device, beam_size=args.beam
+        model, codec, lines, chunk_chars=config.chunk_chars, device=device, beam_size=args.beam,
+        length_aware=length_aware,
     ):
         print(plain)
     return 0
@@ -175,6 +188,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", help=_DEVICE_HELP)
 
 
+def _add_free(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--free", action="store_true",
+                   help="decode freely: the model decides where a line ends (the course notes' decoding); "
+                   "by default greedy decoding places EOS where the cipher's length fixes it")
+
+
 def _add_source_mode(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--source-mode",
@@ -185,14 +204,6 @@ def _add_source_mode(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _parse_value(text: str):
-    """A --set value: JSON when it parses (1e-3, 512, null, true), else the plain string."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 def _mode(args) -> dict:
     """The Config overrides of --source-mode and --set FIELD=VALUE."""
     overrides = {} if args.source_mode is None else {"source_mode": args.source_mode}
@@ -200,7 +211,7 @@ def _mode(args) -> dict:
         field, sep, value = item.partition("=")
         if not sep or not field:
             raise ValueError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set src_vocab=512")
-        overrides[field.strip()] = _parse_value(value.strip())
+        overrides[field.strip()] = parse_field(field.strip(), value)
     return overrides
 
 
@@ -210,7 +221,8 @@ def _add_set(p: argparse.ArgumentParser) -> None:
         action="append",
         metavar="FIELD=VALUE",
         help="override one Config field for every configuration, e.g. --set src_vocab=512 "
-        "(repeatable; values are read as JSON: null, 1e-3, true; the result records the command)",
+        "(repeatable; each value is read by the field's type: 512, 1e-3, true, null for none, "
+        "0.9,0.98 for betas; the result records the command)",
     )
 
 
@@ -222,7 +234,8 @@ def register_cli(subparsers) -> None:
         "train",
         help="train one configuration, then score it on the test lines",
         description="Train one configuration (early stopping on validation loss), evaluate best.pt on "
-        "the whole test lines and write results/<preset>/<config>.json and the preset's table. "
+        "the whole test lines and write <results-dir>/<preset>/<config>.json and the preset's table "
+        "(by default under runs/, so the committed results/ stay as they are). "
         + _THREADS_NOTE,
     )
     p.add_argument("--config", required=True, help=f"which configuration: {configs}")
@@ -236,7 +249,9 @@ def register_cli(subparsers) -> None:
         metavar="S",
         help="stop training after S seconds, saving last.pt (0: no budget; default: the preset's)",
     )
-    p.add_argument("--results-dir", default="results", help="where results go (default: %(default)s)")
+    p.add_argument("--results-dir", default="runs",
+                   help="where <preset>/<config>.json and the table go (default: %(default)s; "
+                   "--results-dir results refreshes the committed reference results on purpose)")
     _add_source_mode(p)
     _add_set(p)
     _add_common(p)
@@ -245,8 +260,9 @@ def register_cli(subparsers) -> None:
     p = subparsers.add_parser(
         "evaluate",
         help="score a checkpoint on whole test lines",
-        description="Decrypt every line of a split with a checkpoint (greedy unless --beam) and print "
-        "bit/sequence accuracy, Levenshtein, chrF, BLEU and ROUGE as JSON.",
+        description="Decrypt every line of a split with a checkpoint and print bit/sequence accuracy, "
+        "Levenshtein, chrF, BLEU and ROUGE as JSON. Greedy decoding ends each line where its cipher "
+        "says (8 bits a character) unless --free; the JSON's 'decoding' field says which was used.",
     )
     p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt or exported .safetensors")
     p.add_argument("--split", default="test", choices=["val", "test", "all"],
@@ -254,8 +270,7 @@ def register_cli(subparsers) -> None:
                    "may be text the model never saw (default: %(default)s)")
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
     p.add_argument("--json", metavar="FILE", help="also write the metrics to FILE")
-    p.add_argument("--length-aware", action="store_true",
-                   help="greedy decoding that ends each chunk at its known length (8 cipher bits per character)")
+    _add_free(p)
     _add_common(p)
     p.set_defaults(func=_cmd_evaluate)
 
@@ -272,13 +287,15 @@ def register_cli(subparsers) -> None:
     p = subparsers.add_parser(
         "decrypt",
         help="decrypt cipher lines with a checkpoint",
-        description="Print the plaintext of each cipher line (a string of 0/1 whose length is a multiple of 8).",
+        description="Print the plaintext of each cipher line (a string of 0/1 whose length is a multiple "
+        "of 8). Each line ends where its cipher says (8 bits a character) unless --free.",
     )
-    p.add_argument("--checkpoint", required=True, help="a best.pt or last.pt")
+    p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt or exported .safetensors")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("bits", nargs="?", metavar="BITS", help="one cipher line")
     source.add_argument("--input", metavar="FILE", help="a file with one cipher line per line")
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
+    _add_free(p)
     p.add_argument("--device", help=_DEVICE_HELP)
     p.set_defaults(func=_cmd_decrypt)
 
@@ -286,14 +303,16 @@ def register_cli(subparsers) -> None:
         "ablate",
         help="train and score all five configurations, then write the table",
         description="Run `train` for each configuration in turn (one process each, so peak memory is "
-        "per configuration), then write results/<preset>/table.md and table.csv. " + _THREADS_NOTE,
+        "per configuration), then write <results-dir>/<preset>/table.md and table.csv (by default "
+        "under runs/). " + _THREADS_NOTE,
     )
     p.add_argument("--preset", default="cpu", help=f"sizes and budgets: {presets} (default: %(default)s)")
     p.add_argument("--configs", default=",".join(CONFIG_NAMES), help="comma-separated subset (default: all five)")
     p.add_argument("--resume", action="store_true", help="continue each configuration from its last.pt")
     p.add_argument("--time-budget", type=float, metavar="S", help="per configuration (default: the preset's)")
     p.add_argument("--runs-dir", default="runs", help="checkpoints go to <runs-dir>/<preset>/<config>")
-    p.add_argument("--results-dir", default="results", help="(default: %(default)s)")
+    p.add_argument("--results-dir", default="runs",
+                   help="(default: %(default)s; --results-dir results refreshes the committed results)")
     _add_source_mode(p)
     _add_set(p)
     _add_common(p)

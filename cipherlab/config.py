@@ -38,6 +38,7 @@ __all__ = [
     "ConfigError",
     "config_from_dict",
     "make_config",
+    "parse_field",
 ]
 
 
@@ -99,6 +100,7 @@ class Config:
     seed: int = 0  # seeds Python, NumPy and torch
 
     def __post_init__(self) -> None:
+        _check_types(self)
         _check_choice("name", self.name, CONFIG_NAMES)
         _check_choice("preset", self.preset, tuple(PRESETS))
         for field, choices in _CHOICES.items():
@@ -113,6 +115,10 @@ class Config:
                 f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}; "
                 "GQA shares each key/value head among n_heads // n_kv_heads query heads"
             )
+        for field in _POSITIVE:
+            value = getattr(self, field)
+            if value is not None and value <= 0:
+                raise ConfigError(f"{field}={value}: must be at least 1 (a run with {field} {value} trains nothing)")
         if self.chunk_chars % 8:
             raise ConfigError(
                 f"chunk_chars={self.chunk_chars} is not a multiple of 8: chunks would start "
@@ -257,6 +263,75 @@ def config_from_dict(values: dict) -> Config:
             "know; use the cipherlab version that wrote it"
         )
     return Config(**values)
+
+
+# Fields whose value must be positive: a run with max_epochs=0 or d_model=0 has nothing to do.
+_POSITIVE = ("d_model", "n_heads", "n_kv_heads", "enc_layers", "dec_layers", "ffn_dim", "blt_local_layers",
+             "blt_window", "blt_patch_tgt", "blt_max_patch", "chunk_chars", "max_train_lines", "max_eval_lines",
+             "lr", "token_budget", "max_batch_size", "max_epochs", "patience", "time_budget_s")
+
+
+def _field_kind(field: str) -> tuple[type, bool]:
+    """(the base type, whether None is allowed) of a Config field, read from its annotation."""
+    annotation = {f.name: f.type for f in dataclasses.fields(Config)}[field]
+    text = str(annotation).replace(" ", "")
+    optional = text.endswith("|None")
+    base = text.removesuffix("|None")
+    kinds = {"str": str, "bool": bool, "int": int, "float": float, "tuple[float,float]": tuple}
+    return kinds[base], optional
+
+
+def _kind_text(field: str) -> str:
+    kind, optional = _field_kind(field)
+    names = {str: "text", bool: "true or false", int: "a whole number", float: "a number",
+             tuple: "two numbers, e.g. 0.9,0.98"}
+    return names[kind] + (" or null" if optional else "")
+
+
+def _check_types(config: "Config") -> None:
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        kind, optional = _field_kind(f.name)
+        if value is None and optional:
+            continue
+        ok = (isinstance(value, bool) if kind is bool else
+              isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else
+              isinstance(value, int) and not isinstance(value, bool) if kind is int else
+              isinstance(value, tuple) and len(value) == 2 if kind is tuple else isinstance(value, str))
+        if not ok:
+            raise ConfigError(f"{f.name}={value!r}: {f.name} takes {_kind_text(f.name)}")
+
+
+def parse_field(field: str, text: str):
+    """The value of ``--set FIELD=TEXT``, parsed by the field's type; a clear error otherwise.
+
+    >>> parse_field("d_model", "128"), parse_field("src_vocab", "null"), parse_field("betas", "0.9,0.98")
+    (128, None, (0.9, 0.98))
+    """
+    fields = {f.name for f in dataclasses.fields(Config)}
+    if field not in fields:
+        raise ConfigError(f"--set {field}={text}: unknown Config field {field!r}; the fields are {sorted(fields)}")
+    kind, optional = _field_kind(field)
+    raw = text.strip()
+    bad = ConfigError(f"--set {field}={text}: {field} takes {_kind_text(field)}, not {raw!r}")
+    if optional and raw.lower() in ("null", "none"):
+        return None
+    try:
+        if kind is bool:
+            words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+            return words[raw.lower()]
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+        if kind is tuple:
+            parts = [float(x) for x in raw.strip("()[]").split(",")]
+            if len(parts) != 2:
+                raise ValueError
+            return tuple(parts)
+    except (KeyError, ValueError):
+        raise bad from None
+    return raw
 
 
 def _check_choice(what: str, value, choices: tuple) -> None:

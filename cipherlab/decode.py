@@ -91,8 +91,9 @@ class LengthConstraint:
     *guess* when to stop, and a small model sometimes stops at a full stop that looks like the
     end of a line, or runs on. With the constraint, EOS (and any other id that adds no
     character, such as BOS) is forbidden while the row's decoded characters are fewer than
-    ``target_chars``, and EOS is forced once they reach it; every other choice is still the
-    argmax. ``token_chars[i]`` is the number of characters target id ``i`` decodes to.
+    ``target_chars``, and EOS is forced once they reach it; a subword token that would run past
+    the length is forbidden too (a single character always fits); every other choice is still
+    the argmax. ``token_chars[i]`` is the number of characters target id ``i`` decodes to.
     """
 
     def __init__(self, token_chars: list[int], target_chars: list[int], eos_id: int, device: torch.device):
@@ -105,8 +106,10 @@ class LengthConstraint:
         count = self.token_chars[known].sum(dim=1)  # (B,) characters decoded so far
         short = count < self.target
         logits = logits.clone()
-        empty = self.token_chars == 0  # EOS and the other specials (e.g. BOS) add no character
-        logits[short[:, None] & empty[None, : logits.size(1)]] = float("-inf")
+        chars = self.token_chars[None, : logits.size(1)]  # (1, V)
+        empty = chars == 0  # EOS and the other specials (e.g. BOS) add no character
+        overshoots = chars > (self.target - count)[:, None]  # a multi-character token past the end
+        logits[short[:, None] & (empty | overshoots)] = float("-inf")
         logits[~short] = float("-inf")
         logits[~short, self.eos_id] = 0.0
         return logits

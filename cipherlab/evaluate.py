@@ -11,6 +11,7 @@ records of one preset into ``table.md`` and ``table.csv``.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -73,6 +74,17 @@ def _json_default(value):
     raise TypeError(f"cannot store {type(value).__name__} in a model export's JSON metadata")
 
 
+def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
+    """SHA-256 over every tensor's name, dtype, shape and bytes, in name order: stored in an
+    export's metadata at export time and checked at load time, so a corrupted file is refused."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return digest.hexdigest()
+
+
 def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike) -> Path:
     """Write the model of training checkpoint ``path`` as one safetensors file ``out``.
 
@@ -96,6 +108,7 @@ def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike) -> Path:
         "config": json.dumps(payload["config"], default=_json_default),
         "artifacts": json.dumps(artifacts, default=_json_default),
         "identity": json.dumps(payload["identity"], default=_json_default),
+        "sha256": tensors_sha256(tensors),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(out), metadata=metadata)
@@ -117,6 +130,13 @@ def _read_export(path: Path) -> dict:
             f"{path}: not a cipherlab model export (metadata format {metadata.get('format')!r}, "
             f"expected {EXPORT_FORMAT!r})"
         )
+    stored = metadata.get("sha256")
+    if stored is None:
+        raise CheckpointError(f"{path}: no tensor checksum in its metadata (written by an older cipherlab); "
+                              "export it again with `python -m cipherlab export`")
+    if tensors_sha256(tensors) != stored:
+        raise CheckpointError(f"{path}: its tensors do not match the checksum stored when it was exported "
+                              f"(sha256 {stored[:12]}...): the file is damaged; copy or export it again")
     artifacts = json.loads(metadata["artifacts"])
     model = {}
     for key, value in tensors.items():
@@ -187,7 +207,9 @@ def evaluate_checkpoint(
     )
     seconds = time.perf_counter() - started
     metrics = compute_metrics(predictions, plain, cipher, tokenised=codec.kind == "bpe")
-    metrics.update(split=split, decode_seconds=seconds, decode_lines_per_s=len(plain) / max(seconds, 1e-9))
+    decoding = f"beam {beam_size}" if beam_size > 1 else "length-aware greedy" if length_aware else "free greedy"
+    metrics.update(split=split, decoding=decoding, decode_seconds=seconds,
+                   decode_lines_per_s=len(plain) / max(seconds, 1e-9))
     return metrics
 
 
@@ -320,6 +342,12 @@ def _cell(record: dict, read, fmt: str | None) -> str:
     return fmt.format(value)
 
 
+def _decodings(records: list[dict]) -> str:
+    """How the records' test lines were decoded; records older than the field were free greedy."""
+    kinds = sorted({r["test"].get("decoding", "free greedy") for r in records})
+    return " / ".join(kinds) + " decoding"
+
+
 def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
     """Gather every ``c*.json`` of one preset's folder into ``table.md`` and ``table.csv``.
 
@@ -335,7 +363,7 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
     md = [
         f"# Ablation results: preset `{first['preset']}`, C1-C4 source mode `{first['source_mode']}`",
         "",
-        "Test split, whole lines, greedy decoding. Accuracies and CER are fractions; chrF and BLEU "
+        f"Test split, whole lines, {_decodings(records)}. Accuracies and CER are fractions; chrF and BLEU "
         "0-100 (sacrebleu); ROUGE F1 0-1. n/c = not comparable: the assignment reports BLEU and ROUGE "
         "for the tokenised configurations only. Training tokens are each configuration's own target "
         "units (BPE pieces for C1-C4, bytes for C5). Peak memory: CUDA max_memory_allocated on a GPU, "

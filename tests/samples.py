@@ -5,6 +5,5 @@ SAMPLE_LINES = [
     "Hi",
     "A short line of plain English text, with punctuation!",
     "x" * 600,
-    "",
     "Mixed Case and digits 0123456789 (in brackets).",
 ] + [f"Line number {i} of the little sample corpus." for i in range(40)]

@@ -42,9 +42,29 @@ def test_evaluate_reproduces_the_metrics_logged_by_training(trained, capsys):
     data, run, results = trained
     logged = json.loads((results / "smoke" / "c1.json").read_text())["test"]
     capsys.readouterr()
-    assert main(["evaluate", "--checkpoint", str(run / "best.pt"), "--data-dir", str(data), "--device", "cpu"]) == 0
+    assert main(["evaluate", "--checkpoint", str(run / "best.pt"), "--data-dir", str(data), "--device", "cpu",
+                 "--free"]) == 0  # fmt: skip
     again = json.loads(capsys.readouterr().out)
     assert {k: again[k] for k in TEST_KEYS} == {k: logged[k] for k in TEST_KEYS}
+    assert again["decoding"] == logged["decoding"] == "free greedy"
+
+
+def test_evaluate_places_eos_where_the_cipher_says_unless_free(trained, capsys):
+    data, run, _ = trained
+    capsys.readouterr()
+    assert main(["evaluate", "--checkpoint", str(run / "best.pt"), "--data-dir", str(data), "--device", "cpu"]) == 0
+    assert json.loads(capsys.readouterr().out)["decoding"] == "length-aware greedy"
+
+
+def test_decrypt_stops_each_line_at_the_length_its_cipher_fixes(trained, tmp_path, capsys):
+    """An untrained smoke model decodes garbage, but of exactly the right length by default."""
+    _, run, _ = trained
+    texts = ["oral exam", "a line that does not end in a full stop", "x"]
+    (tmp_path / "in.txt").write_text("".join(encrypt(t) + "\n" for t in texts))
+    capsys.readouterr()
+    assert main(["decrypt", "--checkpoint", str(run / "best.pt"), "--input", str(tmp_path / "in.txt")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [len(line) for line in lines] == [len(t) for t in texts]
 
 
 def test_decrypt_prints_one_line_per_cipher_line(trained, tmp_path, capsys):
@@ -75,6 +95,15 @@ def test_training_into_a_folder_that_holds_a_run_needs_resume_or_overwrite(train
         (["decrypt", "--checkpoint", "x.pt", "--input", "no/such/file.txt"], "no/such/file.txt: no such input file"),
         (["decrypt", "--checkpoint", "x.pt", "0100000a"], "BITS: character 'a' at position 7 is not a bit"),
         (["decrypt", "--checkpoint", "x.pt", "0100000"], "BITS: cipher length 7 is not a multiple of 8"),
+        (["train", "--config", "c1", "--preset", "smoke", "--set", "d_model=abc"],
+         "--set d_model=abc: d_model takes a whole number, not 'abc'"),
+        (["train", "--config", "c1", "--preset", "smoke", "--set", "lr=fast"], "--set lr=fast: lr takes a number"),
+        (["train", "--config", "c1", "--preset", "smoke", "--set", "no_such=1"], "unknown Config field 'no_such'"),
+        (["train", "--config", "c1", "--preset", "smoke", "--set", "rope_cross_attention=perhaps"],
+         "rope_cross_attention takes true or false"),
+        (["train", "--config", "c1", "--preset", "smoke", "--set", "max_epochs=0"],
+         "max_epochs=0: must be at least 1"),
+        (["decrypt", "--checkpoint", "x.pt", "--beam", "0", "01000001"], "--beam 0: the beam size is at least 1"),
     ],
 )
 def test_bad_input_gets_a_one_line_error_and_a_nonzero_exit(argv, message, capsys):
@@ -105,3 +134,52 @@ def test_ablate_trains_each_configuration_in_its_own_process_and_writes_the_tabl
     assert code == 0
     table = (tmp_path / "results" / "smoke" / "table.md").read_text()
     assert "| c4 | norm=rmsnorm |" in table
+
+
+def test_user_runs_write_results_under_runs_not_into_the_committed_results():
+    from cipherlab.__main__ import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["train", "--config", "c1"]).results_dir == "runs"
+    assert parser.parse_args(["ablate"]).results_dir == "runs"
+    assert parser.parse_args(["train", "--config", "c1", "--results-dir", "results"]).results_dir == "results"
+
+
+def test_typed_set_values_reach_the_config():
+    from cipherlab.config import parse_field
+
+    assert parse_field("src_vocab", "null") is None and parse_field("src_vocab", "512") == 512
+    assert parse_field("lr", "1e-3") == 1e-3 and parse_field("rope_cross_attention", "false") is False
+    assert parse_field("betas", "0.9,0.98") == (0.9, 0.98) and parse_field("pos_encoding", "rope") == "rope"
+
+
+def _flip_last_byte(path):
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF  # inside the last tensor's data, after the JSON header
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_export_is_refused_with_a_clear_error(tmp_path, capsys):
+    from cipherlab.viva import REPO_ROOT
+
+    damaged = tmp_path / "c2.safetensors"
+    damaged.write_bytes((REPO_ROOT / "results" / "checkpoints" / "c2.safetensors").read_bytes())
+    _flip_last_byte(damaged)
+    assert main(["decrypt", "--checkpoint", str(damaged), encrypt("Hi")]) == 1
+    err = capsys.readouterr().err
+    assert f"{damaged}: its tensors do not match the checksum" in err and "Traceback" not in err
+
+
+def test_an_export_without_a_checksum_is_refused(tmp_path, capsys):
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    from cipherlab.viva import REPO_ROOT
+
+    with safe_open(str(REPO_ROOT / "results" / "checkpoints" / "c2.safetensors"), framework="pt") as f:
+        meta = {k: v for k, v in f.metadata().items() if k != "sha256"}
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    old = tmp_path / "old.safetensors"
+    save_file(tensors, str(old), metadata=meta)
+    assert main(["decrypt", "--checkpoint", str(old), encrypt("Hi")]) == 1
+    assert "no tensor checksum" in capsys.readouterr().err

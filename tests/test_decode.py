@@ -183,3 +183,16 @@ def test_length_aware_decoding_returns_lines_of_the_cipher_length(name, sample_d
     assert [len(p) for p in aware] == [len(p) for p in plain]
     free = decrypt_lines(model, codec, cipher, **kwargs)
     assert [len(p) for p in free] != [len(p) for p in plain]  # the constraint did something
+
+
+def test_length_constraint_forbids_a_subword_that_would_run_past_the_known_length():
+    import torch
+
+    from cipherlab.decode import LengthConstraint
+
+    # ids: 0 pad, 1 bos, 2 eos (no characters), 3 a one-character token, 4 a two-character token
+    hook = LengthConstraint([0, 0, 0, 1, 2], target_chars=[3, 4], eos_id=2, device=torch.device("cpu"))
+    ys = torch.tensor([[1, 4], [1, 4]])  # both rows have 2 characters so far
+    logits = hook(torch.zeros(2, 5), ys)
+    assert torch.isinf(logits[0, 4]) and torch.isfinite(logits[0, 3])  # 1 left: only a single character fits
+    assert torch.isfinite(logits[1, 4]) and torch.isinf(logits[1, 2])  # 2 left: the pair fits, EOS not yet

@@ -109,14 +109,14 @@ def test_question_ids_follow_the_naming_scheme():
 def test_every_cited_fact_is_defined_and_computes(chapter):
     values = compute_facts(chapter)
     for q in viva.questions(chapter):
-        for key in cited_facts(q.question + q.answer):
+        for key in cited_facts(q.question + q.lead + q.answer):
             assert isinstance(values[key], (int, float, str)), (chapter, q.id, key)
 
 
 @pytest.mark.parametrize("chapter", sorted(load_bank()))
 def test_every_fact_is_cited_by_the_bank_or_its_chapter(chapter):
     bank = load_bank()[chapter]
-    text = "".join(q.question + q.answer for q in bank.questions)
+    text = "".join(q.question + q.lead + q.answer for q in bank.questions)
     path = viva.REPO_ROOT / bank.notebook
     prose = "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
     unused = set(load_facts(chapter)) - set(cited_facts(text)) - set(prose_facts(prose))
@@ -215,7 +215,17 @@ def test_drill_command_asks_then_shows_the_answer_with_facts_filled_in(monkeypat
     monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "")
     assert main(["drill", "task", "--count", "1", "--seed", "0"]) == 0
     shown = capsys.readouterr().out
-    assert len(asked) == 1 and "{fact}" not in shown and "000-7." in shown
+    assert len(asked) in (1, 2) and "{fact}" not in shown and "000-7." in shown
+    assert "$" not in shown and "\\" not in shown  # maths made readable for a terminal
+
+
+def test_terminal_text_makes_every_answer_readable_without_a_tex_renderer():
+    from cipherlab.viva.flashcards import terminal_text
+
+    assert terminal_text(r"costs $4D^2$, $\frac{QK^\top}{\sqrt{d_k}}$") == "costs 4D^2, (QKᵀ)/(√(d_k))"
+    for q in ALL_QUESTIONS:
+        text = terminal_text(q.question + "\n\n" + q.answer)
+        assert "$" not in text and not re.search(r"\\[A-Za-z]", text), q.id
 
 
 def test_check_command_fails_on_a_notebook_that_differs_from_sync(tmp_path, monkeypatch):

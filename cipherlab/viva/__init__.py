@@ -165,7 +165,7 @@ def compute_facts(chapter: str) -> dict:
 @functools.lru_cache(maxsize=None)
 def _compute_facts(chapter: str) -> tuple:
     facts = load_facts(chapter)
-    missing = [k for q in questions(chapter) for k in cited_facts(q.question + q.answer) if k not in facts]
+    missing = [k for q in questions(chapter) for k in cited_facts(q.question + q.lead + q.answer) if k not in facts]
     if missing:
         raise KeyError(f"bank/{chapter}.yml cites {missing}, which cipherlab/viva/facts/{chapter}.py "
                        "does not define in FACTS; add them there")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cipherlab.viva import (REPO_ROOT, book_notebooks, commonmark_html, fill_facts, load_bank, notebook_in_sync,
                             sync_notebook)
-from cipherlab.viva.flashcards import card_parts
+from cipherlab.viva.flashcards import card_parts, terminal_text
 
 
 def _notebooks(given: list[str]) -> list[Path]:
@@ -49,13 +49,14 @@ def _drill(args) -> int:
     items = [q for c in chapters for q in banks[c].questions]
     random.Random(args.seed).shuffle(items)
     for n, q in enumerate(items[: args.count], start=1):
-        print(f"\n[{n}/{min(args.count, len(items))}] {q.source} ({q.id})\n{fill_facts(q.question, q.chapter)}")
+        print(f"\n[{n}/{min(args.count, len(items))}] {q.source} ({q.id})\n"
+              f"{terminal_text(fill_facts(q.question, q.chapter))}")
         input("  ... answer out loud, then press Enter ")
         lead, rest = card_parts(q)
-        print(lead)
+        print(terminal_text(lead))
         if rest:
             input("  ... press Enter for what to add if the examiner presses ")
-            print(rest)
+            print(terminal_text(rest))
     return 0
 
 

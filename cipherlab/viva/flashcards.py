@@ -30,6 +30,39 @@ def card_markdown(text: str, chapter: str) -> str:
     return _MYST_ROLE.sub(r"\1", text)
 
 
+# LaTeX a terminal cannot typeset, written as the Unicode a reader would expect.
+_TEX_SYMBOLS = {
+    "top": "ᵀ", "sqrt": "√", "times": "×", "cdot": "·", "leftarrow": "←", "to": "→", "sigma": "σ",
+    "lfloor": "⌊", "rfloor": "⌋", "le": "≤", "ge": "≥", "ne": "≠", "bmod": "mod", "theta": "θ",
+    "omega": "ω", "mu": "μ", "beta": "β", "gamma": "γ", "epsilon": "ε", "pi": "π", "sum": "Σ",
+    "oplus": "⊕", "infty": "∞", "dots": "…", "ldots": "…", "min": "min", "max": "max", "cos": "cos",
+    "sin": "sin", "ln": "ln", "log": "log", "propto": "∝", "odot": "⊙", "iff": "⇔", "approx": "≈",
+    "mid": "|", "lor": "∨", "lVert": "‖", "rVert": "‖", "quad": "  ", "qquad": "    ", "in": "∈",
+    "alpha": "α", "lambda": "λ", "Delta": "Δ", "partial": "∂", "exp": "exp", "neq": "≠", "leq": "≤",
+    "geq": "≥", "rightarrow": "→", "Rightarrow": "⇒", "prod": "Π", "ell": "ℓ", "varepsilon": "ε",
+}
+_TEX_DROP = ("left", "right", "big", "Big", "bigg", "textstyle", "displaystyle", "!", ",", ";", ":")
+
+
+def terminal_text(markdown: str) -> str:
+    """Markdown with $maths$ made readable in a terminal: ``$4D^2$`` -> ``4D^2``,
+    ``$\\sqrt{d_k}$`` -> ``√(d_k)``, ``\\frac{a}{b}`` -> ``(a)/(b)``; no backslash commands left."""
+    def maths(tex: str) -> str:
+        for _ in range(3):  # nested groups
+            tex = re.sub(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", tex)
+            tex = re.sub(r"\\(?:mathrm|text|mathbf|mathcal|mathbb|operatorname|hat|overline|tilde)\{([^{}]*)\}",
+                         r"\1", tex)
+            tex = re.sub(r"\\sqrt\{([^{}]*)\}", r"√(\1)", tex)
+        tex = re.sub(r"\\(" + "|".join(map(re.escape, _TEX_DROP)) + r")(?![A-Za-z])", "", tex)
+        tex = re.sub(r"\^\{?\\top\}?", "ᵀ", tex)  # Q^\top -> Qᵀ
+        tex = re.sub(r"\\([A-Za-z]+)", lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), tex)
+        tex = tex.replace("\\{", "{").replace("\\}", "}").replace("\\", "")
+        return re.sub(r"\{([^{}]*)\}", r"\1", tex)
+
+    text = re.sub(r"\$\$(.+?)\$\$", lambda m: "\n    " + maths(m.group(1)).strip() + "\n", markdown, flags=re.S)
+    return re.sub(r"\$((?:[^$\n]|\n(?!\n))+)\$", lambda m: maths(m.group(1)), text)
+
+
 def card_parts(q: Question) -> tuple[str, str]:
     """(the lead, the rest): what the first reveal shows, and what a second reveal adds."""
     rest = card_markdown(q.answer, q.chapter)

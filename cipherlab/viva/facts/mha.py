@@ -1,7 +1,9 @@
 """Facts for chapter 3 (multi-head and grouped-query attention, the KV cache).
 
 Parameter counts come from real cipherlab modules, cache sizes from
-``cipherlab.models.transformer.kv_cache_bytes``; chapter 3 calls the same functions.
+``cipherlab.models.transformer.kv_cache_bytes``; chapter 3 calls the same functions. C3's
+measured quality against C1 comes from the committed results through
+``cipherlab.results.single_change_rows``, the function chapter 9 uses.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import torch
 
 from cipherlab.models.attention import MultiHeadAttention, repeat_kv
 from cipherlab.models.transformer import Seq2SeqTransformer, cross_kv_cache_bytes, kv_cache_bytes
+from cipherlab.results import EQUAL_EPOCHS_RUN, PRIMARY_RUN, load_run, metric, single_change_rows
 
 SRC_VOCAB, TGT_VOCAB = 1024, 8000  # the assignment's BPE vocabulary sizes for C1-C4
 CONFIGS = {"C1": {}, "C3": {"attn_type": "gqa", "n_kv_heads": 2}}
@@ -77,6 +80,19 @@ def grouping_checks(n_kv_heads: int = 2, n_rep: int = 4) -> dict:
             "expand_is_view": viewed.data_ptr() == x.data_ptr() and viewed.stride(2) == 0}
 
 
+@functools.lru_cache(maxsize=None)
+def c3_against_c1(run: str) -> dict:
+    """C3 - C1 in a committed run: "exact" and "bit" in percentage points, "se" the binomial standard
+    error of the exact-line difference (points), "reading", the epochs and the test lines."""
+    records = load_run(run)
+    row = next(r for r in single_change_rows(records) if r["config"] == "c3")
+    return {"exact": 100 * row["exact"], "bit": 100 * row["bit"], "se": 100 * row["se"], "reading": row["reading"],
+            "epochs": row["epochs"], "c1_epochs": row["baseline_epochs"], "lines": records["c1"]["test"]["lines"],
+            "c1_exact": 100 * metric(records["c1"], "sequence_accuracy"),
+            "c3_exact": 100 * metric(records["c3"], "sequence_accuracy"),
+            "params_saved_pct": 100 * (1 - records["c3"]["params"] / records["c1"]["params"])}
+
+
 def _mb(n: int) -> float:
     return n / 1e6
 
@@ -122,4 +138,22 @@ FACTS = {
     "mha_c1_cache_mb": lambda: _mb(kv_cache_bytes(model("C1"), 64, 256)),
     "mha_c3_cache_mb": lambda: _mb(kv_cache_bytes(model("C3"), 64, 256)),
     "mha_cross_cache_mb": lambda: _mb(cross_kv_cache_bytes(model("C1"), 64, 256)),
+    # C3 against C1, measured: the controlled run (equal minutes) and equal epochs, one seed each
+    "mha_c3_exact_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["exact"],
+    "mha_c3_se_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["se"],
+    "mha_c3_bit_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["bit"],
+    "mha_c3_reading_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["reading"],
+    "mha_c1_epochs_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["c1_epochs"],
+    "mha_c3_epochs_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["epochs"],
+    "mha_c1_exact_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["c1_exact"],
+    "mha_c3_exact_ctrl_rate": lambda: c3_against_c1(PRIMARY_RUN)["c3_exact"],
+    "mha_c3_exact_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["exact"],
+    "mha_c3_se_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["se"],
+    "mha_c3_bit_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["bit"],
+    "mha_c3_reading_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["reading"],
+    "mha_epochs_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["epochs"],
+    "mha_c1_exact_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["c1_exact"],
+    "mha_c3_exact_eq_rate": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["c3_exact"],
+    "mha_cpu_c3_saving_pct": lambda: c3_against_c1(PRIMARY_RUN)["params_saved_pct"],
+    "mha_test_lines": lambda: c3_against_c1(PRIMARY_RUN)["lines"],
 }

@@ -21,6 +21,7 @@ from torch import nn
 from cipherlab.models.attention import MultiHeadAttention
 from cipherlab.models.norm import LayerNorm, RMSNorm, make_norm
 from cipherlab.models.transformer import Encoder, FeedForward, Seq2SeqTransformer, init_transformer_weights
+from cipherlab.results import EQUAL_EPOCHS_RUN, PRIMARY_RUN, load_run, metric, single_change_rows
 from cipherlab.viva.facts.positional import sinusoidal_table
 
 D_MODEL, N_HEADS, FFN_DIM = 256, 8, 1024  # the assignment's shared hyperparameters
@@ -219,6 +220,21 @@ def layernorm_vs_rmsnorm(x: torch.Tensor) -> torch.Tensor:
     return (ln - rms).norm(dim=-1) / ln.norm(dim=-1)
 
 
+@functools.lru_cache(maxsize=None)
+def c4_against_c1(run: str) -> dict:
+    """C4 - C1 in a committed run (``cipherlab.results.single_change_rows``, as chapter 9): "exact" in
+    percentage points with "se", its binomial standard error, "reading", and each model's exact-line
+    rate (percent), epochs and seconds per epoch."""
+    records = load_run(run)
+    row = next(r for r in single_change_rows(records) if r["config"] == "c4")
+    c1, c4 = records["c1"], records["c4"]
+    return {"exact": 100 * row["exact"], "se": 100 * row["se"], "reading": row["reading"],
+            "c1_exact": 100 * metric(c1, "sequence_accuracy"), "c4_exact": 100 * metric(c4, "sequence_accuracy"),
+            "c1_epochs": c1["epochs"], "c4_epochs": c4["epochs"],
+            "c1_s_per_epoch": c1["seconds_per_epoch"], "c4_s_per_epoch": c4["seconds_per_epoch"],
+            "budget_s": c1["hyperparameters"]["time_budget_s"]}
+
+
 _depth_profile = functools.cache(depth_profile)  # many facts read the same three runs
 _bf16_errors = functools.cache(bf16_statistics_errors)
 _first_norm_inputs = functools.cache(first_norm_inputs)
@@ -249,4 +265,20 @@ FACTS = {
     "pre_spread": lambda: _depth_profile("pre")["spread"],
     "post_spread": lambda: _depth_profile("post")["spread"],
     "noresid_spread": lambda: _depth_profile("no-residual")["spread"],
+    # C4 against C1, measured: the controlled run (equal minutes) and equal epochs, one seed each
+    "c4_exact_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["exact"],
+    "c4_se_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["se"],
+    "c4_reading_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["reading"],
+    "c4_exact_eq": lambda: c4_against_c1(EQUAL_EPOCHS_RUN)["exact"],
+    "c4_se_eq": lambda: c4_against_c1(EQUAL_EPOCHS_RUN)["se"],
+    "c4_reading_eq": lambda: c4_against_c1(EQUAL_EPOCHS_RUN)["reading"],
+    "c1_exact_ctrl_rate": lambda: c4_against_c1(PRIMARY_RUN)["c1_exact"],
+    "c1_exact_eq_rate": lambda: c4_against_c1(EQUAL_EPOCHS_RUN)["c1_exact"],
+    "c4_exact_rate": lambda: c4_against_c1(PRIMARY_RUN)["c4_exact"],
+    "c1_epochs_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["c1_epochs"],
+    "c4_epochs_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["c4_epochs"],
+    "c1_s_per_epoch_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["c1_s_per_epoch"],
+    "c4_s_per_epoch_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["c4_s_per_epoch"],
+    "eq_epochs": lambda: c4_against_c1(EQUAL_EPOCHS_RUN)["c1_epochs"],
+    "ctrl_budget_min": lambda: c4_against_c1(PRIMARY_RUN)["budget_s"] / 60,
 }

@@ -1,0 +1,46 @@
+"""Setting up: what the README and the Makefile promise a student on a new machine."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from cipherlab.viva import REPO_ROOT
+
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+MAKEFILE = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_a_python_without_venv_gets_the_package_to_install(tmp_path):
+    """`python3 -m venv` is a separate Debian/Ubuntu package; make says so instead of failing obscurely."""
+    done = subprocess.run(["make", "-C", str(REPO_ROOT), "setup", "PYTHON=false", f"VENV={tmp_path / 'v'}"],
+                          capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "apt install python3-venv" in done.stderr
+    assert not (tmp_path / "v").exists()
+
+
+def test_the_install_prints_progress_and_can_take_the_cpu_build_of_torch():
+    install = [line for line in MAKEFILE.splitlines() if "pip install" in line and "requirements.txt" in line]
+    assert install and all("--quiet" not in line for line in install)
+    assert "TORCH_INDEX" in MAKEFILE and "download.pytorch.org/whl/cpu" in README
+    assert "CUDA build on Linux x86_64" in README
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_lab_installs_a_jupyter_front_end_and_opens_the_chapters():
+    done = subprocess.run(["make", "-C", str(REPO_ROOT), "-n", "lab"], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert "requirements-lab.txt" in done.stdout and "jupyter lab book/" in done.stdout
+    pins = (REPO_ROOT / "requirements-lab.txt").read_text().split()
+    assert any(p.startswith("jupyterlab==") for p in pins)
+
+
+def test_the_readme_training_command_writes_outside_the_committed_results():
+    from cipherlab.__main__ import build_parser
+
+    command = next(line for line in README.splitlines() if "cipherlab train --config" in line)
+    argv = command.split("cipherlab", 2)[-1].split("#")[0].split()
+    args = build_parser().parse_args(argv)
+    assert args.results_dir == "runs" and "runs/cpu/c2.json" in command
