@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from . import cli, data
+from . import cli, data, score
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     data.register_cli(sub)
     cli.register_cli(sub)
+    score.register_cli(sub)
     return parser
 
 

@@ -113,16 +113,38 @@ def verify_dataset(
     """Check that every cipher line is the encryption of its plaintext line.
 
     Raises DatasetError at the first problem, naming the file, the 1-based line and the reason:
-    different line counts, a non-bit character, a length that is not 8 x the plaintext length, a
-    plaintext character that does not fit in a byte, or a line that decrypts to something else (the
-    first differing position is reported). Nothing is skipped.
+    no lines at all, different line counts, a blank line pair (an empty plaintext line with its empty
+    cipher line), a non-bit character, a length that is not 8 x the plaintext length, a plaintext
+    character that does not fit in a byte, or a line that decrypts to something else (the first
+    differing position is reported). Nothing is skipped.
+
+    A blank pair is refused because it is not an example: it has no cipher to learn from, and every
+    model "decrypts" it exactly, so it would add a free exact match to the scores.
     """
+    if not plain_lines or not cipher_lines:
+        empty, other = (plain_path, cipher_path) if not plain_lines else (cipher_path, plain_path)
+        empty = empty or ("plaintext" if not plain_lines else "ciphertext")
+        if not plain_lines and not cipher_lines:
+            raise DatasetError(
+                f"{empty}: no lines (the file is empty); a dataset needs one line of text per example"
+            )
+        n_other = len(cipher_lines) if not plain_lines else len(plain_lines)
+        raise DatasetError(
+            f"{empty}: no lines (the file is empty) but {other or 'the other file'} has {n_other}; "
+            "the files must be parallel"
+        )
     if len(plain_lines) != len(cipher_lines):
         raise DatasetError(
             f"{plain_path or 'plaintext'} has {len(plain_lines)} lines but "
             f"{cipher_path or 'ciphertext'} has {len(cipher_lines)}; the files must be parallel"
         )
     for n, (plain, bits) in enumerate(zip(plain_lines, cipher_lines), start=1):
+        if not plain and not bits:
+            raise DatasetError(
+                f"{_where(plain_path, n)}blank line (and so is line {n} of {cipher_path or 'the cipher'}): "
+                "an empty line has no cipher to learn from and would count as an exact match for "
+                "free; remove it from both files"
+            )
         if not plain.isascii() and max(map(ord, plain)) >= 256:
             i, ch = next((i, ch) for i, ch in enumerate(plain) if ord(ch) >= 256)
             raise DatasetError(

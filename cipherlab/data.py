@@ -4,11 +4,12 @@ Chapter 1 ("The task and the data") teaches this module. The order of the steps 
 each one prevents a specific failure:
 
 1. :func:`load_corpus` reads ``brown_plain.txt`` / ``brown_cipher.txt`` (creating the cipher file
-   from the plaintext if it is missing) and verifies every pair -- a corrupted line is an error
-   that names its file and line, never a silently skipped example;
+   from the plaintext if it is missing) and verifies every pair -- a corrupted line, an empty file
+   or a blank line is an error that names its file and line, never a silently skipped example;
 2. the split is of whole lines, 80/10/10 with a fixed seed, saved in ``splits.json`` and reused,
    so all five configurations see the same examples and nothing learned from the test lines
-   (tokenizers, the BLT's entropy model) leaks into training;
+   (tokenizers, the BLT's entropy model) leaks into training; a folder too small to give every
+   split a line (fewer than ``MIN_LINES``) is an error that names the counts;
 3. :func:`make_chunks` cuts long lines into phase-aligned chunks of ``CHUNK_CHARS`` characters,
    remembering (line, part) so predictions re-assemble into whole lines;
 4. :class:`BucketBatchSampler` groups chunks of similar length under a token budget, and
@@ -40,6 +41,12 @@ CIPHER_FILE = "brown_cipher.txt"
 SPLITS_FILE = "splits.json"
 SPLIT_FRACTIONS = {"train": 0.8, "val": 0.1, "test": 0.1}
 SPLIT_SEED = 0
+MIN_LINES = 8
+"""The fewest lines for which the 80/10/10 split gives every split a line (and does so for every
+larger count too; 5 lines give val 0, 6 and 7 give test 0). One line each is what the code needs:
+training learns from the train lines, validation picks best.pt and stops early, and the test
+lines are what `evaluate` scores; whether so few lines teach anything is the user's experiment."""
+_SPLIT_ROLES = {"train": "training", "val": "validation", "test": "test"}
 CHUNK_CHARS = 256
 """Characters per training chunk. A multiple of len(KEY) = 8, so every chunk starts at key phase 0."""
 
@@ -98,6 +105,10 @@ def write_cipher(data_dir: str | os.PathLike | None = None) -> Path:
     """Create ``brown_cipher.txt`` from ``brown_plain.txt``; byte-for-byte deterministic."""
     folder = resolve_data_dir(data_dir)
     plain = read_lines(folder / PLAIN_FILE)
+    if not plain:
+        raise DatasetError(
+            f"{folder / PLAIN_FILE}: no lines (the file is empty); a dataset needs one line of text per example"
+        )
     try:
         cipher = [encrypt(line) for line in plain]
     except ValueError as e:
@@ -152,15 +163,44 @@ class Corpus:
     def __len__(self) -> int:
         return len(self.plain)
 
+    def __post_init__(self) -> None:
+        # Also runs for dataclasses.replace, so a selection of lines (train.select_lines with
+        # max_train_lines / max_eval_lines) that empties a split is refused here too.
+        empty = [name for name in SPLIT_FRACTIONS if not self.splits.get(name)]
+        if empty:
+            sizes = ", ".join(f"{name} {len(self.splits.get(name, []))}" for name in SPLIT_FRACTIONS)
+            raise DatasetError(
+                f"{self.data_dir / PLAIN_FILE}: no {_SPLIT_ROLES[empty[0]]} lines are selected ({sizes} "
+                f"of its {len(self.plain)} lines); training, validation and testing each need at "
+                "least one line, so max_train_lines and max_eval_lines must be at least 1"
+            )
 
-def load_corpus(data_dir: str | os.PathLike | None = None) -> Corpus:
-    """Load and verify the parallel corpus; create the cipher file and the split when missing."""
+
+def load_pairs(data_dir: str | os.PathLike | None = None) -> tuple[list[str], list[str]]:
+    """The verified (plaintext lines, cipher lines) of a data folder, creating the cipher file if missing.
+
+    No split, so no minimum line count: for scoring every line of a file (``evaluate --split all``).
+    An empty file or a blank line pair is still an error.
+    """
     folder = resolve_data_dir(data_dir)
     plain_path, cipher_path = folder / PLAIN_FILE, folder / CIPHER_FILE
     if not cipher_path.exists():
         write_cipher(folder)
     plain, cipher = read_lines(plain_path), read_lines(cipher_path)
     verify_dataset(plain, cipher, plain_path=str(plain_path), cipher_path=str(cipher_path))
+    return plain, cipher
+
+
+def load_corpus(data_dir: str | os.PathLike | None = None) -> Corpus:
+    """Load and verify the parallel corpus; create the cipher file and the split when missing.
+
+    Raises DatasetError, naming the file and line or the counts, for a bad pair, an empty file, a
+    blank line pair, or fewer than ``MIN_LINES`` lines (too few for every split to get one).
+    """
+    folder = resolve_data_dir(data_dir)
+    plain_path, cipher_path = folder / PLAIN_FILE, folder / CIPHER_FILE
+    plain, cipher = load_pairs(folder)
+    check_line_count(len(plain), plain_path)
     sha = file_sha256(plain_path, cipher_path)
     splits = get_splits(len(plain), sha, folder / SPLITS_FILE)
     return Corpus(plain=plain, cipher=cipher, splits=splits, sha256=sha, data_dir=folder)
@@ -177,6 +217,19 @@ def split_lines(n_lines: int, seed: int = SPLIT_SEED) -> dict[str, list[int]]:
         "val": sorted(order[n_train : n_train + n_val]),
         "test": sorted(order[n_train + n_val :]),
     }
+
+
+def check_line_count(n_lines: int, path: str | os.PathLike = PLAIN_FILE) -> None:
+    """Raise DatasetError unless ``n_lines`` lines split 80/10/10 give every split at least one line."""
+    if n_lines >= MIN_LINES:
+        return
+    lines = f"{n_lines} line{'' if n_lines == 1 else 's'}"
+    shares = "/".join(f"{round(100 * f)}" for f in SPLIT_FRACTIONS.values())
+    sizes = ", ".join(f"{name} {len(ids)}" for name, ids in split_lines(n_lines).items())
+    raise DatasetError(
+        f"{path} has {lines}; the splits need at least {MIN_LINES}: {shares} of {lines} gives {sizes}, "
+        "and training, validation (best.pt, early stopping) and the test scores each need at least one line"
+    )
 
 
 def get_splits(n_lines: int, sha256: str, path: Path, seed: int = SPLIT_SEED) -> dict[str, list[int]]:
@@ -431,6 +484,17 @@ def _cmd_build_docstrings(args) -> int:
     return 0
 
 
+def _cmd_build_letters(args) -> int:
+    from .letters import build_letters
+
+    lines = build_letters(read_lines(Path(args.source)))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(out, "".join(line + "\n" for line in lines))
+    print(f"wrote {len(lines)} lines to {out}")
+    return 0
+
+
 def _cmd_cipher(args) -> int:
     path = write_cipher(args.data_dir)
     print(f"wrote {path}")
@@ -453,7 +517,7 @@ def _cmd_stats(args) -> int:
 
 
 def register_cli(subparsers) -> None:
-    """Add `python -m cipherlab data {build-brown,cipher,verify,stats}`."""
+    """Add `python -m cipherlab data {build-brown,build-docstrings,build-letters,cipher,verify,stats}`."""
     data = subparsers.add_parser("data", help="build, encrypt, verify and describe the dataset")
     sub = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
     dir_help = f"folder with {PLAIN_FILE} and {CIPHER_FILE} (default: ${DATA_DIR_ENV} or the repository's data/)"
@@ -475,6 +539,18 @@ def register_cli(subparsers) -> None:
     )
     p.add_argument("--out", default=str(REPO_DATA_DIR / "stdlib" / PLAIN_FILE), help="output file (default: %(default)s)")
     p.set_defaults(func=_cmd_build_docstrings)
+
+    p = sub.add_parser(
+        "build-letters",
+        help="make data/letters/brown_plain.txt: the Brown lines in the official format, for rehearsal",
+        description="Deterministic recipe (cipherlab/letters.py): each Brown paragraph reduced to letters "
+        "and single spaces (an apostrophe inside a word dropped, any other non-letter run one space), "
+        "then consecutive paragraphs joined, in file order, into lines near log-normal target lengths: "
+        "median about 549 characters, none over 2668, like the official files.",
+    )
+    p.add_argument("--source", default=str(REPO_DATA_DIR / PLAIN_FILE), help="Brown lines to rewrite (default: %(default)s)")
+    p.add_argument("--out", default=str(REPO_DATA_DIR / "letters" / PLAIN_FILE), help="output file (default: %(default)s)")
+    p.set_defaults(func=_cmd_build_letters)
 
     p = sub.add_parser("cipher", help=f"write {CIPHER_FILE} from {PLAIN_FILE} (deterministic)")
     p.add_argument("--data-dir", help=dir_help)

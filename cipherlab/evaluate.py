@@ -26,7 +26,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 from cipherlab.config import Config, config_from_dict
-from cipherlab.data import load_corpus
+from cipherlab.data import load_corpus, load_pairs
 from cipherlab.decode import decrypt_lines
 from cipherlab.device import pick_device
 from cipherlab.metrics import compute_metrics
@@ -178,9 +178,8 @@ def evaluate_checkpoint(
     device = pick_device(device)
     payload = _read_payload(path)
     model, codec, config = _from_payload(payload, device)
-    if split == "all":
-        corpus = load_corpus(data_dir)
-        plain, cipher = corpus.plain, corpus.cipher
+    if split == "all":  # any data, however few lines: no split is needed
+        plain, cipher = load_pairs(data_dir)
     else:
         corpus = select_lines(load_corpus(data_dir), config)
         trained_on = payload["identity"].get("data")

@@ -2,30 +2,31 @@
 
 Training writes one record per configuration into ``results/<run>/`` (``cipherlab train`` and
 ``cipherlab ablate``; see :func:`cipherlab.evaluate.write_results`). This module reads them back and
-puts them in context, for the book and for ``results/README.md`` alike:
+turns them into tables, statistics and plots, for the book and for ``results/README.md`` alike. It
+says nothing in words: chapter 9 prints what these functions return and states each finding itself,
+with an ``assert`` beside it, so a changed result fails the chapter instead of rewriting its text.
 
-- :func:`load_run`, :func:`load_curve`, :func:`load_beam`, :func:`load_generalisation` read the
-  committed files; errors name the file and what is wrong with it;
+- :func:`load_run`, :func:`load_curve`, :func:`load_beam`, :func:`load_generalisation`,
+  :func:`load_errors`, :func:`load_calibration` read the committed files; a missing file is a
+  FileNotFoundError naming it, a broken one a ValueError naming the file and what is wrong;
 - :data:`REFERENCES` holds the figures others reported -- the course notes (seed 000) and the best
   public results -- each with where it comes from, ``None`` where nothing was stated;
 - :func:`comparison_table` is the Markdown table of a run beside those figures;
   :func:`plot_accuracy`, :func:`plot_costs` and :func:`plot_curves` draw them;
-- :func:`difference` and :func:`exact_lines_stderr` support the "what did each change show" reading;
-  :func:`budget_table` puts the epochs each configuration got in its time budget beside what it reached;
-  :func:`single_change_rows`, :func:`equal_epochs_table` and :func:`equal_epochs_reading` judge each single
-  change against C1 by exact lines and their binomial standard error, at equal epochs (:data:`EQUAL_EPOCHS_RUN`);
-- :data:`TARGETS`, :func:`target_rows` and :func:`targets_table`: the goals of the reference run, met or not,
-  for the controlled and the extended models (:data:`EXTENDED_RUN`), decoded freely and length-aware;
-- :func:`load_errors` reads ``errors.json`` (``results/analysis.py``): :func:`decoding_table` compares free
-  with length-aware decoding; :func:`profile_rows` finds where in a chunk and at which key phase the errors
-  fall, :func:`substitutions` and :func:`prior_favours` what they are, :func:`exact_by_length` how exact
-  lines fall with length against independent errors;
+- :func:`difference`, :func:`exact_lines_stderr`, :func:`exact_difference_stderr`,
+  :func:`rate_difference_stderr` and :func:`single_change_rows` judge each change against C1 by
+  exact lines and their binomial standard error; :func:`ablation_table`, :func:`budget_table` and
+  :func:`equal_epochs_table` lay them out, at equal minutes and at equal epochs (:data:`EQUAL_EPOCHS_RUN`);
+- :data:`TARGETS`, :func:`target_rows` and :func:`targets_table`: the goals of the reference run, met or
+  not, for every model, decoded freely and length-aware;
+- ``errors.json`` (``results/analysis.py``): :func:`decoding_table` compares free with length-aware
+  decoding; :func:`profile_rows` finds where in a chunk and at which key phase the errors fall,
+  :func:`edits`, :func:`edit_summary` and :func:`prior_favours` what they are, :func:`exact_by_length`
+  how exact lines fall with length against independent errors;
 - :func:`merge_curves`, :func:`plot_extended`, :func:`extended_table`, :func:`continued_from`,
-  :func:`continuation` and :func:`trained_on`: C2 and C5 trained on, and how, read from their records and logs;
-- :func:`load_committed_model` and :func:`attention_view` look inside the committed C2 and C5 models:
-  their attention weights, mapped back from tokens or patches to characters so the two models can be
-  compared on one grid, with :func:`band_mass` (the diagonal) and :func:`same_phase_share` (the
-  cipher's period of 8) to measure what the pictures show.
+  :func:`trained_on` and :func:`extension_table`: C2 and C5 trained on, and how, from their records and logs.
+
+The attention maps of the committed models live in :mod:`cipherlab.attention_maps`.
 
 Runs are named by their folder under ``results/`` (``"cpu"``, ``"cpu-bits"``, ``"equal-epochs/cpu"``,
 ``"extended/cpu"``); a path works too.
@@ -35,24 +36,19 @@ Runs are named by their folder under ``results/`` (``"cpu"``, ``"cpu-bits"``, ``
 from __future__ import annotations
 
 import collections
-import contextlib
 import difflib
 import html
 import itertools
 import json
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from unittest import mock
-
-import torch
 
 from cipherlab.cipher import KEY
-from cipherlab.config import CONFIG_NAMES, Config, make_config
-from cipherlab.train import read_log, teacher_forcing_logits
+from cipherlab.config import CONFIG_NAMES, make_config
+from cipherlab.train import read_log
 
 __all__ = [
     "ANALYSIS_RUNS",
@@ -68,58 +64,44 @@ __all__ = [
     "SPIKE_RATIO",
     "SPIKE_Z",
     "TARGETS",
-    "AttentionView",
     "Range",
     "Reference",
     "Target",
     "ablation_table",
-    "attention_summary",
-    "attention_table",
-    "attention_view",
-    "band_mass",
     "beam_gains",
     "beam_table",
-    "budget_reading",
     "budget_table",
     "byte_aligned",
     "calibration_table",
     "change_from_c1",
     "char_kind",
-    "committed_checkpoint",
     "common_epoch",
     "comparison_table",
-    "continuation",
     "continued_from",
     "context_counts",
-    "coverage",
     "decoding_gains",
     "decoding_rows",
     "decoding_table",
-    "decoding_verdict",
     "difference",
     "edit_summary",
     "edit_table",
-    "edit_verdict",
     "edits",
     "entry_label",
     "epoch_seconds",
-    "equal_epochs_reading",
     "equal_epochs_table",
     "error_entry",
     "exact_by_length",
     "exact_difference_stderr",
     "exact_lines_stderr",
-    "example_chunks",
     "excess",
     "extended_table",
+    "extension_table",
     "generalisation_table",
     "late_vs_early",
     "length_table",
-    "length_verdict",
     "lines_of",
     "load_beam",
     "load_calibration",
-    "load_committed_model",
     "load_curve",
     "load_errors",
     "load_generalisation",
@@ -130,34 +112,25 @@ __all__ = [
     "metric",
     "mode_gains",
     "mode_table",
-    "offset_profile",
     "plot_accuracy",
     "plot_costs",
     "plot_curves",
     "plot_error_profiles",
     "plot_extended",
-    "plot_head",
-    "plot_heads",
-    "plot_offsets",
     "position_counts",
     "prior_favours",
     "profile_rows",
     "profile_table",
-    "profile_verdict",
     "provenance",
+    "rate_difference_stderr",
     "reference",
     "results_dir",
     "run_label",
     "run_path",
-    "same_phase_share",
     "single_change_rows",
     "target_rows",
     "targets_table",
-    "targets_verdict",
-    "to_characters",
-    "trained_on",
     "tokenization",
-    "uniform_same_phase_share",
 ]
 
 RESULTS_ENV = "CIPHERLAB_RESULTS_DIR"
@@ -235,14 +208,20 @@ def load_run(folder: str | os.PathLike) -> dict[str, dict]:
     return records
 
 
-def load_curve(folder: str | os.PathLike, config: str) -> list[dict] | None:
-    """The per-epoch training log ``<config>.log.jsonl`` of a run (oldest first), or None when absent.
+def _missing(path: Path, made_by: str) -> FileNotFoundError:
+    return FileNotFoundError(f"{path}: no such file; it is part of the committed results, so restore it from git "
+                             f"or make it again ({made_by})")
+
+
+def load_curve(folder: str | os.PathLike, config: str) -> list[dict]:
+    """The per-epoch training log ``<config>.log.jsonl`` of a run (oldest first).
 
     Each record has at least ``epoch``, ``train_loss``, ``val_loss``, ``seconds`` and ``tokens_per_s``.
+    Raises FileNotFoundError naming the file when it is not there.
     """
     path = run_path(folder) / f"{config}.log.jsonl"
     if not path.is_file():
-        return None
+        raise _missing(path, "cipherlab train writes it beside the record")
     try:
         return read_log(path)
     except json.JSONDecodeError:  # read_log parses line by line; find the line to name it
@@ -255,47 +234,52 @@ def load_curve(folder: str | os.PathLike, config: str) -> list[dict] | None:
         raise
 
 
-def _load_optional(folder: str | os.PathLike, name: str) -> dict | None:
+def _load_file(folder: str | os.PathLike, name: str, made_by: str) -> dict:
+    """A JSON object file of a run; FileNotFoundError naming it when absent, ValueError when not an object."""
     path = run_path(folder) / name
     if not path.is_file():
-        return None
+        raise _missing(path, made_by)
     data = _read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object keyed by configuration, got {type(data).__name__}")
     return data
 
 
-def _per_config(data: dict | None) -> dict | None:
+_MADE_BY = {"beam.json": "python results/extras.py", "generalisation.json": "python results/extras.py",
+            "errors.json": "python results/analysis.py"}
+
+
+def _per_config(data: dict) -> dict:
     """The configuration entries of a file, in configuration order (its "about" entry left out)."""
-    return None if data is None else {name: data[name] for name in CONFIG_NAMES if name in data}
+    return {name: data[name] for name in CONFIG_NAMES if name in data}
 
 
-def load_beam(folder: str | os.PathLike) -> dict | None:
-    """``beam.json`` of a run as ``{"c2": {"greedy": metrics, "beam4": metrics}, ...}``, or None when absent.
+def load_beam(folder: str | os.PathLike) -> dict:
+    """``beam.json`` of a run as ``{"c2": {"greedy": metrics, "beam4": metrics}, ...}``.
 
     Only the configuration entries; :func:`provenance` reads the file's "about" entry.
     """
-    return _per_config(_load_optional(folder, "beam.json"))
+    return _per_config(_load_file(folder, "beam.json", _MADE_BY["beam.json"]))
 
 
-def load_generalisation(folder: str | os.PathLike) -> dict | None:
-    """``generalisation.json`` of a run as ``{"c2": metrics, "c5": metrics}`` (out-of-corpus lines), or None."""
-    return _per_config(_load_optional(folder, "generalisation.json"))
+def load_generalisation(folder: str | os.PathLike) -> dict:
+    """``generalisation.json`` of a run as ``{"c2": metrics, "c5": metrics}`` (out-of-corpus lines)."""
+    return _per_config(_load_file(folder, "generalisation.json", _MADE_BY["generalisation.json"]))
 
 
 def provenance(folder: str | os.PathLike, name: str) -> str:
-    """How a file of a run was made: the command and commit its "about" entry records (or "not recorded")."""
-    about = (_load_optional(folder, name) or {}).get("about") or {}
+    """How a file of a run was made: the command and commit its "about" entry records ("not recorded" if none)."""
+    about = _load_file(folder, name, _MADE_BY.get(name, "see results/README.md")).get("about") or {}
     if not about:
         return "not recorded"
     return f"{about.get('command', '?')} (commit {str(about.get('git_commit') or about.get('commit') or '?')[:12]})"
 
 
-def load_calibration() -> dict | None:
+def load_calibration() -> dict:
     """``results/calibration/calibration.json``, the short validation runs that chose the ``cpu`` preset."""
     path = results_dir() / "calibration" / "calibration.json"
     if not path.is_file():
-        return None
+        raise _missing(path, "results/calibration/calibrate.py")
     data = _read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise ValueError(f"{path}: expected an object with a list of runs under \"runs\"")
@@ -440,11 +424,19 @@ def difference(records: dict[str, dict], config: str, key: str, baseline: str = 
 def exact_lines_stderr(record: dict) -> float:
     """Binomial standard error of the exact-line rate over the test lines, sqrt(p (1 - p) / n).
 
-    This is only the uncertainty of *sampling the test lines*: it says nothing about how much
-    another training seed would change the model, which is usually larger.
+    ``record`` is a configuration's record or a bare metrics dict with ``lines`` (an entry of
+    ``beam.json``). This is only the uncertainty of *sampling the test lines*: it says nothing about
+    how much another training seed would change the model, which is usually larger.
     """
-    p, n = metric(record, "sequence_accuracy"), record["test"]["lines"]
+    test = record.get("test", record)
+    p, n = metric(test, "sequence_accuracy"), test["lines"]
     return math.sqrt(p * (1 - p) / n) if n else math.nan
+
+
+def rate_difference_stderr(a: dict, b: dict) -> float:
+    """Binomial standard error of the difference of two exact-line rates (records or metrics dicts),
+    taken as independent samples: sqrt(se_a^2 + se_b^2)."""
+    return math.hypot(exact_lines_stderr(a), exact_lines_stderr(b))
 
 
 def _pct(value: float | None) -> str:
@@ -602,7 +594,7 @@ def exact_difference_stderr(records: dict[str, dict], config: str, baseline: str
     Only the sampling of the test lines: a floor on the noise, since a second training seed would move
     both rates too (and one seed per configuration cannot measure by how much).
     """
-    return math.hypot(exact_lines_stderr(records[config]), exact_lines_stderr(records[baseline]))
+    return rate_difference_stderr(records[config], records[baseline])
 
 
 def single_change_rows(records: dict[str, dict], baseline: str = "c1", k: float = NOISE_SE) -> list[dict]:
@@ -664,100 +656,6 @@ def equal_epochs_table(controlled: dict[str, dict], equal: dict[str, dict]) -> s
                            "exact lines vs C1, points", f"{NOISE_SE:g} × s.e.", "reading"], rows)
 
 
-def _listing(rows: list[dict]) -> str:
-    return ", ".join(f"{r['config'].upper()} {100 * r['exact']:+.1f} ± {100 * r['se']:.1f}" for r in rows)
-
-
-def equal_epochs_reading(equal: dict[str, dict], controlled: dict[str, dict] | None = None) -> dict[str, str]:
-    """Sentences on the ablation at equal epochs, chosen from the numbers.
-
-    ``"epochs"`` (whether the runs really had equal epochs), ``"changes"`` (every change by its reading),
-    ``"inside"`` (C2-C4, set against the course notes' "only C2 improved"), ``"c5"`` (C5 against C1),
-    ``"moved"`` (which readings differ from the time-budget run's) and ``"caveat"`` (one seed).
-    """
-    epochs = {name: r["epochs"] for name, r in equal.items()}
-    same = len(set(epochs.values())) == 1
-    out = {"epochs": (f"every configuration trained exactly {next(iter(epochs.values()))} epochs" if same else
-                      "the epochs still differ (" + ", ".join(f"{n.upper()} {e}" for n, e in epochs.items())
-                      + "), so this run is not yet the equal-epoch comparison")}
-    absent = [n.upper() for n in CONFIG_NAMES if n not in equal]
-    if absent:
-        out["epochs"] = out["epochs"].replace("every configuration", "every configuration recorded so far", 1)
-    budgets = {(r.get("hyperparameters") or {}).get("time_budget_s") for r in equal.values()}
-    out["epochs"] += (" with no time budget" if budgets == {None} else
-                      " under time budgets of " + ", ".join(f"{b:.0f} s" for b in sorted(b for b in budgets if b)))
-    if controlled:
-        rescored = [n.upper() for n, r in equal.items() if n in controlled and controlled[n]["epochs"] == r["epochs"]]
-        if rescored:
-            out["epochs"] += (f" ({' and '.join(rescored)} had as many in the time-budget run already, so "
-                              f"{'it was' if len(rescored) == 1 else 'they were'} only scored again)")
-    if absent:
-        out["epochs"] += f"; {', '.join(absent)} {'has' if len(absent) == 1 else 'have'} no record here yet"
-    rows = single_change_rows(equal)
-    by = {kind: [r for r in rows if r["reading"] == kind] for kind in ("better", "worse", "within noise")}
-    parts = [f"{label}: {_listing(by[kind])}" for kind, label in
-             (("better", "better than C1"), ("worse", "worse than C1"), ("within noise", "within the noise"))
-             if by[kind]]
-    out["changes"] = ("judged by exact lines (points against C1 ± one binomial standard error of the difference; "
-                      f"a difference counts beyond {NOISE_SE:g} of them), " + "; ".join(parts) if rows else
-                      "C1 or every other configuration is missing, so no change can be judged")
-    if "c1" not in equal:
-        lacking = "C1 has no equal-epoch record yet, so no change can be judged against it"
-        out |= {"inside": lacking, "c5": lacking} | ({"moved": lacking} if controlled else {})
-        return out | {"caveat": _caveat(equal)}
-    inside = [r for r in rows if r["config"] in ("c2", "c3", "c4")]
-    better = [r["config"] for r in inside if r["reading"] == "better"]
-    names = " and ".join(n.upper() for n in better) if len(better) < 3 else "C2, C3 and C4"
-    measured = [r["config"].upper() for r in inside]
-    if not inside:
-        out["inside"] = "none of C2, C3, C4 has an equal-epoch record yet"
-    elif better == ["c2"]:
-        out["inside"] = "at equal epochs only C2 beat C1 beyond the noise, as the course notes have it"
-    elif not better:
-        who = (f"none of {', '.join(measured)}" if len(measured) > 2 else
-               f"neither {' nor '.join(measured)}" if len(measured) == 2 else f"{measured[0]} did not")
-        out["inside"] = (f"at equal epochs {who} beat C1 beyond the noise in exact lines"
-                         + (", so the course notes' \"only C2 improved\" does not repeat here" if "C2" in measured
-                            else ""))
-    elif "c2" in better:
-        out["inside"] = f"at equal epochs {names} beat C1 beyond the noise, not C2 alone as the course notes have it"
-    else:
-        out["inside"] = (f"at equal epochs {names} beat C1 beyond the noise and C2 did not, against the course "
-                         "notes' \"only C2 improved\"")
-    worse = [r["config"].upper() for r in inside if r["reading"] == "worse"]
-    if worse:
-        out["inside"] += f"; {' and '.join(worse)} {'trails' if len(worse) == 1 else 'trail'} C1 beyond it"
-    if inside:
-        out["inside"] += f" (exact lines against C1, points ± one standard error: {_listing(inside)})"
-    if inside and "c2" not in equal:
-        out["inside"] += "; C2 has no equal-epoch record yet"
-    c5 = next((r for r in rows if r["config"] == "c5"), None)
-    if c5 is None:
-        out["c5"] = "C5 has no equal-epoch record yet"
-    else:
-        verb = {"better": "beats C1", "worse": "trails C1", "within noise": "is level with C1 within the noise"}
-        each = (f"after {c5['epochs']} epochs each" if c5["epochs"] == c5["baseline_epochs"] else
-                f"after {c5['epochs']} epochs to C1's {c5['baseline_epochs']}")
-        out["c5"] = (f"{each}, C5 {verb[c5['reading']]}: {100 * c5['exact']:+.1f} ± "
-                     f"{100 * c5['se']:.1f} points of exact lines, {100 * c5['bit']:+.2f} points of bit accuracy")
-    if controlled:
-        before = {r["config"]: r["reading"] for r in single_change_rows(controlled)}
-        moved = [f"{r['config'].upper()} ({before[r['config']]} → {r['reading']})" for r in rows
-                 if r["config"] in before and before[r["config"]] != r["reading"]]
-        out["moved"] = ("against the time-budget run, the reading changed for " + ", ".join(moved) if moved else
-                        "every reading is the same as in the time-budget run") + (
-            " — among the configurations recorded so far" if absent else "")
-    out["caveat"] = _caveat(equal)
-    return out
-
-
-def _caveat(records: dict[str, dict]) -> str:
-    seeds = len({r.get("seed") for r in records.values()})
-    return (f"each configuration was still trained once ({seeds} seed{'s' if seeds > 1 else ''} in the run): "
-            "the standard error counts only which test lines were drawn, a floor on the noise, since a second "
-            "seed would move every rate too")
-
-
 # --------------------------------------------------------------------------- targets, and how far each model trained
 
 
@@ -779,20 +677,21 @@ TARGETS = (
 )
 
 
-def load_errors(folder: str | os.PathLike = PRIMARY_RUN) -> dict | None:
-    """``errors.json`` of a run (``results/analysis.py``) without its "about" entry, or None when absent.
+def load_errors(folder: str | os.PathLike = PRIMARY_RUN) -> dict:
+    """``errors.json`` of a run (``results/analysis.py``) without its "about" entry.
 
     Keyed ``"<runs folder>/<config>"`` (see :data:`ANALYSIS_RUNS`), each value with ``test_free`` and
     ``test_length_aware`` (metrics of free and length-aware greedy decoding), ``lines``,
     ``lines_with_wrong_length``, ``char_error_by_chunk_position``, ``char_error_by_key_phase``,
     ``exact_lines_by_length``, ``exact_chunks`` and a few ``errors``.
     """
-    data = _load_optional(folder, "errors.json")
-    return None if data is None else {key: entry for key, entry in data.items() if key != "about"}
+    data = _load_file(folder, "errors.json", _MADE_BY["errors.json"])
+    return {key: entry for key, entry in data.items() if key != "about"}
 
 
 def error_entry(errors: dict | None, run: str, config: str) -> dict | None:
-    """The ``errors.json`` entry of one configuration of a run (``"cpu"``, ``"extended/cpu"``), or None."""
+    """The ``errors.json`` entry of one configuration of a run (``"cpu"``, ``"extended/cpu"``); None when
+    ``errors`` is None (no analysis given) or the analysis did not cover that model (equal-epochs/cpu)."""
     return None if errors is None else errors.get(f"{ANALYSIS_RUNS.get(run, run)}/{config}")
 
 
@@ -841,43 +740,6 @@ def targets_table(rows: list[dict]) -> str:
                           table)
 
 
-def targets_verdict(rows: list[dict]) -> list[str]:
-    """Per configuration: which models and decodings meet all its targets, or how close the best one came."""
-    sentences = []
-    for name in dict.fromkeys(row["config"] for row in rows):
-        mine = [row for row in rows if row["config"] == name]
-        winners = [f"{row['run']} {row['decoding']}" for row in mine if all(ok for _, _, ok in row["checks"])]
-        labels = ", ".join(t.label for t, _, _ in mine[0]["checks"])
-        if winners:
-            sentences.append(f"{name.upper()} meets its target{'s' if len(mine[0]['checks']) > 1 else ''} "
-                             f"({labels}) with {', '.join(winners)}")
-            continue
-
-        def shortfall(row):  # most targets met first, then the smallest relative shortfall
-            return (-sum(ok for _, _, ok in row["checks"]),
-                    sum((t.at_least - (v or 0)) / t.at_least for t, v, ok in row["checks"] if not ok))
-
-        best = min(mine, key=shortfall)
-        met = [t.label for t, _, ok in best["checks"] if ok]
-        missed = {}  # one figure per metric, with the precision of its strictest target
-        for t, v, ok in best["checks"]:
-            if not ok:
-                missed[t.key] = (t, v)
-        figures = ", ".join(f"{t.label.split(' ≥')[0]} {_pct_precise(v, t)} %" for t, v in missed.values())
-        sentences.append(f"no {name.upper()} model meets all of its targets ({labels}); the closest is {best['run']} "
-                         f"{best['decoding']}" + (f", which meets {', '.join(met)}" if met else "")
-                         + f" ({figures})")
-    return sentences
-
-
-def _pct_precise(value: float | None, target: Target) -> str:
-    """A percentage with one decimal more than its target has (99.9 % gets two)."""
-    if value is None:
-        return "–"
-    decimals = len(f"{100 * target.at_least:g}".partition(".")[2]) + 1
-    return f"{100 * value:.{decimals}f}"
-
-
 def common_epoch(curves: dict[str, list[dict] | None]) -> int | None:
     """The last epoch that every configuration with a log reached (None without logs)."""
     reached = [log[-1]["epoch"] for log in curves.values() if log]
@@ -913,80 +775,6 @@ def budget_table(records: dict[str, dict], curves: dict[str, list[dict] | None])
     return markdown_table(["config", "epochs", "s/epoch", "fastest–slowest epoch, s"]
                           + [f"val loss, epoch {epoch}" for epoch in range(1, last + 1)]
                           + ["bit acc %", "exact lines %"], rows)
-
-
-def budget_reading(records: dict[str, dict], curves: dict[str, list[dict] | None], errors: dict | None = None,
-                   run: str = PRIMARY_RUN) -> dict[str, str]:
-    """What the time budget bought each configuration, and whether C1-C4's differences can be attributed.
-
-    Sentences, chosen from the numbers: ``"budget"`` (epochs and epoch times), ``"times"`` (the epoch times
-    alone), ``"load"`` (epoch times within a run against between runs), ``"equal_epochs"`` (C1-C4's
-    validation losses after the last epoch all reached, against what one more epoch is worth, and the
-    test bit accuracies, also length-aware where ``errors`` has them) and ``"verdict"``: the differences
-    are not attributable when one epoch moves the loss further than the configurations differ at equal
-    epochs. C1-C4 only are compared by loss: they share target units.
-    """
-    logs = {name: log for name, log in curves.items() if log and name in records}
-    epochs = {name: r["epochs"] for name, r in records.items()}
-    bit = {name: metric(r, "bit_accuracy") for name, r in records.items()}
-    spans = {name: epoch_seconds(log) for name, log in logs.items()}
-    out = {"budget": f"the configurations got between {min(epochs.values())} and {max(epochs.values())} epochs ("
-                     + ", ".join(f"{n.upper()} {e}" for n, e in epochs.items()) + ")"}
-    if spans:
-        widest = max(spans, key=lambda n: spans[n][1] / spans[n][0])
-        out["times"] = (f"one epoch took between {min(s[0] for s in spans.values()):.0f} and "
-                        f"{max(s[1] for s in spans.values()):.0f} s, and {widest.upper()}'s own epochs ranged from "
-                        f"{spans[widest][0]:.0f} to {spans[widest][1]:.0f} s with nothing changed but the load on "
-                        "the machine")
-        out["budget"] += ". " + out["times"][0].upper() + out["times"][1:]
-        within = spans[widest][1] / spans[widest][0]
-        means = [records[n]["seconds_per_epoch"] for n in logs]
-        between = max(means) / min(means)
-        out["load"] = (f"the epochs of one configuration varied up to {within:.1f}-fold, while the mean epoch times "
-                       f"of different configurations differ at most {between:.1f}-fold: "
-                       + ("the epoch counts measure the machine's load at least as much as the configurations' cost"
-                          if within >= between else
-                          "the configurations' cost shows through the load, but the load is mixed into every count"))
-    else:
-        out["times"] = "no training log records the epoch times"
-        out["load"] = "without training logs, the epoch times cannot be told apart from the load"
-    inside = [n for n in ("c1", "c2", "c3", "c4") if n in logs]
-    if len(inside) < 2:
-        out["equal_epochs"] = "fewer than two of C1–C4 have a training log, so nothing can be compared at equal epochs"
-        out["verdict"] = "with fewer than two of C1–C4 measured, nothing can be attributed yet"
-        return out
-    shared = common_epoch({n: logs[n] for n in inside})
-    at = loss_at_epoch({n: logs[n] for n in inside}, shared)
-    by_loss, by_bit = sorted(at, key=at.get), sorted(at, key=lambda n: -bit[n])
-    spread_loss = max(at.values()) - min(at.values())
-    spread_bit = 100 * (max(bit[n] for n in inside) - min(bit[n] for n in inside))
-    aware = {n: metric(e["test_length_aware"], "bit_accuracy") for n in inside
-             if (e := error_entry(errors, run, n)) is not None}
-    spread_aware = 100 * (max(aware.values()) - min(aware.values())) if len(aware) == len(inside) else None
-    drops = sorted(logs[n][-2]["val_loss"] - logs[n][-1]["val_loss"] for n in inside if len(logs[n]) > 1)
-    one_epoch = drops[len(drops) // 2] if drops else 0.0
-    out["equal_epochs"] = (
-        f"after epoch {shared}, the last one all of {', '.join(n.upper() for n in inside)} reached, their validation "
-        f"losses span {spread_loss:.4f} (lowest first: {' < '.join(n.upper() for n in by_loss)}); the last epoch of "
-        f"each run lowered its loss by {one_epoch:.4f} (the median), "
-        + ("more than that whole spread" if one_epoch > spread_loss else "less than that spread")
-        + f". On the test lines their bit accuracies span {spread_bit:.2f} points, and the order by bit accuracy "
-        + ("is the same" if by_bit == by_loss else f"is another ({' > '.join(n.upper() for n in by_bit)})")
-        + ("" if spread_aware is None else f"; decoded length-aware, which removes the lines knocked out of "
-           f"position by a wrong stop, they span {spread_aware:.2f} points"))
-    spans_text = f"{spread_bit:.2f} points of bit accuracy" + (
-        "" if spread_aware is None else f" free, {spread_aware:.2f} length-aware")
-    if one_epoch > spread_loss:
-        out["verdict"] = (f"the differences between C1–C4 ({spans_text}) are not attributable to their "
-                          "components: one epoch more or less, which the machine's load decided, moves a model "
-                          "further than the components set them apart at equal epochs")
-    elif spread_bit < 1:
-        out["verdict"] = ("C1–C4 lie within a fraction of a point of each other, too close to rank with one seed "
-                          "each and unequal epochs")
-    else:
-        out["verdict"] = (f"C1–C4 span {spread_bit:.1f} points, more than a fraction of a point, but every gap is "
-                          "confounded with the epochs each configuration got: compare them at equal epochs first")
-    return out
 
 
 def merge_curves(controlled: list[dict] | None, extended: list[dict] | None) -> list[dict]:
@@ -1059,33 +847,36 @@ def continued_from(log: list[dict] | None, earlier: dict[str, list[dict] | None]
     return max(found)[1] if found else None
 
 
-def continuation(record: dict, before: dict | None = None) -> str:
-    """How a resumed run was trained, read from its record: the epochs it added to ``before`` (the record it
-    continued), its time budget and epoch limit, and what stopped it."""
-    hp = record.get("hyperparameters") or {}
-    budget = hp.get("time_budget_s")
-    limit = (f"a time budget of {budget:.0f} s ({budget / 60:.0f} minutes)" if budget else "no time budget")
-    limit += f" and max_epochs {hp['max_epochs']}" if hp.get("max_epochs") is not None else ""
-    span = (f"from {before['epochs']} to {record['epochs']} epochs" if before else f"{record['epochs']} epochs in all")
-    return f"{record['config'].upper()} {span}, with {limit}, stopped by {record.get('stopped', '?')}"
-
-
-
 def trained_on(stages: dict[str, dict[str, dict]], extended: dict[str, dict],
                extended_run: str | os.PathLike = EXTENDED_RUN) -> dict[str, dict]:
     """For each configuration of the runs trained on further: which of the earlier ``stages`` (``{run:
-    records}``) it continued (:func:`continued_from`, by their logs), that run's record and log, its own
-    log, and ``how`` (:func:`continuation`, naming the run it continued)."""
+    records}``) it continued (``source``, by :func:`continued_from` on their logs; None if no log matches),
+    that run's record (``before``) and log (``earlier_log``), and its own log (``log``)."""
     out = {}
-    for name, record in extended.items():
+    for name in extended:
         log = load_curve(extended_run, name)
         earlier = {run: load_curve(run, name) for run, records in stages.items() if name in records}
         source = continued_from(log, earlier)
-        before = stages[source][name] if source else None
-        out[name] = {"source": source, "before": before, "earlier_log": earlier.get(source), "log": log,
-                     "how": continuation(record, before) + (f", continuing results/{source}" if source else
-                                                            ", from a run no committed log matches")}
+        out[name] = {"source": source, "before": stages[source][name] if source else None,
+                     "earlier_log": earlier.get(source), "log": log}
     return out
+
+
+def extension_table(history: dict[str, dict], extended: dict[str, dict]) -> str:
+    """How each run of :func:`trained_on` was trained on, from its record: the run it continued, epochs
+    before and after, its time budget and epoch limit, what stopped it, and its best epoch."""
+    rows = []
+    for name, h in history.items():
+        r = extended[name]
+        hp = r.get("hyperparameters") or {}
+        budget = hp.get("time_budget_s")
+        rows.append([name.upper(), f"results/{h['source']}" if h["source"] else "no committed log matches",
+                     h["before"]["epochs"] if h["before"] else "–", r["epochs"],
+                     f"{budget:.0f}" if budget else "none", _num(hp.get("max_epochs"), "d"), r.get("stopped", "?"),
+                     r.get("best_epoch", "?")])
+    return markdown_table(["config", "continued", "epochs before", "epochs after", "time budget, s", "max_epochs",
+                           "stopped by", "best epoch"], rows)
+
 
 # --------------------------------------------------------------------------- free or length-aware decoding
 
@@ -1110,24 +901,6 @@ def decoding_table(errors: dict) -> str:
 def decoding_gains(errors: dict, key: str = "bit_accuracy") -> dict[str, float]:
     """Per ``errors.json`` entry: length-aware minus free."""
     return {r["key"]: metric(r["aware"], key) - metric(r["free"], key) for r in decoding_rows(errors)}
-
-
-def decoding_verdict(errors: dict) -> str:
-    """What length-aware decoding changed over all models of ``errors.json``, in one sentence."""
-    rows = decoding_rows(errors)
-    bit, exact = decoding_gains(errors, "bit_accuracy"), decoding_gains(errors, "sequence_accuracy")
-    n = len(rows)
-    wrong = [r["wrong_length"] for r in rows]
-    fixed = [round((metric(r["aware"], "sequence_accuracy") - metric(r["free"], "sequence_accuracy")) * r["lines"])
-             for r in rows]
-    up_bit, up_exact = sum(g > 0 for g in bit.values()), sum(g > 0 for g in exact.values())
-    return (f"free decoding left {min(wrong)}–{max(wrong)} of {rows[0]['lines']} lines the wrong length; "
-            f"length-aware decoding raised bit accuracy in {up_bit} of {n} models "
-            f"({100 * min(bit.values()):+.2f} to {100 * max(bit.values()):+.2f} points) and exact lines in {up_exact} "
-            f"({100 * min(exact.values()):+.1f} to {100 * max(exact.values()):+.1f} points). Net, it made "
-            f"{sum(fixed)} more lines exact, against the {sum(wrong)} it gave the right length, "
-            + ("so most lines that went wrong in length also held a wrong character" if sum(fixed) < sum(wrong) / 2
-               else "so their length was most of what kept those lines from being exact"))
 
 
 # --------------------------------------------------------------------------- where the errors are
@@ -1229,45 +1002,6 @@ def profile_table(rows: list[dict]) -> str:
                            "worst key phase: × mean", "second half / first half of a chunk"], table)
 
 
-def profile_verdict(rows: list[dict]) -> dict[str, str]:
-    """Sentences on the chunk positions, the key phases and the trend within a chunk, over all models.
-
-    A position or phase stands out only with both :data:`SPIKE_Z` and :data:`SPIKE_RATIO`; the second
-    half of a chunk errs more when its ratio to the first half is above 1 with z of at least SPIKE_Z.
-    """
-    def spikes(field):
-        return [r for r in rows if r[f"{field}_z"] >= SPIKE_Z and (r[f"{field}_ratio"] or 0) >= SPIKE_RATIO]
-
-    def worst(field):
-        top = max(rows, key=lambda r: r[f"{field}_ratio"] or 0)
-        where = f"position {top['chunk_position']}" if field == "chunk" else f"phase {top['phase']}"
-        return (f"the highest ratio: {top[f'{field}_ratio']:.1f}×, {top['label']} at {where}, "
-                f"z = {top[f'{field}_z']:.1f}")
-
-    def listing(found, field):
-        where = "chunk_position" if field == "chunk" else "phase"
-        noun = "position" if field == "chunk" else "phase"
-        return "; ".join(f"{r['label']} at {noun} {r[where]} ({r[f'{field}_ratio']:.1f}× its mean, "
-                         f"z = {r[f'{field}_z']:.1f})" for r in found)
-
-    chunk, phase = spikes("chunk"), spikes("phase")
-    rising = [r for r in rows if r["late_z"] >= SPIKE_Z and (r["late_ratio"] or 0) > 1]
-    return {
-        "chunk": (f"in none of the {len(rows)} models does a position of the chunk err both at {SPIKE_RATIO:g} times "
-                  f"the model's mean rate and beyond counting noise (z ≥ {SPIKE_Z:g}; {worst('chunk')}): neither the "
-                  "chunk's edges nor its end stand out" if not chunk
-                  else "some chunk positions stand out: " + listing(chunk, "chunk")),
-        "phase": (f"nor does any key phase ({worst('phase')}), while a key byte left unlearned would make its "
-                  "phase wrong on most characters" if not phase
-                  else "some key phases stand out: " + listing(phase, "phase")),
-        "trend": ("the second half of a chunk does not err significantly more than the first in any model, so "
-                  "exposure bias within a chunk is not what limits them" if not rising
-                  else "the second half of a chunk errs significantly more in "
-                  + "; ".join(f"{r['label']} ({r['late_ratio']:.1f}×, z = {r['late_z']:.1f})" for r in rising)
-                  + ", the mark of exposure bias"),
-    }
-
-
 def plot_error_profiles(errors: dict, keys: Sequence[str] | None = None):
     """Error rate by chunk position and by key phase, relative to each model's mean (1 = its mean)."""
     fig, axes = _figure(2, width=5.0, height=3.2)
@@ -1310,11 +1044,6 @@ def edits(errors: dict, width: int = 12) -> list[dict]:
                     "before": ref[max(0, i1 - width):i1], "after": ref[i2:i2 + width]})
                 item["models"].append(entry_label(key))
     return sorted(found.values(), key=lambda item: (item["line"], item["index"]))
-
-
-_KIND_NAMES = {"capital": ("capital", "capitals"), "lowercase": ("lowercase letter", "lowercase letters"),
-               "digit": ("digit", "digits"), "space": ("space", "spaces"),
-               "punctuation": ("punctuation mark", "punctuation marks")}
 
 
 def char_kind(c: str) -> str:
@@ -1402,56 +1131,6 @@ def edit_summary(items: list[dict], train_lines: Sequence[str], text_lines: Sequ
     }
 
 
-def edit_verdict(summary: dict) -> dict[str, str]:
-    """Sentences chosen from :func:`edit_summary`: what the substitutions are (``"substitutions"``), whether
-    the decoder's prior explains them (``"prior"``), what that means (``"reading"``), and where the
-    length errors sit (``"length"``)."""
-    n, single = summary["substitutions"], summary["single"]
-    rare = bool(n) and summary["right_frequency"] < summary["text_frequency"] / 3
-    pulled = bool(single) and summary["prior"]["prediction"] > single / 2
-    if not n:
-        what = "the example lines hold no substitutions"
-    else:
-        kinds = ", ".join(f"{count} {_KIND_NAMES[kind][count > 1]}" for kind, count in summary["kinds"].most_common())
-        what = (f"the {n} substitution{'s replace' if n > 1 else ' replaces'} {kinds}; the median right character "
-                "occurs "
-                f"{summary['right_frequency']:.1f} times per 10,000 characters of training text, against "
-                f"{summary['text_frequency']:.1f} for the median character of the test text"
-                + (", so the errors fall on characters the model rarely saw (and each of them at 8 key phases, "
-                   "as 8 different cipher bytes)" if rare else ", so rarity alone does not explain them"))
-    if single:
-        lean = ("so mostly the decoder's language-model prior outvoted the cipher" if pulled else
-                "so the decoder's prior explains some of them, not most: the others are cipher bytes misread "
-                "against the prior")
-        prior = (f"in {summary['prior']['prediction']} of the {single} one-character substitutions the training "
-                 "text makes the predicted character likelier than the right one after the same two characters, "
-                 f"{lean}")
-    else:
-        prior = "there is no one-character substitution to test the prior on"
-    if rare and pulled:
-        reading = ("where the cipher byte is one the model saw rarely in training, the English prior has the louder "
-                   "voice, and the model writes a plausible character instead of the right one")
-    elif rare:
-        reading = ("the errors sit on characters the model rarely saw, but the prior does not explain most of them: "
-                   "the model misreads rare cipher bytes")
-    elif pulled:
-        reading = ("the errors are not confined to rare characters, but the prior wins most of them: the decoder "
-                   "trusts English more than the cipher")
-    else:
-        reading = "neither rarity nor the prior accounts for most of these errors"
-    m = summary["length_edits"]
-    if m:
-        length = (f"{m} edit{'s' if m > 1 else ''} change a line's length; {summary['at_full_stop']} sit at a full "
-                  f"stop, and {summary['to_chunk_end']} of the {summary['drops']} drops "
-                  f"{'runs' if summary['to_chunk_end'] == 1 else 'run'} exactly to the end of a 32-character chunk")
-        if summary["to_chunk_end"] or summary["at_full_stop"] > m / 2:
-            length += (": the decoder stopped a chunk early, or ran on, at a full stop that looked like a line end — "
-                       "the wrong stops of section 9.5")
-    else:
-        length = "no example line changes length"
-    return {"substitutions": what, "prior": prior, "reading": reading, "length": length}
-
-
 def exact_by_length(entry: dict, lengths: Sequence[int]) -> list[dict]:
     """The entry's exact-line rate per length bin beside ``(1 - CER)^n`` averaged over the bin's lines:
     what independent character errors at the model's own (free) CER would leave exact."""
@@ -1480,26 +1159,6 @@ def length_table(errors: dict, keys: Sequence[str], lengths: Sequence[int]) -> s
                                           for col in columns.values()])
     return markdown_table(["line length, characters", "lines"]
                           + [f"{entry_label(k)}: exact % (independent %)" for k in keys], rows)
-
-
-def length_verdict(entry: dict, lengths: Sequence[int]) -> str:
-    """Whether exact lines fall with length, and whether they fall as independent errors predict."""
-    bins = [b for b in exact_by_length(entry, lengths) if b["lines"]]
-    short, long = bins[0], bins[-1]
-    falls = long["exact"] < short["exact"]
-    above = sum(b["exact"] > b["independent"] for b in bins)
-    trend = (f"exact lines fall from {_pct(short['exact'])} % of the shortest lines to {_pct(long['exact'])} % of "
-             f"the longest" if falls else f"exact lines do not fall with length ({_pct(short['exact'])} % of the "
-             f"shortest lines, {_pct(long['exact'])} % of the longest)")
-    model = (f"(1 − CER)^n predicts {_pct(short['independent'])} % and {_pct(long['independent'])} %")
-    if above == len(bins):
-        fit = ("and every bin keeps more exact lines than independent errors would: errors cluster, a few lines "
-               "take several")
-    elif above == 0:
-        fit = "and every bin keeps fewer exact lines than independent errors would: errors spread over more lines"
-    else:
-        fit = f"and {above} of {len(bins)} bins keep more exact lines than independent errors would"
-    return f"{trend}; {model}, {fit}"
 
 
 # --------------------------------------------------------------------------- plots
@@ -1580,321 +1239,4 @@ def plot_curves(curves: dict[str, list[dict] | None]):
     for ax in (by_epoch, by_time):
         ax.set_ylabel("validation loss (nats per target unit)")
     by_epoch.legend(fontsize=8)
-    return fig
-
-
-# --------------------------------------------------------------------------- inside the committed models
-
-
-def committed_checkpoint(config: str) -> Path:
-    """Where the committed model of a configuration lives: ``results/checkpoints/<config>.safetensors``."""
-    return results_dir() / "checkpoints" / f"{config}.safetensors"
-
-
-def load_committed_model(config: str, fallback_dir: str | os.PathLike | None = None):
-    """(model, codec, Config, where it came from) for the committed model of ``config`` (on the CPU).
-
-    When the file is missing, it says so and trains the tiny ``smoke`` preset of that configuration
-    into ``fallback_dir`` (a temporary folder, removed afterwards, by default) instead: every later cell still runs, but
-    a smoke model has learned next to nothing, so its pictures show the method, not the result.
-    """
-    from cipherlab.evaluate import load_trained
-
-    path = committed_checkpoint(config)
-    if path.is_file():
-        model, codec, cfg = load_trained(path, device="cpu")
-        return model, codec, cfg, f"the committed model {path.parent.name}/{path.name}"
-    print(f"note: {path} is missing, so a smoke-sized {config.upper()} is trained here instead "
-          "(seconds; it has learned almost nothing, so read its maps as a demonstration only)")
-    from tqdm.auto import tqdm
-
-    from cipherlab.train import train_config
-
-    def quiet(*args, **kwargs):  # the trainer passes disable=None itself, so a partial would not do
-        return tqdm(*args, **{**kwargs, "disable": True})
-
-    quiet.write = tqdm.write
-    with tempfile.TemporaryDirectory(prefix=f"cipherlab-{config}-") as scratch, \
-            mock.patch("cipherlab.train.tqdm", quiet):  # no progress bars in the book
-        run = train_config(make_config(config, "smoke"), Path(fallback_dir or scratch) / config, device="cpu")
-        model, codec, cfg = load_trained(run.best_checkpoint, device="cpu")
-    return model, codec, cfg, f"a smoke-sized {config.upper()} trained just now (no committed model found)"
-
-
-def example_chunks(config: Config, n: int = 4, split: str = "test", corpus=None) -> list:
-    """The first ``n`` full-length chunks (``config.chunk_chars`` characters) of a split, phase-aligned."""
-    from cipherlab.data import load_corpus, make_chunks
-
-    corpus = corpus or load_corpus()
-    chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits[split], config.chunk_chars)
-    full = [c for c in chunks if len(c.plain) == config.chunk_chars]
-    if len(full) < n:
-        raise ValueError(f"only {len(full)} full-length chunks in the {split} split; ask for fewer")
-    return full[:n]
-
-
-@dataclass
-class AttentionView:
-    """The attention weights of one model on a few chunks, mapped to characters.
-
-    ``maps[(kind, layer)]`` is (B, H, L, L) for B chunks of L characters: row i is the query of
-    (the token, patch or byte that holds) character i, column j the weight that reaches character j.
-    A token's or patch's weight is shared equally among its characters (bits, for a BPE token over
-    cipher bits), and a character's row is the row of the token that holds it, so every model --
-    BPE tokens, bytes, patches -- lands on the same character grid and rows still sum to 1.
-    """
-
-    config: str
-    texts: list[str]
-    maps: dict[tuple[str, int], torch.Tensor]
-
-    @property
-    def kinds(self) -> list[str]:
-        return list(dict.fromkeys(kind for kind, _ in self.maps))
-
-    def layers(self, kind: str) -> int:
-        return sum(k == kind for k, _ in self.maps)
-
-    @property
-    def n_heads(self) -> int:
-        return next(iter(self.maps.values())).size(1)
-
-
-def coverage(lengths: Sequence[int], unit: int) -> torch.Tensor:
-    """(tokens, characters): how many of each token's ``unit``-sized pieces fall in each character.
-
-    Token i covers units [start_i, start_i + lengths[i]); character c covers [c * unit, (c + 1) * unit).
-    """
-    total = sum(lengths)
-    if total % unit:
-        raise ValueError(f"tokens cover {total} units, not a whole number of {unit}-unit characters")
-    cover = torch.zeros(len(lengths), total // unit)
-    start = 0
-    for i, length in enumerate(lengths):
-        for c in range(start // unit, (start + length - 1) // unit + 1):
-            cover[i, c] = min(start + length, (c + 1) * unit) - max(start, c * unit)
-        start += length
-    return cover
-
-
-def to_characters(weights: torch.Tensor, query_cover: torch.Tensor, key_cover: torch.Tensor) -> torch.Tensor:
-    """(H, Tq, Tk) token weights -> (H, L, L) character weights (see :class:`AttentionView`).
-
-    ``*_cover`` are (tokens, L) coverage counts: a character's row is the mix of the rows of the
-    tokens holding it (in proportion), a token's weight is spread over its characters (in proportion).
-    """
-    rows = query_cover / query_cover.sum(0, keepdim=True).clamp(min=1e-12)  # (Tq, L), columns sum to 1
-    cols = key_cover / key_cover.sum(1, keepdim=True).clamp(min=1e-12)  # (Tk, L), rows sum to 1
-    return rows.T @ weights @ cols  # (L, Tq) @ (H, Tq, Tk) @ (Tk, L) -> (H, L, L)
-
-
-@contextlib.contextmanager
-def _capturing(cores: dict):
-    """Switch on ``capture`` of the given ScaledDotProductAttention modules for one forward pass."""
-    for core in cores.values():
-        core.capture = True
-    try:
-        yield
-    finally:
-        for core in cores.values():
-            core.capture = False
-
-
-def attention_view(model, codec, chunks: Sequence, name: str = "") -> AttentionView:
-    """Teacher-forced attention weights of ``model`` on ``chunks`` (all the same length), per character.
-
-    C1-C4 (``Seq2SeqTransformer``): ``"encoder self"`` over the source tokens and ``"cross"`` (decoder
-    token -> source token). C5 (``BLTModel``): ``"encoder self"`` is the local encoder over cipher
-    bytes, ``"cross"`` the local decoder's direct path from each plaintext byte to the source (its byte
-    states, or its patches with ``source_memory="patches"``), and ``"global encoder self"`` the
-    patch-level encoder.
-    """
-    lengths = {len(c.plain) for c in chunks}
-    if len(lengths) != 1:
-        raise ValueError(f"attention_view needs chunks of one length, got lengths {sorted(lengths)}")
-    data = codec.dataset(chunks)
-    batch = codec.collate([data[i] for i in range(len(data))])
-    model.eval()
-    if codec.kind == "bpe":
-        cores = {("encoder self", i): layer.self_attn.attention for i, layer in enumerate(model.encoder.layers)}
-        cores |= {("cross", i): layer.cross_attn.attention for i, layer in enumerate(model.decoder.layers)}
-    else:
-        cores = {("encoder self", i): layer.self_attn.attn.attention
-                 for i, layer in enumerate(model.local_encoder.layers)}
-        cores |= {("cross", i): layer.memory_attn.attention for i, layer in enumerate(model.local_decoder.layers)}
-        cores |= {("global encoder self", i): layer.self_attn.attention
-                  for i, layer in enumerate(model.global_encoder.layers)}
-    with _capturing(cores), torch.no_grad():
-        teacher_forcing_logits(model, batch)
-    raw = {key: core.last_attn.float() for key, core in cores.items()}
-    if codec.kind == "blt":  # the local encoder attends inside windows: put them back on the diagonal
-        window = model.local_encoder.layers[0].self_attn.window
-        raw |= {key: _unwindow(w, batch["src"].size(1), window) for key, w in raw.items() if key[0] == "encoder self"}
-    maps = {key: [] for key in cores}
-    for b, chunk in enumerate(chunks):
-        for key, (q_cover, k_cover) in _covers(codec, batch, b, chunk, model).items():
-            weights = raw[key][b, :, : q_cover.size(0), : k_cover.size(0)]  # (H, Tq, Tk) without padding
-            maps[key].append(to_characters(weights, q_cover, k_cover))
-    name = name or ("C5" if codec.kind == "blt" else "C1-C4")
-    return AttentionView(config=name, texts=[c.plain for c in chunks],
-                         maps={k: torch.stack(v) for k, v in maps.items()})
-
-
-def _covers(codec, batch: dict, b: int, chunk, model) -> dict:
-    """{(kind, layer): (query coverage, key coverage)} of example ``b``, both (tokens, characters)."""
-    if codec.kind == "bpe":
-        src_tokens, tgt_tokens = codec.src.tokenize(chunk.cipher), codec.tgt.tokenize(chunk.plain)
-        n_src = int((batch["src"][b] != codec.src_pad_id).sum())
-        if len(src_tokens) != n_src:
-            raise ValueError(f"the source tokenizer cut chunk {b} into {len(src_tokens)} pieces but encoded "
-                             f"{n_src} ids; attention_view cannot map its weights to characters")
-        src = coverage([len(t) for t in src_tokens], 8)  # bits per token, 8 bits per character
-        tgt = coverage([len(t) for t in tgt_tokens], 1)  # characters per token
-        n_enc, n_dec = len(model.encoder.layers), len(model.decoder.layers)
-        # cross-attention row i predicts token i + 1 of [BOS, t1, ..., tn, EOS]: rows 0..n-1 hold t1..tn
-        return ({("encoder self", i): (src, src) for i in range(n_enc)}
-                | {("cross", i): (tgt, src) for i in range(n_dec)})
-    n = len(chunk.plain)
-    member = batch["src_member"][b, :, :n].float()  # (Ks, n): which bytes each source patch holds
-    member = member[: int((member.sum(1) > 0).sum())]  # drop the padding patches at the end
-    byte = torch.eye(n)
-    # the local decoder's direct path reads the source byte states, or (the course notes' design) the patches
-    source = byte if getattr(model, "source_memory", "patches") == "bytes" else member
-    return ({("encoder self", i): (byte, byte) for i in range(len(model.local_encoder.layers))}
-            # row i of the local decoder reads [BOS] + plain[:i] and predicts plain[i]
-            | {("cross", i): (byte, source) for i in range(len(model.local_decoder.layers))}
-            | {("global encoder self", i): (member, member) for i in range(len(model.global_encoder.layers))})
-
-
-def _unwindow(weights: torch.Tensor, L: int, window: int) -> torch.Tensor:
-    """Windowed self-attention weights (B * n_win, H, W, W) -> the block-diagonal (B, H, L, L) they stand for."""
-    W = min(window, L)
-    n_win = -(-L // W)
-    H = weights.size(1)
-    blocks = weights.reshape(-1, n_win, H, W, W)  # (B, n_win, H, W, W)
-    full = weights.new_zeros(blocks.size(0), H, n_win * W, n_win * W)
-    for k in range(n_win):
-        full[:, :, k * W:(k + 1) * W, k * W:(k + 1) * W] = blocks[:, k]
-    return full[:, :, :L, :L]
-
-
-def _offsets(L: int) -> torch.Tensor:
-    """(L, L) key position minus query position."""
-    idx = torch.arange(L)
-    return idx[None, :] - idx[:, None]
-
-
-def band_mass(weights: torch.Tensor, width: int = 0) -> torch.Tensor:
-    """(..., L, L) -> (...,): mean over query rows of the weight on keys within ``width`` of the diagonal.
-
-    1.0 means every character attends only to its own position (``width`` 0) or its neighbours.
-    """
-    near = (_offsets(weights.size(-1)).abs() <= width).to(weights.dtype)
-    return (weights * near).sum(-1).mean(-1)
-
-
-def same_phase_share(weights: torch.Tensor, period: int = PERIOD) -> torch.Tensor:
-    """(..., L, L) -> (...,): of the weight a character gives to *other* positions, the share that goes
-    to positions a multiple of ``period`` away -- those that share its key byte.
-
-    Uniform attention gives about 1/period (see :func:`uniform_same_phase_share`).
-    """
-    offsets = _offsets(weights.size(-1))
-    other = (offsets != 0).to(weights.dtype)
-    same = ((offsets % period == 0) & (offsets != 0)).to(weights.dtype)
-    return ((weights * same).sum(-1) / (weights * other).sum(-1).clamp(min=1e-12)).mean(-1)
-
-
-def uniform_same_phase_share(L: int, period: int = PERIOD) -> float:
-    """:func:`same_phase_share` of uniform attention over L positions: the share expected by chance."""
-    return float(same_phase_share(torch.full((L, L), 1.0 / L), period))
-
-
-def offset_profile(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(offsets -L+1 .. L-1, mean weight at each offset (..., 2L - 1)), averaged over the query rows
-    where that offset exists: a peak at multiples of 8 is the cipher's period."""
-    L = weights.size(-1)
-    offsets = _offsets(L)
-    values = torch.arange(-L + 1, L)
-    profile = torch.stack([weights[..., offsets == d].mean(-1) for d in values.tolist()], dim=-1)
-    return values, profile
-
-
-def attention_summary(views: dict[str, AttentionView]) -> list[dict]:
-    """For every module of every view, averaged over its chunks: the best head on the diagonal
-    (``band_mass``), within one character of it, and by same-key-phase share."""
-    rows = []
-    for name, view in views.items():
-        for (kind, layer), weights in view.maps.items():
-            mean = weights.mean(0)  # (H, L, L)
-            diag, near, phase = band_mass(mean), band_mass(mean, 1), same_phase_share(mean)
-            rows.append({"model": name, "kind": kind, "layer": layer,
-                         "diagonal": diag.max().item(), "diagonal_head": int(diag.argmax()),
-                         "near": near.max().item(), "phase": phase.max().item(), "phase_head": int(phase.argmax())})
-    return rows
-
-
-def attention_table(summary: list[dict]) -> str:
-    """:func:`attention_summary` as a Markdown table."""
-    rows = [[r["model"], r["kind"], r["layer"], f"{r['diagonal']:.2f} (head {r['diagonal_head']})", f"{r['near']:.2f}",
-             f"{r['phase']:.2f} (head {r['phase_head']})"] for r in summary]
-    return markdown_table(["model", "attention", "layer", "diagonal, best head", "±1 character",
-                           "same key phase, best head"], rows)
-
-
-def _draw_map(ax, weights: torch.Tensor, vmax: float) -> None:
-    """One (L, L) character map with a grid line every PERIOD characters (the key's period)."""
-    L = weights.size(-1)
-    ax.imshow(weights.numpy(), cmap="viridis", vmin=0, vmax=vmax)
-    for edge in range(PERIOD, L, PERIOD):
-        ax.axvline(edge - 0.5, color="white", lw=0.4, alpha=0.6)
-        ax.axhline(edge - 0.5, color="white", lw=0.4, alpha=0.6)
-
-
-def plot_heads(view: AttentionView, kind: str, layer: int, example: int = 0):
-    """Every head of one attention module on one chunk, with a grid line every 8 characters."""
-    weights = view.maps[(kind, layer)][example]  # (H, L, L)
-    H = weights.size(0)
-    ncols = min(H, 4)
-    fig, axes = _figure(ncols, width=2.4, height=2.6, nrows=-(-H // ncols))
-    for ax in axes[H:]:
-        ax.set_visible(False)
-    for h, ax in enumerate(axes[:H]):
-        _draw_map(ax, weights[h], float(weights.max()))
-        ax.set_title(f"head {h}", fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    axes[0].set_ylabel("query character")
-    axes[(len(axes) - 1) // ncols * ncols].set_xlabel("key character")  # first panel of the last row
-    fig.suptitle(f"{view.config}: {kind}, layer {layer}, chunk {example}", fontsize=10)
-    return fig
-
-
-def plot_head(view: AttentionView, kind: str, layer: int, head: int, example: int = 0):
-    """One head on one chunk, large, with the chunk's text along the query axis."""
-    weights = view.maps[(kind, layer)][example, head]  # (L, L)
-    fig, axes = _figure(1, width=4.6, height=4.4)
-    ax = axes[0]
-    _draw_map(ax, weights, float(weights.max()))
-    text = view.texts[example]
-    ax.set_yticks(range(len(text)), list(text), fontsize=6, family="monospace")
-    ax.set_xlabel("key character (source position)")
-    ax.set_ylabel("query character")
-    ax.set_title(f"{view.config}: {kind}, layer {layer}, head {head}", fontsize=10)
-    return fig
-
-
-def plot_offsets(view: AttentionView, kind: str, layer: int):
-    """Mean attention weight by offset (key minus query character) for every head of one module."""
-    values, profile = offset_profile(view.maps[(kind, layer)].mean(0))  # (H, 2L - 1)
-    fig, axes = _figure(1, width=7.5, height=3.0)
-    ax = axes[0]
-    for h in range(profile.size(0)):
-        ax.plot(values.numpy(), profile[h].numpy(), lw=1, label=f"head {h}")
-    for edge in range(-values.max().item() // PERIOD * PERIOD, values.max().item() + 1, PERIOD):
-        ax.axvline(edge, color="grey", lw=0.5, ls=":")
-    ax.set_xlabel("key position minus query position (characters)")
-    ax.set_ylabel("mean weight")
-    ax.set_title(f"{view.config}: {kind}, layer {layer}", fontsize=10)
-    ax.legend(fontsize=7, ncol=4)
     return fig

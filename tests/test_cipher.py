@@ -59,7 +59,7 @@ def test_character_beyond_one_byte_is_rejected():
 
 
 def test_verify_accepts_a_correct_dataset():
-    plain = ["Hello world", "", "x" * 100]
+    plain = ["Hello world", " ", "x" * 100]
     verify_dataset(plain, [encrypt(p) for p in plain])
 
 
@@ -76,8 +76,14 @@ def test_verify_accepts_a_correct_dataset():
             [encrypt("abc"), encrypt("help!")],
             r"c\.txt, line 2: does not decrypt .* character 3 \(bits 24-31\).*'p'.*'l'",
         ),
+        ([], [], r"^p\.txt: no lines \(the file is empty\); a dataset needs"),
+        (["ab"], [], r"^c\.txt: no lines \(the file is empty\) but p\.txt has 1; the files must be parallel"),
+        ([], [encrypt("ab")], r"^p\.txt: no lines \(the file is empty\) but c\.txt has 1"),
+        (["ab", ""], [encrypt("ab"), ""], r"^p\.txt, line 2: blank line \(and so is line 2 of c\.txt\): .*exact match for free"),
+        (["ab", "cd"], [encrypt("ab"), ""], r"^c\.txt, line 2: cipher has 0 bits but the plaintext line has 2 characters"),
     ],
-    ids=["line-count", "non-bit", "not-multiple-of-8", "length-mismatch", "wide-char", "wrong-decryption"],
+    ids=["line-count", "non-bit", "not-multiple-of-8", "length-mismatch", "wide-char", "wrong-decryption",
+         "no-lines", "no-cipher-lines", "no-plain-lines", "blank-pair", "empty-cipher-line"],
 )
 def test_verify_names_file_line_and_reason(plain, cipher, pattern):
     with pytest.raises(DatasetError, match=pattern):

@@ -172,3 +172,45 @@ def test_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
     (tmp_path / PLAIN_FILE).write_bytes(b"fine\nbad \xff byte\n")
     with pytest.raises(DatasetError, match=rf"{PLAIN_FILE}, line 2: not valid UTF-8"):
         load_corpus(tmp_path)
+
+
+# --------------------------------------------------------------------------- data/letters: the official format
+
+
+def test_reduce_to_letters_keeps_word_boundaries_and_drops_the_rest():
+    from cipherlab.letters import reduce_to_letters
+
+    assert reduce_to_letters("The mayor's term -- Jan. 1, 1962 -- ended.") == "The mayors term Jan ended"
+    assert reduce_to_letters("a well-known 'quote' (and $5)") == "a well known quote and"
+    assert reduce_to_letters("1961: 42%") == ""
+
+
+def test_join_paragraphs_never_cuts_or_reorders_and_respects_the_maximum():
+    from cipherlab.letters import MAX_CHARS, join_paragraphs
+
+    paragraphs = [("word " * n).strip() for n in [3, 500, 1, 200, 80, 530, 2, 7, 400, 60] * 5]
+    lines = join_paragraphs(paragraphs)
+    assert " ".join(lines) == " ".join(paragraphs)
+    assert all(0 < len(line) <= MAX_CHARS for line in lines)
+
+
+def test_letters_dataset_rebuilds_byte_for_byte_in_the_official_format(tmp_path, capsys):
+    """`data build-letters` remakes the committed data/letters/brown_plain.txt, and it verifies."""
+    import re
+    import statistics
+
+    from cipherlab.data import REPO_DATA_DIR
+    from cipherlab.letters import MAX_CHARS, OFFICIAL_MEDIAN
+
+    out = tmp_path / PLAIN_FILE
+    assert main(["data", "build-letters", "--out", str(out)]) == 0
+    assert out.read_bytes() == (REPO_DATA_DIR / "letters" / PLAIN_FILE).read_bytes()
+    lines = out.read_text(encoding="ascii").splitlines()
+    assert all(re.fullmatch(r"[A-Za-z]+( [A-Za-z]+)*", line) for line in lines)
+    lengths = [len(line) for line in lines]
+    assert len(lines) == 2947 and max(lengths) == 2646 <= MAX_CHARS and min(lengths) >= 19
+    assert abs(statistics.median(lengths) - OFFICIAL_MEDIAN) <= 5  # 552
+    capsys.readouterr()
+    assert main(["data", "verify", "--data-dir", str(tmp_path)]) == 0
+    report = capsys.readouterr().out
+    assert "lines: 2947" in report and "alphabet: ' ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'" in report

@@ -53,7 +53,9 @@ class ScaledDotProductAttention(nn.Module):
     """softmax(q k^T / sqrt(d) + mask) v, on (B, H, L, d) tensors.
 
     A query row whose keys are ALL blocked outputs zeros (all its attention weights are 0).
-    Such rows are real: a source line that is all padding, an empty BLT patch. The obvious
+    Such rows are real in the BLT (C5): a local-attention window of a shorter example that
+    holds only padding, a padding patch slot with no bytes to pool. (C1-C4 have none: key 0 is
+    always a real token or BOS.) The obvious
     alternatives all fail:
     - filling blocked scores with -inf gives softmax(-inf, ..., -inf) = 0/0 = NaN, which
       then poisons every later matmul, the loss and the gradients;

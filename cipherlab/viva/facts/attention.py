@@ -77,6 +77,61 @@ def longest_line() -> int:
     return max(map(len, load_corpus().plain))
 
 
+BLOCKED_ROW_BATCHES = 4  # training batches of epoch 0 that blocked_rows_in_training runs through
+
+
+@functools.lru_cache(maxsize=None)
+def blocked_rows_in_training(name: str, n_batches: int = BLOCKED_ROW_BATCHES) -> dict:
+    """Query rows whose keys are ALL blocked, per attention module, in real training batches.
+
+    Configuration ``name`` at the cpu preset (the committed runs), its first ``n_batches``
+    training batches of epoch 0, one teacher-forced forward pass; a forward pre-hook on every
+    ScaledDotProductAttention counts the (example, query) rows of its mask that see no key.
+    Masks depend on the data and the architecture, not on the width or the weights, so the
+    model is built 32 wide to keep this cheap. Returns {module path without layer numbers:
+    (blocked rows, all rows)}.
+    """
+    from collections import Counter
+
+    from cipherlab.config import make_config
+    from cipherlab.data import BucketBatchSampler, make_chunks
+    from cipherlab.train import fit_codec, select_lines, teacher_forcing_logits
+
+    config = make_config(name, "cpu", d_model=32, ffn_dim=64)
+    corpus = select_lines(load_corpus(), config)
+    codec = fit_codec(config, corpus)
+    chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)
+    dataset = codec.dataset(chunks)
+    sampler = BucketBatchSampler(dataset.src_lengths, config.token_budget, config.max_batch_size,
+                                 shuffle=True, seed=config.seed)
+    blocked, rows = Counter(), Counter()
+
+    def count(module, args):
+        q, mask = args[0], args[3]
+        where = module.where
+        blind = torch.zeros(q.shape[0], q.shape[2], dtype=torch.bool) if mask is None else \
+            mask.all(-1).expand(q.shape[0], -1, q.shape[2])[:, 0]  # (B, Lq) rows seeing no key
+        blocked[where] += int(blind.sum())
+        rows[where] += blind.numel()
+
+    with torch.random.fork_rng():
+        torch.manual_seed(config.seed)
+        model = codec.build_model(config).eval()
+    for path, module in model.named_modules():
+        if isinstance(module, ScaledDotProductAttention):
+            module.where = ".".join(p for p in path.split(".") if not p.isdigit() and p != "layers")
+            module.register_forward_pre_hook(count)
+    with torch.no_grad():
+        for indices in sampler.epoch_batches(0)[:n_batches]:
+            teacher_forcing_logits(model, codec.collate([dataset[i] for i in indices]))
+    return {where: (blocked[where], rows[where]) for where in rows}
+
+
+def _blocked_total(name: str, skip: str = "") -> tuple[int, int]:
+    counts = [c for where, c in blocked_rows_in_training(name).items() if not (skip and where.startswith(skip))]
+    return sum(b for b, _ in counts), sum(n for _, n in counts)
+
+
 def attention_ffn_flops(length: int, d_model: int = D_MODEL, n_heads: int = N_HEADS, ffn_dim: int = FFN_DIM):
     """FLOPs (2 per multiply-add, as torch's FlopCounterMode counts) of one self-attention and one FFN
     on a (1, length, d_model) input, counted on cipherlab's real modules."""
@@ -190,6 +245,12 @@ FACTS = {
     "attn_neg_inf_row": lambda: str(blocked_row_policies()["neg_inf"].tolist()),
     "attn_dtype_min_row": lambda: str(blocked_row_policies()["dtype_min"].tolist()),
     "attn_blocked_output": lambda: str(blocked_row_policies()["cipherlab_output"].tolist()),
+    "attn_shortest_line_chars": lambda: min(map(len, load_corpus().plain)),
+    "attn_blocked_batches": lambda: BLOCKED_ROW_BATCHES,
+    "attn_blocked_rows_c1": lambda: _blocked_total("c1")[0],
+    "attn_rows_c1": lambda: _blocked_total("c1")[1],
+    "attn_blocked_pool_frac_c5": lambda: (lambda b, n: b / n)(*blocked_rows_in_training("c5")["local_encoder.pooling.attn.attention"]),
+    "attn_blocked_rows_c5_elsewhere": lambda: _blocked_total("c5", skip="local_encoder.pooling")[0],
     "attn_longest_line_chars": longest_line,
     "attn_longest_line_bits": lambda: 8 * longest_line(),
     "attn_longest_line_scores_gb": lambda: (8 * longest_line()) ** 2 * 4 / 1e9,

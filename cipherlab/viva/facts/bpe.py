@@ -3,13 +3,16 @@
 Every function runs cipherlab's own tokenizers (``cipherlab.tokenizers``); chapter 6 calls the
 same functions, so the book and the answers show the same numbers. Tokenizers trained here are
 small (a few hundred training lines) so that the chapter runs in seconds; the full-size ones are
-``cipherlab.tokenizers.get_tokenizers``.
+``cipherlab.tokenizers.get_tokenizers``. The "mode_" facts read C1's committed test records in
+``results/cpu`` (cipher bytes, no merges) and ``results/cpu-bits`` (bits-mode BPE), which differ
+only in how the source is tokenised.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -18,8 +21,9 @@ from cipherlab.data import load_corpus
 from cipherlab.tokenizers import (BPETokenizer, apply_merges, boundary_straddle_rate, learn_merges,
                                   split_plaintext)
 from cipherlab.tokenizers.pretokenize import Utf8ByteUnit
-from cipherlab.viva.facts.positional import baseline_model
+from cipherlab.viva.facts.positional import BITS, baseline_model, exact_stderr, percent, run_records
 
+BYTES = "cpu"  # the reference run: C1 reads whole cipher bytes, no merges (BITS: the same with bits-mode BPE)
 BENCHMARK_FILE = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "bpe.json"
 NOT_MEASURED = "not measured yet (run benchmarks/bench_bpe.py)"
 
@@ -214,10 +218,9 @@ def benchmark_summary() -> str:
         return NOT_MEASURED
     bits = benchmark_rows(report)["source_bits"]
     return (f"on the {bench_field(report, 'data', 'train_lines'):,}-line training split the cipher side's "
-            f"{bits['merges']:,} merges (\"bits\" mode) take the fast learner {bits['fast_s']:.1f} s of CPU, "
-            f"and the naive learner would take about {bits['naive_s']:,.0f} s, {bits['ratio']:,.0f} times longer "
-            f"(extrapolated from a {bits['subset_lines']}-line subset on which both run to the end: there the "
-            f"naive learner is {bits['subset_ratio']:,.0f} times slower and returns "
+            f"{bits['merges']:,} merges take the fast learner {bits['fast_s']:.1f} s of CPU and the naive one "
+            f"about {bits['naive_s']:,.0f} s ({bits['ratio']:,.0f}×, extrapolated from a {bits['subset_lines']}-line "
+            f"subset where it is {bits['subset_ratio']:,.0f}× slower and returns "
             f"{'the same' if bits['identical'] else 'DIFFERENT'} merges)")
 
 
@@ -243,5 +246,14 @@ FACTS = {
     "cross_word_share_plain": lambda: cross_word_share("plaintext"),
     "cross_word_share_whole_line": lambda: cross_word_share("cipher"),
     "bpe_bench_summary": benchmark_summary,
+    "mode_bits_src_vocab": lambda: run_records(BITS)["c1"]["hyperparameters"]["src_vocab"],
+    "mode_lines": lambda: run_records(BYTES)["c1"]["test"]["lines"],
+    "mode_bytes_exact": lambda: percent(BYTES, "c1", "sequence_accuracy"),
+    "mode_bits_exact": lambda: percent(BITS, "c1", "sequence_accuracy"),
+    "mode_exact_se": lambda: math.hypot(exact_stderr(BYTES, "c1"), exact_stderr(BITS, "c1")),
+    "mode_bytes_epochs": lambda: run_records(BYTES)["c1"]["epochs"],
+    "mode_bits_epochs": lambda: run_records(BITS)["c1"]["epochs"],
+    "mode_bytes_bit": lambda: percent(BYTES, "c1", "bit_accuracy"),
+    "mode_bits_bit": lambda: percent(BITS, "c1", "bit_accuracy"),
     "wordpiece_disagree_share": lambda: segmentation_disagreements()[0] / segmentation_disagreements()[1],
 }

@@ -1,9 +1,10 @@
 """Facts for chapter 4 (positions): the checks whose numbers the viva answers quote.
 
 Every function runs cipherlab's own modules (``cipherlab.models.positional``,
-``cipherlab.models.attention`` and ``cipherlab.models.transformer``) or reads
-``results/calibration/calibration.json``, the short runs that chose the cpu preset; chapter 4
-calls the same functions, so the book and the answers show the same numbers.
+``cipherlab.models.attention`` and ``cipherlab.models.transformer``) or reads committed results:
+``results/calibration/calibration.json`` (the short runs that chose the cpu preset) and, through
+``cipherlab.results``, the C1/C2 records of ``results/equal-epochs/cpu`` and ``results/cpu-bits``.
+Chapter 4 calls the same functions, so the book and the answers show the same numbers.
 """
 
 from __future__ import annotations
@@ -23,12 +24,15 @@ from cipherlab.models.positional import (LearnedPositionalEncoding, RotaryPositi
                                          SinusoidalPositionalEncoding, interleaved_to_half_split,
                                          inverse_frequencies)
 from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.results import load_run, metric
 
 D_MODEL, N_HEADS, MAX_LEN = 256, 8, 4096  # the assignment's shared hyperparameters
 HEAD_DIM = D_MODEL // N_HEADS
 KEY_PERIOD = 8  # len(cipherlab.cipher.KEY)
 CPU_C2 = make_config("c2", "cpu")  # the reference run's C2: the sizes the cross-attention probe uses
 CALIBRATION_FILE = Path(__file__).resolve().parents[3] / "results" / "calibration" / "calibration.json"
+EQUAL_EPOCHS = "equal-epochs/cpu"  # every cpu configuration trained to the same number of epochs (bytes mode)
+BITS = "cpu-bits"  # the cpu preset with the course notes' bits-mode BPE on the cipher side
 
 
 def sinusoidal_table(d_model: int = D_MODEL, length: int = MAX_LEN) -> torch.Tensor:
@@ -283,6 +287,59 @@ def calibration_bits(run_id: str) -> float:
     return calibration_run(run_id)["val60"]["bit_accuracy"]
 
 
+# --------------------------------------------------------------------------- C2 against C1 in the committed runs
+
+@functools.cache
+def run_records(folder: str) -> dict:
+    """{"c1": record, ...} of a committed results folder (``cipherlab.results.load_run``)."""
+    return load_run(folder)
+
+
+def test_lines(folder: str, config: str = "c1") -> int:
+    return run_records(folder)[config]["test"]["lines"]
+
+
+def percent(folder: str, config: str, key: str) -> float:
+    """A test metric of one configuration, in percent (e.g. "sequence_accuracy", "bit_accuracy")."""
+    return 100 * metric(run_records(folder)[config], key)
+
+
+def exact_lines(folder: str, config: str) -> int:
+    """How many test lines a configuration decoded exactly."""
+    return round(metric(run_records(folder)[config], "sequence_accuracy") * test_lines(folder, config))
+
+
+def points_over_c1(folder: str, config: str, key: str) -> float:
+    """metric(config) - metric(C1) in percentage points (positive: config is better)."""
+    return percent(folder, config, key) - percent(folder, "c1", key)
+
+
+def exact_stderr(folder: str, config: str) -> float:
+    """Binomial standard error of a configuration's exact-line rate, sqrt(p (1 - p) / n), in points."""
+    p = metric(run_records(folder)[config], "sequence_accuracy")
+    return 100 * math.sqrt(p * (1 - p) / test_lines(folder, config))
+
+
+def exact_over_c1_stderr(folder: str, config: str) -> float:
+    """One binomial standard error of the exact-line difference from C1, in points:
+    sqrt(p1 (1 - p1) / n1 + p2 (1 - p2) / n2). Only the sampling of the test lines; a second
+    training seed would move both rates too, and one seed per configuration cannot say by how much."""
+    return math.hypot(exact_stderr(folder, "c1"), exact_stderr(folder, config))
+
+
+def common(what: str, values: dict):
+    """The one value every configuration in ``values`` shares; an error naming them where they differ
+    (a sentence such as "both decode N lines" or "N epochs each" would no longer be true)."""
+    if len(set(values.values())) != 1:
+        raise ValueError(f"{what} differs between configurations: {values}; reword the answer that says they agree")
+    return next(iter(values.values()))
+
+
+def cross_rotation(folder: str, config: str = "c2") -> str:
+    """"on" where a run's C2 rotated cross-attention too (hyperparameters.rope_cross_attention), else "off"."""
+    return "on" if run_records(folder)[config]["hyperparameters"]["rope_cross_attention"] else "off"
+
+
 _permutation_checks = functools.cache(permutation_checks)  # several facts read one run
 _phase_readout = functools.cache(phase_readout)
 _cross_rope_checks = functools.cache(cross_rope_checks)
@@ -311,7 +368,6 @@ FACTS = {
     "chunk_chars": lambda: CHUNK_CHARS,
     "cross_rope_err": lambda: _cross_rope_checks()["diagonal_err"],
     "cross_norope_spread": lambda: _cross_rope_checks()["flat_spread"],
-    "cal_lines": calibration_lines,
     "cal_b_loss1": lambda: first_epoch_loss("B"),
     "cal_c_loss1": lambda: first_epoch_loss("C"),
     "cal_e_loss1": lambda: first_epoch_loss("E"),
@@ -321,4 +377,25 @@ FACTS = {
     "cal_e_steps": lambda: scored_step(calibration_run("E")),
     "cal_c_src_vocab": lambda: calibration_run("C")["overrides"]["src_vocab"],
     "cal_c_tgt_vocab": lambda: calibration_run("C")["overrides"]["tgt_vocab"],
+    "eq_epochs": lambda: common(f"{EQUAL_EPOCHS} epochs", {c: run_records(EQUAL_EPOCHS)[c]["epochs"] for c in ("c1", "c2")}),
+    "eq_lines": lambda: test_lines(EQUAL_EPOCHS),
+    "eq_c1_exact": lambda: percent(EQUAL_EPOCHS, "c1", "sequence_accuracy"),
+    "eq_c2_exact": lambda: percent(EQUAL_EPOCHS, "c2", "sequence_accuracy"),
+    "eq_c2_exact_diff": lambda: points_over_c1(EQUAL_EPOCHS, "c2", "sequence_accuracy"),
+    "eq_c2_exact_se": lambda: exact_over_c1_stderr(EQUAL_EPOCHS, "c2"),
+    "eq_c2_exact_z": lambda: abs(points_over_c1(EQUAL_EPOCHS, "c2", "sequence_accuracy"))
+    / exact_over_c1_stderr(EQUAL_EPOCHS, "c2"),
+    "eq_c2_bit_diff": lambda: points_over_c1(EQUAL_EPOCHS, "c2", "bit_accuracy"),
+    "eq_c1_bits_wrong": lambda: 100 - percent(EQUAL_EPOCHS, "c1", "bit_accuracy"),
+    "eq_c1_cer": lambda: percent(EQUAL_EPOCHS, "c1", "char_error_rate"),
+    "eq_c2_cer": lambda: percent(EQUAL_EPOCHS, "c2", "char_error_rate"),
+    "eq_c2_cross": lambda: cross_rotation(EQUAL_EPOCHS),
+    "bits_c2_cross": lambda: cross_rotation(BITS),
+    "bits_src_vocab": lambda: run_records(BITS)["c2"]["hyperparameters"]["src_vocab"],
+    "bits_lines": lambda: test_lines(BITS),
+    "bits_exact_lines": lambda: common(f"{BITS} exact lines", {c: exact_lines(BITS, c) for c in ("c1", "c2")}),
+    "bits_c1_bit": lambda: percent(BITS, "c1", "bit_accuracy"),
+    "bits_c2_bit": lambda: percent(BITS, "c2", "bit_accuracy"),
+    "bits_c1_epochs": lambda: run_records(BITS)["c1"]["epochs"],
+    "bits_c2_epochs": lambda: run_records(BITS)["c2"]["epochs"],
 }

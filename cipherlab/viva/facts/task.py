@@ -6,6 +6,7 @@ import functools
 import itertools
 
 from cipherlab.cipher import KEY, encrypt, key_phase
+from cipherlab.config import make_config
 from cipherlab.data import CHUNK_CHARS, load_corpus
 from cipherlab.metrics import bit_matches
 
@@ -35,9 +36,9 @@ def _phases(chunk_chars: int) -> str:
 FACTS = {
     "task_key_len": lambda: len(KEY),
     "task_chunk_chars": lambda: CHUNK_CHARS,
+    "task_cpu_chunk_chars": lambda: make_config("c1", "cpu").chunk_chars,
     "task_phases_256": lambda: _phases(256),
     "task_phases_250": lambda: _phases(250),
-    "task_phases_253": lambda: _phases(253),
     "task_distinct_250": lambda: len(set(chunk_start_phases(250))),
     "task_distinct_253": lambda: len(set(chunk_start_phases(253))),
     "task_chunk1_phase_250": lambda: key_phase(250),

@@ -48,9 +48,15 @@ def init_scales(embed_std: float, batch: int = 4, length: int = 64, seed: int = 
     "embed_over_pe": std of table(ids) * sqrt(d) divided by the RMS of the sinusoidal table it is added to;
     "logit_std": std of the initial logits (tied head); "max_prob": mean over positions of the
     largest softmax probability; "loss": initial cross-entropy on random targets.
+
+    Everything random is drawn from ``seed``: the model's other weights under ``torch.manual_seed(seed)``
+    in a forked random state (the caller's state is left as it was), so chapter 8 and the drill,
+    which run different code before it, print the same numbers.
     """
-    model = Seq2SeqTransformer(ASSIGNMENT.src_vocab, ASSIGNMENT.tgt_vocab,
-                               **{**ASSIGNMENT.model_hyperparameters(), "dropout": 0.0})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Seq2SeqTransformer(ASSIGNMENT.src_vocab, ASSIGNMENT.tgt_vocab,
+                                   **{**ASSIGNMENT.model_hyperparameters(), "dropout": 0.0})
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for table in (model.src_embed, model.tgt_embed):
