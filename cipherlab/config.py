@@ -84,6 +84,9 @@ class Config:
     chunk_chars: int = 256  # plaintext characters per training chunk; a multiple of 8
     max_train_lines: int | None = None  # use only the first N training lines (None: all)
     max_eval_lines: int | None = None  # use only the first N val and test lines (None: all)
+    # --- learning the cipher rather than the corpus (shared by all five; see cipherlab.data.phase_shuffle) ---
+    phase_shuffle: float = 0.0  # share of training chunks replaced by a phase-preserving shuffle (0..1)
+    bit_embeddings: bool = False  # byte/character embeddings (and the tied head) linear in the 8 bits
 
     # --- optimisation ---
     lr: float = 3e-4  # AdamW peak learning rate
@@ -119,6 +122,8 @@ class Config:
             value = getattr(self, field)
             if value is not None and value <= 0:
                 raise ConfigError(f"{field}={value}: must be at least 1 (a run with {field} {value} trains nothing)")
+        if not 0.0 <= self.phase_shuffle <= 1.0:
+            raise ConfigError(f"phase_shuffle={self.phase_shuffle}: a share of the training chunks, 0 to 1")
         if self.chunk_chars % 8:
             raise ConfigError(
                 f"chunk_chars={self.chunk_chars} is not a multiple of 8: chunks would start "
@@ -268,7 +273,7 @@ def config_from_dict(values: dict) -> Config:
 # Fields whose value must be positive: a run with max_epochs=0 or d_model=0 has nothing to do.
 _POSITIVE = ("d_model", "n_heads", "n_kv_heads", "enc_layers", "dec_layers", "ffn_dim", "blt_local_layers",
              "blt_window", "blt_patch_tgt", "blt_max_patch", "chunk_chars", "max_train_lines", "max_eval_lines",
-             "lr", "token_budget", "max_batch_size", "max_epochs", "patience", "time_budget_s")
+             "token_budget", "max_batch_size", "max_epochs", "patience", "time_budget_s")
 
 
 def _field_kind(field: str) -> tuple[type, bool]:

@@ -312,6 +312,38 @@ def make_chunks(
     return chunks
 
 
+def phase_shuffle(chunk: Chunk, rng: random.Random) -> Chunk:
+    """A copy of ``chunk`` whose characters are permuted among positions with the same index
+    mod 8, its 8-bit cipher groups permuted the same way.
+
+    Every position keeps its key phase, so every (character, cipher byte) pair stays a valid
+    pair of the cipher, and no knowledge of the key is used -- only its period, which the task
+    states. The text, though, is no longer English: a model can get it right only by decrypting
+    each character, not by guessing it from its neighbours. (Chunks start at phase 0: see
+    :func:`make_chunks`.)
+    """
+    n = len(chunk.plain)
+    order = list(range(n))
+    for phase in range(len(KEY)):
+        slots = list(range(phase, n, len(KEY)))
+        moved = slots[:]
+        rng.shuffle(moved)
+        for slot, source in zip(slots, moved):
+            order[slot] = source
+    plain = "".join(chunk.plain[i] for i in order)
+    cipher = "".join(chunk.cipher[8 * i: 8 * i + 8] for i in order)
+    return Chunk(chunk.line, chunk.part, plain, cipher)
+
+
+def shuffle_chunks(chunks: Sequence[Chunk], share: float, seed: int) -> list[Chunk]:
+    """Replace a ``share`` of the chunks (chosen with ``seed``) by their phase-preserving
+    shuffles (:func:`phase_shuffle`); drawn once, so every epoch sees the same copies."""
+    if share <= 0:
+        return list(chunks)
+    rng = random.Random(seed)
+    return [phase_shuffle(c, rng) if rng.random() < share else c for c in chunks]
+
+
 def reassemble(pieces: Iterable[tuple[int, int, str]]) -> dict[int, str]:
     """Join (line, part, text) pieces back into whole lines, in part order.
 

@@ -61,6 +61,7 @@ from cipherlab.data import (
     collate,
     load_corpus,
     make_chunks,
+    shuffle_chunks,
 )
 from cipherlab.device import pick_device
 from cipherlab.models import Seq2SeqTransformer
@@ -626,7 +627,27 @@ class SubwordCodec:
             rope_cross_attention=config.rope_cross_attention,
             src_pad_id=self.src_pad_id,
             tgt_pad_id=self.tgt_pad_id,
+            src_codes=self.codes(self.src) if config.bit_embeddings else None,
+            tgt_codes=self.codes(self.tgt) if config.bit_embeddings else None,
         )
+
+    @staticmethod
+    def codes(tokenizer) -> list[int | None]:
+        """Each id's byte (a source token of exactly one 8-bit group) or character code (a
+        one-character target token), None for specials and multi-unit tokens: the features of
+        ``Config.bit_embeddings``."""
+        codes = []
+        for i in range(tokenizer.vocab_size):
+            if i in (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id):
+                codes.append(None)
+                continue
+            if tokenizer.unit == "char":
+                text = tokenizer.decode([i])
+                codes.append(ord(text) if len(text) == 1 and ord(text) < 256 else None)
+            else:  # source tokens are strings of bits
+                token = tokenizer._id_to_token[i]
+                codes.append(int(token, 2) if tokenizer.unit == "byte8" and len(token) == 8 else None)
+        return codes
 
     def dataset(self, chunks):
         return SubwordChunkDataset(chunks, self.src, self.tgt)
@@ -693,6 +714,7 @@ class ByteCodec:
             window=config.blt_window,
             patch_tgt=config.blt_patch_tgt,
             source_memory=config.blt_source_memory,
+            bit_embeddings=config.bit_embeddings,
         )
 
     def dataset(self, chunks):
@@ -829,6 +851,8 @@ def train_config(
 
     def batches(split: str, shuffle: bool) -> Batches:
         chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits[split], config.chunk_chars)
+        if split == "train":  # validation stays English: best.pt is chosen on real text
+            chunks = shuffle_chunks(chunks, config.phase_shuffle, config.seed)
         dataset = codec.dataset(chunks)
         sampler = BucketBatchSampler(
             dataset.src_lengths, config.token_budget, config.max_batch_size, shuffle=shuffle, seed=config.seed

@@ -51,6 +51,7 @@ from torch import nn
 from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
 from .attention import MultiHeadAttention, causal_mask
+from .embedding import BitFactoredEmbedding
 from .blt_patching import (
     DEFAULT_MAX_PATCH,
     DEFAULT_MIN_COUNT,
@@ -205,14 +206,22 @@ class PatchPooling(nn.Module):
         return self.norm(pooled).masked_fill(empty[..., None], 0.0), empty
 
 
+def byte_embedding(d_model: int, bit_embeddings: bool = False) -> nn.Module:
+    """The table of the 259 byte ids: free rows, or bit-factored ones (``Config.bit_embeddings``:
+    bytes 0..255 by their bits, PAD/BOS/EOS free)."""
+    if not bit_embeddings:
+        return nn.Embedding(VOCAB_SIZE, d_model)
+    return BitFactoredEmbedding([*range(256), *[None] * (VOCAB_SIZE - 256)], d_model)
+
+
 class LocalEncoder(nn.Module):
     """Source bytes -> patch vectors: embedding, byte positions, windowed layers, PatchPooling."""
 
     def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int,
-                 dropout: float = 0.1, max_len: int = 4096):
+                 dropout: float = 0.1, max_len: int = 4096, bit_embeddings: bool = False):
         super().__init__()
         self.d_model = d_model
-        self.embed = nn.Embedding(VOCAB_SIZE, d_model)
+        self.embed = byte_embedding(d_model, bit_embeddings)
         self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
         self.layers = nn.ModuleList(
             LocalTransformerLayer(d_model, n_heads, ffn_dim, window, dropout) for _ in range(n_layers))
@@ -274,10 +283,10 @@ class LocalDecoder(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int,
-                 dropout: float = 0.1, max_len: int = 4096):
+                 dropout: float = 0.1, max_len: int = 4096, bit_embeddings: bool = False):
         super().__init__()
         self.d_model = d_model
-        self.embed = nn.Embedding(VOCAB_SIZE, d_model)
+        self.embed = byte_embedding(d_model, bit_embeddings)
         self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
         self.layers = nn.ModuleList(
             LocalDecoderLayer(d_model, n_heads, ffn_dim, window, dropout) for _ in range(n_layers))
@@ -309,7 +318,8 @@ class BLTModel(nn.Module):
 
     def __init__(self, d_model: int = 256, n_heads: int = 8, enc_layers: int = 4, dec_layers: int = 4,
                  ffn_dim: int = 1024, dropout: float = 0.1, local_layers: int = 1, window: int = 128,
-                 patch_tgt: int = DEFAULT_PATCH_TGT, max_len: int = 4096, source_memory: str = "bytes"):
+                 patch_tgt: int = DEFAULT_PATCH_TGT, max_len: int = 4096, source_memory: str = "bytes",
+                 bit_embeddings: bool = False):
         super().__init__()
         if patch_tgt < 1:
             raise ValueError(f"BLTModel: patch_tgt={patch_tgt}; a target patch must hold at least 1 byte")
@@ -317,7 +327,7 @@ class BLTModel(nn.Module):
             raise ValueError(f"BLTModel: source_memory={source_memory!r}; expected one of {SOURCE_MEMORIES}")
         self.d_model, self.patch_tgt, self.source_memory = d_model, patch_tgt, source_memory
         local = dict(d_model=d_model, n_heads=n_heads, ffn_dim=ffn_dim, n_layers=local_layers,
-                     window=window, dropout=dropout, max_len=max_len)
+                     window=window, dropout=dropout, max_len=max_len, bit_embeddings=bit_embeddings)
         self.local_encoder = LocalEncoder(**local)
         self.local_decoder = LocalDecoder(**local)
         self.tgt_pooling = PatchPooling(d_model, n_heads, dropout)

@@ -15,7 +15,8 @@ Each stack ends with a final norm. C1-C4 differ only in the flags of Seq2SeqTran
     C3  pos_encoding="sinusoidal"  attn_type="gqa", n_kv_heads=2  norm="layernorm"
     C4  pos_encoding="sinusoidal"  attn_type="mha"                norm="rmsnorm"
 
-Cross-attention is MHA in every configuration (GQA in C3). In C2 it is rotated too
+Cross-attention is MHA in every configuration, C3 included (C3 groups the K/V heads of the
+self-attention layers only). In C2 it is rotated too
 (``rope_cross_attention=True``, the default): queries at their target positions, keys at their
 source positions, so a cross-attention score depends on target - source position and the
 diagonal alignment can be learned; the sinusoidal configurations get the same information from
@@ -31,6 +32,7 @@ from torch import nn
 
 from .attention import KVCache, MultiHeadAttention, causal_mask, make_attention, padding_mask
 from .norm import make_norm
+from .embedding import BitFactoredEmbedding
 from .positional import LearnedPositionalEncoding, RotaryPositionalEmbedding, SinusoidalPositionalEncoding
 
 POS_ENCODINGS = ("sinusoidal", "rope", "learned")
@@ -181,6 +183,16 @@ def init_transformer_weights(model: nn.Module) -> None:
             nn.init.normal_(module.weight, mean=0.0, std=module.embedding_dim ** -0.5)
 
 
+def _embedding(vocab_size: int, d_model: int, codes, side: str) -> nn.Module:
+    """An ordinary table, or with ``codes`` (token id -> byte/character code or None) a
+    :class:`BitFactoredEmbedding` (``Config.bit_embeddings``)."""
+    if codes is None:
+        return nn.Embedding(vocab_size, d_model)
+    if len(codes) != vocab_size:
+        raise ValueError(f"Seq2SeqTransformer: {len(codes)} {side} codes for a vocabulary of {vocab_size}")
+    return BitFactoredEmbedding(codes, d_model)
+
+
 class Seq2SeqTransformer(nn.Module):
     """Encoder-decoder Transformer: source ids (B, Ls), target-input ids (B, Lt) -> logits (B, Lt, V).
 
@@ -189,14 +201,16 @@ class Seq2SeqTransformer(nn.Module):
     inside the attention layers: self-attention, and with rope_cross_attention also
     cross-attention, queries at target positions and keys at source positions; for "learned"
     one trained table, so the only change from C1 is fixed -> trained); the output head is
-    the target embedding matrix itself (weight tying). Call model.eval() before
+    the target embedding matrix itself (weight tying). ``src_codes``/``tgt_codes`` (token id ->
+    byte or character code, None for a special or multi-character token) make the tables
+    bit-factored (``cipherlab.models.embedding``). Call model.eval() before
     greedy_decode: dropout is not switched off.
     """
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model=256, n_heads=8, enc_layers=4, dec_layers=4,
                  ffn_dim=1024, dropout=0.1, pos_encoding="sinusoidal", attn_type="mha", n_kv_heads=None,
                  norm="layernorm", src_pad_id=0, tgt_pad_id=0, max_len=4096, fused_attention=False,
-                 rope_cross_attention=True):
+                 rope_cross_attention=True, src_codes=None, tgt_codes=None):
         super().__init__()
         if pos_encoding not in POS_ENCODINGS:
             raise ValueError(f"Seq2SeqTransformer: unknown pos_encoding {pos_encoding!r}; "
@@ -205,8 +219,8 @@ class Seq2SeqTransformer(nn.Module):
             raise ValueError(f"Seq2SeqTransformer: d_model={d_model} is not divisible by n_heads={n_heads}; "
                              f"choose n_heads that divides d_model")
         self.d_model, self.src_pad_id, self.tgt_pad_id = d_model, src_pad_id, tgt_pad_id
-        self.src_embed = nn.Embedding(src_vocab_size, d_model)
-        self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
+        self.src_embed = _embedding(src_vocab_size, d_model, src_codes, "source")
+        self.tgt_embed = _embedding(tgt_vocab_size, d_model, tgt_codes, "target")
         rope = None
         if pos_encoding == "sinusoidal":
             self.pos_enc = SinusoidalPositionalEncoding(d_model, max_len, dropout)

@@ -269,7 +269,18 @@ def commonmark_html(notebook: Path, mathjax: str | None = None) -> str:
     parts = []
     for cell in _nbformat().read(notebook, as_version=4).cells:
         if cell.cell_type == "markdown":
-            parts.append(renderer.render(cell.source))
+            # Jupyter, Colab and GitHub set maths aside before the markdown renderer runs (so
+            # `\,` or `a_1 * b_2` inside $...$ reach MathJax intact); do the same.
+            maths: list[str] = []
+
+            def hide(match: re.Match) -> str:
+                maths.append(match.group(0))
+                return f"MATHPLACEHOLDER{len(maths) - 1}X"
+
+            hidden = re.sub(r"\$\$.+?\$\$|\$[^$\n]+\$", hide, cell.source, flags=re.S)
+            rendered = renderer.render(hidden)
+            rendered = re.sub(r"MATHPLACEHOLDER(\d+)X", lambda m: html.escape(maths[int(m.group(1))]), rendered)
+            parts.append(rendered)
         elif cell.cell_type == "code":
             parts.append(f"<pre class='code'>{html.escape(cell.source)}</pre>")
     script = ("<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']]}};</script>"

@@ -149,21 +149,214 @@ def permutation_checks(length: int = 10, seed: int = 0) -> dict:
     return {"equivariance": equivariance.item(), "causal": causal.item(), "cross_shuffle": cross.item()}
 
 
-def phase_readout(fit_positions: int = CHUNK_CHARS, test_positions: tuple[int, int] = (CHUNK_CHARS, 2 * CHUNK_CHARS),
-                  d_model: int = D_MODEL) -> dict:
-    """Least-squares linear read-out of the key phase (position mod 8) from the sinusoidal code.
+def sinusoidal_table64(d_model: int = D_MODEL, length: int = 2 * CHUNK_CHARS) -> torch.Tensor:
+    """(length, d_model): the sinusoidal formula computed in float64 (the module stores float32)."""
+    p = torch.arange(length, dtype=torch.float64)
+    theta = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+    angles = p[:, None] * theta  # (L, D/2)
+    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)  # columns 2i: sin, 2i+1: cos
 
-    Fitted on positions 0 .. fit_positions-1; returns the share of positions whose phase it
-    gets right there and on test_positions, where the formula is just as defined.
+
+def nearest_pair(period: float = KEY_PERIOD, d_model: int = D_MODEL) -> int:
+    """Index of the sinusoidal pair whose wavelength is nearest ``period``."""
+    return int((wavelengths(d_model) - period).abs().argmin())
+
+
+def phase_codes(length: int = 2 * CHUNK_CHARS, d_model: int = D_MODEL, seed: int = 0) -> dict:
+    """Position codes (length, dims), float64, to read the key phase p mod 8 from.
+
+    The module's own float32 table; the same formula in float64; a random Gaussian code of the
+    same width (no structure at all); the pair [sin, cos](pi p / 4), wavelength exactly 8; and
+    the table's pair nearest wavelength 8, alone.
     """
-    pe = sinusoidal_table(d_model, test_positions[1]).double()  # (L, D)
-    positions = torch.arange(test_positions[1])
-    phase = positions % KEY_PERIOD
+    g = torch.Generator().manual_seed(seed)
+    p = torch.arange(length, dtype=torch.float64)
+    exact = sinusoidal_table64(d_model, length)
+    i = nearest_pair(KEY_PERIOD, d_model)
+    return {"table, float32": sinusoidal_table(d_model, length).double(),
+            "table, float64": exact,
+            "Gaussian, same width": torch.randn(length, d_model, generator=g, dtype=torch.float64),
+            "[sin, cos](pi p/4)": torch.stack(((math.pi * p / 4).sin(), (math.pi * p / 4).cos()), dim=-1),
+            f"pair {i} alone": exact[:, 2 * i: 2 * i + 2]}
+
+
+def phase_readout(code: torch.Tensor, fit_positions: int = CHUNK_CHARS, rcond: float | None = None) -> dict:
+    """Least-squares linear read-out of the key phase (position mod 8) from a (L, dims) code.
+
+    Fitted on positions 0 .. fit_positions-1 (one-hot targets, ``torch.linalg.lstsq``; rcond:
+    singular values below rcond times the largest are treated as 0); returns the share of
+    positions whose phase it gets right there ("fit") and on fit_positions .. L-1 ("beyond").
+    """
+    phase = torch.arange(code.size(0)) % KEY_PERIOD
     target = torch.nn.functional.one_hot(phase, KEY_PERIOD).double()  # (L, 8)
-    weights = torch.linalg.lstsq(pe[:fit_positions], target[:fit_positions], driver="gelsd").solution  # (D, 8)
-    correct = (pe @ weights).argmax(-1) == phase  # (L,)
-    lo, hi = test_positions
-    return {"fit": correct[:fit_positions].double().mean().item(), "beyond": correct[lo:hi].double().mean().item()}
+    weights = torch.linalg.lstsq(code[:fit_positions], target[:fit_positions], rcond=rcond,
+                                 driver="gelsd").solution  # (dims, 8)
+    correct = (code @ weights).argmax(-1) == phase  # (L,)
+    return {"fit": correct[:fit_positions].double().mean().item(),
+            "beyond": correct[fit_positions:].double().mean().item()}
+
+
+def phase_readout_table() -> dict:
+    """{code name: phase_readout(...)} for every code of phase_codes, and the float32 table with
+    singular values under 1e-6 of the largest dropped."""
+    codes = phase_codes()
+    table = {name: phase_readout(code) for name, code in codes.items()}
+    table["table, float32, rcond 1e-6"] = phase_readout(codes["table, float32"], rcond=1e-6)
+    return table
+
+
+def table_rank(double: bool, positions: int = CHUNK_CHARS, d_model: int = D_MODEL) -> int:
+    """Numerical rank (torch.linalg.matrix_rank) of the table's rows 0 .. positions-1, built in
+    float64 (double=True) or taken from the float32 module."""
+    table = sinusoidal_table64(d_model, positions) if double else sinusoidal_table(d_model, positions).double()
+    return int(torch.linalg.matrix_rank(table))
+
+
+def pair_phase_reading(i: int | None = None, length: int = CHUNK_CHARS) -> torch.Tensor:
+    """(length,) bool: at which positions the nearest multiple of pi/4 to pair i's angle p*theta_i
+    is the key phase's angle (pi/4) * (p mod 8). i=None: the pair nearest wavelength 8."""
+    i = nearest_pair() if i is None else i
+    theta = 10000.0 ** (-2 * i / D_MODEL)
+    p = torch.arange(length, dtype=torch.float64)
+    read = torch.round(p * theta / (math.pi / 4)).long() % KEY_PERIOD
+    return read == torch.arange(length) % KEY_PERIOD
+
+
+def first_misread(i: int | None = None) -> int:
+    """The first position where pair i (default: nearest wavelength 8) reads the wrong phase."""
+    return int((~pair_phase_reading(i)).nonzero()[0])
+
+
+# --------------------------------------------------------------------------- where C2 finds the phase
+
+def cpu_head_dim() -> int:
+    return CPU_C2.d_model // CPU_C2.n_heads
+
+
+def start_marker_spread(causal: bool, marker: bool, length: int = CPU_C2.chunk_chars, seed: int = 0) -> float:
+    """How much a fresh C2-sized RoPE self-attention's output varies over positions 1 .. length-1.
+
+    The input is one vector at every position; marker=True puts a different vector at position
+    0, as BOS starts every decoder input. causal: with the decoder's causal mask (else none, as
+    in the encoder). Returns the largest range, over positions 1 .. length-1, of an output
+    coordinate: 0 up to rounding means the layer's output says nothing about where it is.
+    """
+    torch.manual_seed(seed)
+    rope = RotaryPositionalEmbedding(cpu_head_dim(), max_len=length)
+    attn = MultiHeadAttention(CPU_C2.d_model, CPU_C2.n_heads, dropout=0.0, rope=rope).eval()
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, 1, CPU_C2.d_model, generator=g).repeat(1, length, 1)  # (1, L, D)
+    if marker:
+        x[:, 0] = torch.randn(CPU_C2.d_model, generator=g)
+    with torch.no_grad():
+        out = attn(x, x, x, causal_mask(length) if causal else None)[0, 1:]  # (L - 1, D)
+    return (out.amax(0) - out.amin(0)).max().item()
+
+
+def padding_shift_check(shift: int = KEY_PERIOD, n_chunks: int = 4) -> dict:
+    """The committed C2 (results/checkpoints, bytes mode) on test chunks as they are and with
+    ``shift`` PAD ids in front of their source ids (chapter 4, exercise 2).
+
+    Returns the largest difference between the encoder memory of the real tokens with and
+    without the padding, the plaintexts, the decoded texts both ways, the share of characters
+    decoded right without padding ("right"), and with padding, the share of outputs shift..end
+    equal to the plaintext ``shift`` characters earlier ("delayed").
+    """
+    from cipherlab.attention_maps import example_chunks, load_committed_model
+
+    model, codec, config = load_committed_model("c2")
+    chunks = example_chunks(config, n_chunks)  # full chunks: config.chunk_chars characters each
+    ids = torch.tensor([codec.encode_source(chunk.cipher) for chunk in chunks])  # (n, Ls)
+    shifted = torch.cat([torch.full((len(chunks), shift), codec.src_pad_id), ids], dim=1)  # (n, shift + Ls)
+    texts = {}
+    with torch.no_grad():
+        memory, _ = model.encode(ids)
+        memory_shifted, _ = model.encode(shifted)
+        for name, src in (("as is", ids), ("shifted", shifted)):
+            out = model.greedy_decode(src, codec.bos_id, codec.eos_id, config.chunk_chars + 1)
+            texts[name] = [codec.decode_target([t for t in row.tolist() if t not in (codec.eos_id, codec.tgt_pad_id)])
+                           .ljust(config.chunk_chars)[:config.chunk_chars] for row in out]
+    plains = [chunk.plain for chunk in chunks]
+
+    def share(decoded: str, expected: str) -> float:
+        return sum(a == b for a, b in zip(decoded, expected)) / len(expected)
+
+    return {"memory_diff": (memory_shifted[:, shift:] - memory).abs().max().item(), "plain": plains, "texts": texts,
+            "right": share("".join(texts["as is"]), "".join(plains)),
+            "delayed": share("".join(t[shift:] for t in texts["shifted"]), "".join(p[:-shift] for p in plains))}
+
+
+# --------------------------------------------------------------------------- bits mode: which source token a target token needs
+
+BITS_CHUNK_LINES = 100  # validation lines the alignment is measured on
+
+
+@functools.cache
+def bits_source_tokenizer(vocab: int):
+    """A bits-mode source BPE of ``vocab`` tokens trained on chapter 6's few training lines
+    (``cipherlab.viva.facts.bpe``: seconds, where the full-size one takes minutes)."""
+    from cipherlab.tokenizers import BPETokenizer
+    from cipherlab.viva.facts import bpe
+
+    if vocab == bpe.SRC_VOCAB:
+        return bpe.small_cipher_tokenizer("bits")
+    _, cipher = bpe.corpus().lines("train")
+    return BPETokenizer.train(cipher[:bpe.SMALL_CIPHER_LINES], vocab, pretokenizer="cipher", unit="char",
+                              alphabet="01")
+
+
+def aligned_source(src_tokens: list[str], tgt_tokens: list[str]) -> list[int]:
+    """For target token i, the index of the source token holding the first bit of its first
+    character: the cipher token that decoder position i needs (8 cipher bits per character)."""
+    starts, bit = [], 0
+    for token in src_tokens:
+        starts.append(bit)
+        bit += len(token)
+    needed, char = [], 0
+    for token in tgt_tokens:
+        needed.append(int(torch.searchsorted(torch.tensor(starts), torch.tensor(8 * char), right=True)) - 1)
+        char += len(token)
+    return needed
+
+
+@functools.cache
+def bits_alignment(chunk_chars: int, src_vocab: int, tgt_vocab: int | None) -> dict:
+    """Where the source token each target token needs sits, in bits mode, over full chunks of the
+    first validation lines.
+
+    tgt_vocab None: one character per target token (the cpu preset); else chapter 6's small
+    target BPE (1000 tokens). Returns the mean source and target tokens a chunk, their ratio,
+    the mean offset j - i of the last target token of a chunk (0 all along would be a diagonal),
+    and the share of target tokens whose source token j is within one position of i ("diagonal")
+    or of round(r i) with r the chunk's own ratio ("scaled").
+    """
+    from cipherlab.data import make_chunks
+    from cipherlab.viva.facts import bpe
+
+    src = bits_source_tokenizer(src_vocab)
+    tgt = None if tgt_vocab is None else bpe.small_plain_tokenizer()
+    plain, cipher = bpe.corpus().lines("val")
+    chunks = [c for c in make_chunks(plain, cipher, range(BITS_CHUNK_LINES), chunk_chars) if len(c.plain) == chunk_chars]
+    n_src = n_tgt = near = scaled = 0
+    last = []
+    for chunk in chunks:
+        src_tokens = src.tokenize(chunk.cipher)
+        tgt_tokens = list(chunk.plain) if tgt is None else tgt.tokenize(chunk.plain)
+        needed = aligned_source(src_tokens, tgt_tokens)
+        ratio = len(src_tokens) / len(tgt_tokens)
+        n_src, n_tgt = n_src + len(src_tokens), n_tgt + len(tgt_tokens)
+        near += sum(abs(j - i) <= 1 for i, j in enumerate(needed))
+        scaled += sum(abs(j - round(ratio * i)) <= 1 for i, j in enumerate(needed))
+        last.append(needed[-1] - (len(needed) - 1))
+    return {"chunks": len(chunks), "src": n_src / len(chunks), "tgt": n_tgt / len(chunks), "ratio": n_src / n_tgt,
+            "last_offset": sum(last) / len(last), "diagonal": near / n_tgt, "scaled": scaled / n_tgt}
+
+
+def bits_alignments() -> dict:
+    """bits_alignment for the assignment preset's shape and for the cpu preset's (results/cpu-bits)."""
+    return {"assignment shape": bits_alignment(CHUNK_CHARS, 1024, 1000),
+            "cpu-bits shape": bits_alignment(CPU_C2.chunk_chars, run_records(BITS)["c2"]["hyperparameters"]["src_vocab"],
+                                             None)}
 
 
 def shift_map_error(shift: int = KEY_PERIOD, d_model: int = D_MODEL, length: int = MAX_LEN) -> float:
@@ -341,7 +534,8 @@ def cross_rotation(folder: str, config: str = "c2") -> str:
 
 
 _permutation_checks = functools.cache(permutation_checks)  # several facts read one run
-_phase_readout = functools.cache(phase_readout)
+_phase_readout_table = functools.cache(phase_readout_table)
+_bits_alignments = functools.cache(bits_alignments)
 _cross_rope_checks = functools.cache(cross_rope_checks)
 
 FACTS = {
@@ -360,8 +554,16 @@ FACTS = {
     "mha_perm_err": lambda: _permutation_checks()["equivariance"],
     "causal_perm_diff": lambda: _permutation_checks()["causal"],
     "learned_pe_params": lambda: f"{count_parameters(LearnedPositionalEncoding(D_MODEL, MAX_LEN)):,}",
-    "phase_fit_share": lambda: _phase_readout()["fit"],
-    "phase_beyond_share": lambda: _phase_readout()["beyond"],
+    "phase_f64_fit": lambda: _phase_readout_table()["table, float64"]["fit"],
+    "pe_rank64": lambda: table_rank(True),
+    "pair_first_misread": first_misread,
+    "cpu_head_dim": cpu_head_dim,
+    "cpu_rope_wl0": lambda: wavelengths(cpu_head_dim())[0].item(),
+    "cpu_rope_wl1": lambda: wavelengths(cpu_head_dim())[1].item(),
+    "bits_asg_ratio": lambda: _bits_alignments()["assignment shape"]["ratio"],
+    "bits_cpu_ratio": lambda: _bits_alignments()["cpu-bits shape"]["ratio"],
+    "bits_c1_cer": lambda: percent(BITS, "c1", "char_error_rate"),
+    "bits_c2_cer": lambda: percent(BITS, "c2", "char_error_rate"),
     "rope_head_dim": lambda: HEAD_DIM,
     "rope_n_pairs": lambda: HEAD_DIM // 2,
     "rope_long_pairs": lambda: int((wavelengths(HEAD_DIM) > CHUNK_CHARS).sum()),

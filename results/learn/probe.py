@@ -1,0 +1,121 @@
+"""Did the model learn the cipher or the corpus? Train one configuration, then probe it.
+
+    python results/learn/probe.py --config c3 --minutes 12 --set phase_shuffle=1.0 --set bit_embeddings=true
+
+Trains ``make_config(config, "cpu")`` with the overrides for a wall-clock budget into
+``runs/learn/<name>/`` and writes ``results/learn/<name>.json`` with its decryption of
+- random strings: 30 strings of 40-120 characters over a-z, A-Z and (six times as likely) space,
+  encrypted with the key -- a model that learned the cipher decodes them, a language model does not;
+- English from outside Brown: the 500 letters-and-spaces lines of Python's docstrings (data/stdlib);
+- the cpu preset's 200 Brown test lines,
+each with length-aware greedy decoding (EOS where the cipher fixes it), and Brown also freely.
+Every number is read off the run; nothing is typed. One seed per run: a single measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from cipherlab.cipher import encrypt  # noqa: E402
+from cipherlab.config import make_config, parse_field  # noqa: E402
+from cipherlab.data import load_corpus, load_pairs  # noqa: E402
+from cipherlab.decode import decrypt_lines  # noqa: E402
+from cipherlab.evaluate import load_trained, versions  # noqa: E402
+from cipherlab.score import score_predictions  # noqa: E402
+from cipherlab.train import select_lines, train_config  # noqa: E402
+
+ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" + " " * 6
+
+
+def random_strings(n: int = 30, seed: int = 2026) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(40, 120))).strip() or "a" for _ in range(n)]
+
+
+def probe(model, codec, config, plain: list[str], cipher: list[str], length_aware: bool) -> dict:
+    device = next(model.parameters()).device
+    started = time.perf_counter()
+    pred = decrypt_lines(model, codec, cipher, chunk_chars=config.chunk_chars, device=device,
+                         token_budget=config.token_budget, max_batch_size=config.max_batch_size,
+                         length_aware=length_aware)
+    seconds = time.perf_counter() - started
+    whole = score_predictions(pred, plain, cipher, first=[], chunks=[])["whole_lines"]
+    chars = sum(len(r) for r in plain)
+    right = sum(sum(a == b for a, b in zip(p, r)) for p, r in zip(pred, plain))
+    return {"lines": len(plain), "char_accuracy": right / chars, "bit_accuracy": whole["bit_accuracy"],
+            "exact_lines": sum(p == r for p, r in zip(pred, plain)), "sequence_accuracy": whole["sequence_accuracy"],
+            "char_error_rate": whole["char_error_rate"], "decode_seconds": seconds,
+            "decoding": "length-aware greedy" if length_aware else "free greedy",
+            "examples": [{"reference": r, "prediction": p} for p, r in list(zip(pred, plain))[:3]]}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--minutes", type=float, required=True)
+    parser.add_argument("--name", help="default: <config>[-<overrides>]")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--eval-only", action="store_true", help="probe runs/learn/<name>/best.pt again, no training")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    overrides = {}
+    for item in args.set:
+        field, _, value = item.partition("=")
+        overrides[field] = parse_field(field, value)
+    config = make_config(args.config, "cpu", time_budget_s=60 * args.minutes, **overrides)
+    name = args.name or args.config
+    out = ROOT / "runs" / "learn" / name
+    started = time.monotonic()
+    if args.eval_only:
+        log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
+        best = min(log, key=lambda r: r["val_loss"])
+        fit = {"epochs": log[-1]["epoch"], "best_epoch": best["epoch"], "stopped": "see log.jsonl",
+               "best_val_loss": best["val_loss"], "params": None}
+        train_seconds = None
+    else:
+        run = train_config(config, out, progress=False)
+        train_seconds = time.monotonic() - started
+        fit = {"epochs": run.fit.epochs, "best_epoch": run.fit.best_epoch, "stopped": run.fit.stopped,
+               "best_val_loss": run.fit.best_val_loss, "params": run.params}
+    model, codec, config = load_trained(out / "best.pt", "cpu")
+    model.eval()
+
+    corpus = select_lines(load_corpus(), config)
+    brown_plain, brown_cipher = corpus.lines("test")
+    stdlib_plain, stdlib_cipher = load_pairs(ROOT / "data" / "stdlib")
+    rand_plain = random_strings()
+    rand_cipher = [encrypt(t) for t in rand_plain]
+    record = {
+        "name": name, "config": args.config, "preset": "cpu", "overrides": overrides,
+        "command": shlex.join(["python", "results/learn/probe.py", *(argv if argv is not None else sys.argv[1:])]),
+        "train_seconds": train_seconds, **fit,
+        "random_strings": probe(model, codec, config, rand_plain, rand_cipher, True),
+        "stdlib": probe(model, codec, config, stdlib_plain, stdlib_cipher, True),
+        "brown_test": probe(model, codec, config, brown_plain, brown_cipher, True),
+        "brown_test_free": probe(model, codec, config, brown_plain, brown_cipher, False),
+        "hyperparameters": config.to_dict(), **versions(),
+    }
+    path = ROOT / "results" / "learn" / f"{name}.json"
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    r, s, b = record["random_strings"], record["stdlib"], record["brown_test"]
+    print(f"{name}: {record['epochs']} epochs; random {100 * r['char_accuracy']:.2f} % "
+          f"chars, {r['exact_lines']}/{r['lines']} exact; stdlib {100 * s['bit_accuracy']:.2f} % bits, "
+          f"{s['exact_lines']}/{s['lines']}; Brown {100 * b['bit_accuracy']:.3f} % bits, {b['exact_lines']}/{b['lines']}"
+          f" -> {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Learning the cipher rather than the corpus: phase-preserving shuffles and bit-factored embeddings."""
+
+import random
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cipherlab.cipher import encrypt
+from cipherlab.config import make_config
+from cipherlab.data import Chunk, phase_shuffle, shuffle_chunks
+from cipherlab.models.blt import BLTModel
+from cipherlab.models.embedding import BitFactoredEmbedding, bit_features
+from cipherlab.models.transformer import Seq2SeqTransformer
+
+TEXT = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(TEXT, st.integers(0, 2**32 - 1))
+def test_a_phase_shuffle_is_still_a_valid_cipher_pair_with_the_same_phases(text, seed):
+    chunk = Chunk(3, 1, text, encrypt(text))
+    shuffled = phase_shuffle(chunk, random.Random(seed))
+    assert encrypt(shuffled.plain) == shuffled.cipher  # every pair is still the cipher's
+    assert (shuffled.line, shuffled.part) == (3, 1)
+    for phase in range(8):  # the same characters at each key phase, only reordered
+        assert sorted(shuffled.plain[phase::8]) == sorted(text[phase::8])
+
+
+def test_shuffles_move_characters_and_keep_the_share_asked_for():
+    text = "the quick brown fox jumps over the lazy dog, again and again"
+    chunks = [Chunk(i, 0, text, encrypt(text)) for i in range(400)]
+    mixed = shuffle_chunks(chunks, 0.5, seed=0)
+    changed = sum(c.plain != text for c in mixed)
+    assert 150 < changed < 250  # about half, drawn with the seed
+    assert shuffle_chunks(chunks, 0.5, seed=0) == mixed and shuffle_chunks(chunks, 0.0, seed=0) == chunks
+
+
+def test_bit_features_are_the_bits_as_plus_minus_one_and_one_hot_for_the_rest():
+    f = bit_features([0, 255, None, 65, None])
+    assert f.shape == (5, 10)
+    assert f[0, :8].tolist() == [-1.0] * 8 and f[1, :8].tolist() == [1.0] * 8
+    assert f[2].tolist() == [0.0] * 8 + [1.0, 0.0] and f[4].tolist() == [0.0] * 9 + [1.0]
+
+
+def test_a_bit_factored_table_is_linear_in_the_bits():
+    torch.manual_seed(0)
+    emb = BitFactoredEmbedding(list(range(256)), 16)
+    w = emb.weight  # (256, 16)
+    # bytes a, b, c, d with a ^ b == c ^ d (same bits flipped): rows differ by the same vector
+    assert torch.allclose(w[0b1010] - w[0b1000], w[0b0011] - w[0b0001], atol=1e-6)
+    assert torch.allclose(emb(torch.tensor([[5, 7]]))[0], w[[5, 7]])
+    assert abs(w.std().item() - 16 ** -0.5) < 0.1  # the scale of cipherlab's ordinary embeddings
+
+
+def test_the_tied_head_of_a_bit_factored_model_is_the_bit_table():
+    codes = [None, None, None, *range(32, 127)]
+    model = Seq2SeqTransformer(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
+                               ffn_dim=32, dropout=0.0, src_codes=codes, tgt_codes=codes)
+    assert isinstance(model.tgt_embed, BitFactoredEmbedding)
+    logits = model(torch.tensor([[3, 4, 5]]), torch.tensor([[1, 6]]))
+    assert logits.shape == (1, 2, len(codes))
+    logits.sum().backward()
+    assert model.tgt_embed.proj.grad is not None and model.src_embed.proj.grad.abs().sum() > 0
+
+
+def test_config_switches_reach_both_model_families():
+    from cipherlab.data import load_corpus
+    from cipherlab.train import fit_codec, select_lines
+
+    for name in ("c1", "c5"):
+        config = make_config(name, "smoke", bit_embeddings=True, phase_shuffle=1.0)
+        model = fit_codec(config, select_lines(load_corpus(), config)).build_model(config)
+        embeds = [m for m in model.modules() if isinstance(m, BitFactoredEmbedding)]
+        assert len(embeds) == 2, name
+    plain = BLTModel(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8)
+    assert not any(isinstance(m, BitFactoredEmbedding) for m in plain.modules())
