@@ -17,7 +17,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from cipherlab.cipher import BITS_PER_CHAR, encrypt
+from cipherlab.config import make_config
 from cipherlab.data import load_corpus
+from cipherlab.results import load_run, metric
 from cipherlab.tokenizers import (BPETokenizer, apply_merges, boundary_straddle_rate, learn_merges,
                                   split_plaintext)
 from cipherlab.tokenizers.pretokenize import Utf8ByteUnit
@@ -122,6 +125,44 @@ def cipher_mode_stats(mode: str) -> dict:
     return {"straddle": boundary_straddle_rate(tok, lines),
             "bits_per_token": sum(map(len, lines)) / n_tokens,
             "merges": len(tok.merges)}
+
+
+@functools.lru_cache(maxsize=None)
+def bytes_tokenizer_with_merges(n_merges: int) -> BPETokenizer:
+    """A bytes-mode source tokenizer with exactly ``n_merges`` merges (0: whole bytes), on the small training set."""
+    _, cipher = corpus().lines("train")
+    fixed = 3 + 256  # <pad>, <bos>, <eos> and the 256 bit groups
+    return BPETokenizer.train(cipher[:SMALL_CIPHER_LINES], fixed + n_merges, pretokenizer="cipher", unit="byte8")
+
+
+def bits_per_token(tok: BPETokenizer, lines: list[str] | None = None) -> float:
+    """Mean cipher bits per source token on validation lines."""
+    lines = eval_cipher_lines() if lines is None else lines
+    return sum(map(len, lines)) / sum(len(tok.encode(line)) for line in lines)
+
+
+def bits_over_whole_bytes() -> float:
+    """How many times shorter bits-mode BPE makes a cipher line than whole bytes (8 bits a token)."""
+    return cipher_mode_stats("bits")["bits_per_token"] / BITS_PER_CHAR
+
+
+def cipher_at_phase(word: str, phase: int) -> str:
+    """The cipher bits of ``word`` starting at character position ``phase`` of a line (key byte phase)."""
+    return encrypt(" " * phase + word)[phase * BITS_PER_CHAR:]
+
+
+def reference_source_vocab(config: str = "c1", preset: str = "cpu") -> int | None:
+    """The source vocabulary a preset asks for; None means no merges (whole bytes in "bytes" mode)."""
+    return make_config(config, preset).src_vocab
+
+
+def mode_table(configs=("c1", "c2", "c3", "c4")) -> dict[str, dict]:
+    """Per configuration, test bit accuracy and exact-line rate (per cent) in ``cpu`` (whole bytes)
+    and ``cpu-bits`` (bits-mode BPE)."""
+    runs = {mode: load_run(run) for mode, run in (("bytes", BYTES), ("bits", BITS))}
+    return {c: {f"{mode}_{key}": 100 * metric(runs[mode][c], name)
+                for mode in runs for key, name in (("bit", "bit_accuracy"), ("exact", "sequence_accuracy"))}
+            for c in configs}
 
 
 @functools.lru_cache(maxsize=None)
@@ -255,5 +296,10 @@ FACTS = {
     "mode_bits_epochs": lambda: run_records(BITS)["c1"]["epochs"],
     "mode_bytes_bit": lambda: percent(BYTES, "c1", "bit_accuracy"),
     "mode_bits_bit": lambda: percent(BITS, "c1", "bit_accuracy"),
+    "bits_over_whole_bytes": bits_over_whole_bytes,
+    "mode_bytes_bit_min": lambda: min(r["bytes_bit"] for r in mode_table().values()),
+    "mode_bytes_bit_max": lambda: max(r["bytes_bit"] for r in mode_table().values()),
+    "mode_bits_bit_min": lambda: min(r["bits_bit"] for r in mode_table().values()),
+    "mode_bits_bit_max": lambda: max(r["bits_bit"] for r in mode_table().values()),
     "wordpiece_disagree_share": lambda: segmentation_disagreements()[0] / segmentation_disagreements()[1],
 }
