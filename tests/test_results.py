@@ -530,3 +530,21 @@ def test_the_results_answers_say_what_the_files_hold():
     assert facts.fewest(p) == "C3" and p["c4"] < p["c1"] == p["c2"] < p["c5"]
     assert facts.fewest({n: r["params"] for n, r in cpu.items()}) == "C3"
     assert set(extended) == {"c2", "c5"}
+
+
+def test_the_learn_probes_readme_is_what_its_generator_writes_from_the_records(tmp_path, monkeypatch):
+    """results/learn/README.md quotes every number from the probe records beside it."""
+    import importlib.util
+
+    from cipherlab.viva import REPO_ROOT
+
+    folder = REPO_ROOT / "results" / "learn"
+    spec = importlib.util.spec_from_file_location("learn_readme", folder / "make_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    records = [__import__("json").loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    assert records, "no probe records in results/learn"
+    committed = (folder / "README.md").read_text(encoding="utf-8")
+    for record in records:
+        assert "| " + " | ".join(module.row(record)) + " |" in committed, record["name"]
+    assert module.reference() in committed
