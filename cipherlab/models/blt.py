@@ -13,7 +13,8 @@ into Ks entropy patches, Lt target bytes and P = patch_tgt:
                   global Decoder (the C1 class) reading memory--------------> g (B, Lt // P + 1, D)
     h --LocalDecoder: causal windowed self-attention,
                       cross-attention to g under the patch-causal mask,
-                      cross-attention to memory, tied output head---------> logits (B, Lt, 259)
+                      cross-attention to the source (by default the local encoder's
+                      byte states; "patches": the memory), tied output head---> logits (B, Lt, 259)
 
 Teacher forcing is C1's: ``tgt_in = [BOS] + plain``, and the logits at position i
 predict ``tgt_in[i + 1]`` (``plain + [EOS]`` overall).  So nothing computed from

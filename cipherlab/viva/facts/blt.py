@@ -17,9 +17,10 @@ import numpy as np
 import torch
 
 from cipherlab.cipher import bits_to_bytes
-from cipherlab.config import Config
+from cipherlab.config import Config, make_config
 from cipherlab.data import CHUNK_CHARS, load_corpus
-from cipherlab.models.blt import ByteEntropyModel, WindowedSelfAttention
+from cipherlab.models.blt import BLTModel, ByteEntropyModel, WindowedSelfAttention
+from cipherlab.models.transformer import Seq2SeqTransformer
 from cipherlab.tokenizers.bytes import VOCAB_SIZE
 from cipherlab.viva.facts.positional import calibration_bits, calibration_lines, calibration_run, scored_step
 
@@ -135,6 +136,47 @@ def mib(n_bytes: int) -> float:
     return n_bytes / 2**20
 
 
+# --------------------------------------------------------------------------- parameter counts
+
+@functools.lru_cache(maxsize=None)
+def c5_model(preset: str) -> BLTModel:
+    """C5 at ``preset``'s sizes, built as training builds it (``ByteCodec.build_model``), seeded."""
+    c = make_config("c5", preset)
+    torch.manual_seed(0)
+    return BLTModel(**c.model_hyperparameters(), local_layers=c.blt_local_layers, window=c.blt_window,
+                    patch_tgt=c.blt_patch_tgt, source_memory=c.blt_source_memory)
+
+
+@functools.lru_cache(maxsize=None)
+def c1_params(preset: str) -> int:
+    """Parameters of C1 at ``preset``, with the vocabularies its tokenizers have there.
+
+    A BPE vocabulary of size N (the assignment's 1024 / 8000) has exactly N ids; a merge-free one
+    (vocab None, the cpu preset) has its base symbols and specials, which only fitting it tells:
+    cheap without merges.
+    """
+    c = make_config("c1", preset)
+    if c.src_vocab is None or c.tgt_vocab is None:
+        from cipherlab.train import fit_codec, select_lines
+        codec = fit_codec(c, select_lines(corpus(), c))
+        src_vocab, tgt_vocab = codec.src.vocab_size, codec.tgt.vocab_size
+    else:
+        src_vocab, tgt_vocab = c.src_vocab, c.tgt_vocab
+    return Seq2SeqTransformer(src_vocab, tgt_vocab, **c.model_hyperparameters()).num_params()
+
+
+def c5_parts(preset: str) -> dict:
+    """C5's parameters by top-level part: local encoder, target pooling, global stack, local decoder, rest."""
+    model = c5_model(preset)
+    parts = {"local encoder": model.local_encoder, "target pooling": model.tgt_pooling,
+             "global encoder": model.global_encoder, "global decoder": model.global_decoder,
+             "local decoder": model.local_decoder}
+    counts = {name: sum(p.numel() for p in part.parameters()) for name, part in parts.items()}
+    counts["start patch"] = model.start_patch.numel()
+    assert sum(counts.values()) == model.num_params()
+    return counts
+
+
 # --------------------------------------------------------------------------- benchmark files
 
 def benchmark(name: str) -> dict:
@@ -189,4 +231,10 @@ FACTS = {
     "cal_bytes_bits": lambda: calibration_bits("F"),
     "cal_patches_steps": lambda: scored_step(calibration_run("D")),
     "cal_bytes_steps": lambda: scored_step(calibration_run("F")),
+    "c1_params_cpu": lambda: f"{c1_params('cpu'):,}",
+    "c5_params_cpu": lambda: f"{c5_model('cpu').num_params():,}",
+    "c5_over_c1_cpu": lambda: c5_model("cpu").num_params() / c1_params("cpu"),
+    "c5_over_c1_assignment": lambda: c5_model("assignment").num_params() / c1_params("assignment"),
+    "window_cpu": lambda: make_config("c5", "cpu").blt_window,
+    "chunk_chars_cpu": lambda: make_config("c5", "cpu").chunk_chars,
 }

@@ -9,9 +9,11 @@ from __future__ import annotations
 import functools
 import math
 import random
+from collections import Counter
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from cipherlab.config import make_config
 from cipherlab.data import CHUNK_CHARS, BucketBatchSampler, ByteChunkDataset, load_corpus, make_chunks, padding_waste
@@ -38,6 +40,16 @@ def assignment_model() -> Seq2SeqTransformer:
 def tying_saves() -> int:
     """Parameters an untied output head (a separate tgt_vocab x d_model matrix, no bias) would add."""
     return ASSIGNMENT.tgt_vocab * ASSIGNMENT.d_model
+
+
+def layer_ffn_shares() -> dict:
+    """FFN share of one encoder layer's and one decoder layer's parameters (assignment C1, layer 0)."""
+    model = assignment_model()
+    shares = {}
+    for side, layer in (("encoder", model.encoder.layers[0]), ("decoder", model.decoder.layers[0])):
+        total = sum(p.numel() for p in layer.parameters())
+        shares[side] = sum(p.numel() for p in layer.ffn.parameters()) / total
+    return shares
 
 
 # --------------------------------------------------------------------------- initialisation
@@ -124,6 +136,98 @@ def lr_factor(step: int, warmup_steps: int | None = None) -> float:
     return WarmupInverseSqrt(warmup_steps or ASSIGNMENT.warmup_steps)(step - 1)
 
 
+# --------------------------------------------------------------------------- a gradient spike into AdamW
+
+def adam_spike(clip: bool, factor: float = 100.0, betas: tuple = ASSIGNMENT.betas, steps: int = 600,
+               spike_at: int = 100, n: int = 1000, seed: int = 0) -> dict:
+    """AdamW (cipherlab's betas, lr 1e-3, no weight decay) on one vector of ``n`` weights.
+
+    Every step's gradient is a fixed drift plus noise with a norm of about 0.5, under the clip
+    threshold; at step ``spike_at`` it is ``factor`` times larger. With ``clip`` the global norm
+    is clipped at ``ASSIGNMENT.grad_clip`` first, as ``Trainer._step`` does. Returns "sizes", the
+    mean |update| / lr of every step; "before", its mean over the 50 steps before the spike;
+    "at_spike" and "max_at_spike" (the mean and the largest coordinate's |update| / lr at the
+    spike); "damped", how many steps after the spike update by less than 90 % of "before".
+    """
+    g = torch.Generator().manual_seed(seed)
+    w = nn.Parameter(torch.zeros(n))
+    lr = 1e-3
+    optimizer = torch.optim.AdamW([w], lr=lr, betas=betas, weight_decay=0.0)
+    drift = torch.randn(n, generator=g)
+    sizes, max_at_spike = [], 0.0
+    for step in range(steps):
+        grad = (drift + torch.randn(n, generator=g)) * (0.5 / math.sqrt(2 * n))  # norm about 0.5
+        w.grad = grad * factor if step == spike_at else grad
+        if clip:
+            nn.utils.clip_grad_norm_([w], ASSIGNMENT.grad_clip)
+        before = w.detach().clone()
+        optimizer.step()
+        move = (w.detach() - before).abs() / lr
+        sizes.append(move.mean().item())
+        if step == spike_at:
+            max_at_spike = move.max().item()
+    base = sum(sizes[spike_at - 50:spike_at]) / 50
+    return {"sizes": sizes, "before": base, "at_spike": sizes[spike_at], "max_at_spike": max_at_spike,
+            "damped": sum(size < 0.9 * base for size in sizes[spike_at + 1:])}
+
+
+_spike = functools.cache(adam_spike)
+
+
+# --------------------------------------------------------------------------- what a loss is compared with
+
+def unigram_baseline(codec, corpus, chunk_chars: int) -> dict:
+    """The loss a model reaches that knows only how often each target token occurs (nats per token).
+
+    "train_entropy": the unigram entropy of the training chunks' target tokens (EOS included,
+    BOS not: what the loss predicts); "val_cross_entropy": the validation targets scored with
+    those training frequencies (add-0.5 smoothing for tokens the training chunks never hold);
+    "ln_v": ln of the target vocabulary, the loss of uniform guessing.
+    """
+    counts = {}
+    for split in ("train", "val"):
+        chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits[split], chunk_chars)
+        counts[split] = Counter(t for _, tgt in codec.dataset(chunks) for t in list(tgt)[1:])
+    n_train, vocab = sum(counts["train"].values()), codec.tgt.vocab_size
+    entropy = -sum(c / n_train * math.log(c / n_train) for c in counts["train"].values())
+    def log_p(t):
+        return math.log((counts["train"][t] + 0.5) / (n_train + 0.5 * vocab))
+    n_val = sum(counts["val"].values())
+    cross = -sum(c * log_p(t) for t, c in counts["val"].items()) / n_val
+    return {"train_entropy": entropy, "val_cross_entropy": cross, "ln_v": math.log(vocab)}
+
+
+# --------------------------------------------------------------------------- Pre-LN vs Post-LN, no warm-up
+
+def warmup_contrast(wiring: str, depth: int = 12, steps: int = 60, lr: float = 3e-3, warmup: int = 0,
+                    seed: int = 0) -> list[float]:
+    """Training losses of a ``depth``-layer encoder stack (chapter 5's ``build_stack``) on a toy task.
+
+    The task: 10 random classes per position on a fixed batch of 4 x 16 unit-scale inputs (ln 10 is
+    chance). AdamW with cipherlab's betas at a constant ``lr`` after a linear ``warmup`` (0: none).
+    """
+    from cipherlab.viva.facts.norm import SMALL, _toy_batch, build_stack
+    layers, final = build_stack(wiring, depth, seed)
+    torch.manual_seed(seed)
+    head = nn.Linear(SMALL["d_model"], 10)
+    params = [*layers.parameters(), *final.parameters(), *head.parameters()]
+    optimizer = torch.optim.AdamW(params, lr=lr, betas=ASSIGNMENT.betas, weight_decay=0.0)
+    x, y = _toy_batch(batch=4, length=16)
+    losses = []
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = lr * min(1.0, (step + 1) / warmup) if warmup else lr
+        h = x
+        for layer in layers:
+            h = layer(h)
+        loss = F.cross_entropy(head(final(h)).flatten(0, 1), y.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 # --------------------------------------------------------------------------- bucketing
 
 @functools.lru_cache(maxsize=1)
@@ -203,6 +307,10 @@ FACTS = {
     "adam_move_median": lambda: _adam()["move_median"],
     "adam_grad_spread": lambda: _adam()["grad_spread"],
     "grad_clip": lambda: ASSIGNMENT.grad_clip,
+    "enc_layer_ffn_share": lambda: layer_ffn_shares()["encoder"],
+    "dec_layer_ffn_share": lambda: layer_ffn_shares()["decoder"],
+    "spike_damped_noclip": lambda: _spike(False)["damped"],
+    "spike_damped_clip": lambda: _spike(True)["damped"],
     "patience": lambda: ASSIGNMENT.patience,
     "token_budget": lambda: f"{ASSIGNMENT.token_budget:,}",
     "max_batch_size": lambda: ASSIGNMENT.max_batch_size,
