@@ -1,10 +1,16 @@
 """The flashcard deck of the viva drill: same questions as the bank, seeded order, known/score,
-and cards that never show a raw MyST role. Only the cheap "task" chapter computes facts."""
+and cards that never show a raw MyST role. Only the cheap "task" chapter computes facts, except
+for the page's own flashcards (``flashcards_html``), which are built once over the whole bank."""
+
+import html
+import json
+import re
 
 import pytest
 
-from cipherlab.viva import Question, load_bank, questions
-from cipherlab.viva.flashcards import ALL_CHAPTERS, Deck, Flashcards, bank_questions, card_markdown, deck_text
+from cipherlab.viva import MYST_ROLE, Question, load_bank, myst_markup, questions
+from cipherlab.viva.flashcards import (ALL_CHAPTERS, Deck, Flashcards, bank_questions, card_html, card_markdown,
+                                       card_parts, deck_text, flashcards_html)
 
 
 def _ids(cards):
@@ -101,3 +107,98 @@ def test_a_card_without_a_lead_shows_its_answer_at_once():
     q = Question("x-2", "src", "Q?", "All of it.", "task")
     deck = Deck([q], seed=0)
     assert deck.reveal() == "All of it." and deck.revealed == 1
+
+
+# --------------------------------------------------------------------------- the page's flashcards
+
+def _embedded(fragment: str) -> dict:
+    found = re.findall(r'<script type="application/json" class="fc-data">(.*?)</script>', fragment, re.S)
+    assert len(found) == 1, "the fragment should embed the deck as one JSON script"
+    return json.loads(found[0])
+
+
+@pytest.fixture(scope="module")
+def whole_deck():
+    """The fragment over the whole bank (computes every chapter's facts, about a minute)."""
+    fragment = flashcards_html(seed=0)
+    return fragment, _embedded(fragment)
+
+
+def test_fragment_holds_every_bank_question_exactly_once(whole_deck):
+    _, data = whole_deck
+    bank_ids = [q.id for bank in load_bank().values() for q in bank.questions]
+    ids = [card["id"] for card in data["cards"]]
+    assert sorted(ids) == sorted(bank_ids) and len(ids) == len(set(ids))
+    assert sorted(data["order"]) == list(range(len(ids)))
+    assert data["chapters"] == list(load_bank())
+    by_id = {q.id: q for q in bank_questions()}
+    for card in data["cards"]:
+        q = by_id[card["id"]]
+        assert (card["chapter"], card["source"]) == (q.chapter, q.source)
+        assert card["question"] and card["lead"]
+
+
+def test_fragment_starts_in_the_order_deck_deals():
+    data = _embedded(flashcards_html(chapters=["task", "mha"], seed=3))
+    deck = Deck(bank_questions(["task", "mha"]), seed=3)
+    assert [data["cards"][i]["id"] for i in data["order"]] == [q.id for q in deck.order]
+    assert {card["chapter"] for card in data["cards"]} == {"task", "mha"}
+
+
+def test_fragment_shows_no_fact_placeholder_or_myst_role(whole_deck):
+    fragment, data = whole_deck
+    for q in bank_questions():
+        lead, rest = card_parts(q)
+        for markdown in (card_markdown(q.question, q.chapter), lead, rest):
+            assert "{fact}" not in markdown and myst_markup(markdown) == [], (q.id, markdown)
+    for card in data["cards"]:
+        for part in ("question", "lead", "rest"):
+            assert "{fact}" not in card[part] and not MYST_ROLE.search(card[part]), (card["id"], part)
+    assert "{fact}" not in fragment
+
+
+def test_fragment_keeps_maths_as_dollar_text(whole_deck):
+    _, data = whole_deck
+    by_id = {card["id"]: card for card in data["cards"]}
+    checked = 0
+    for q in bank_questions():
+        lead, rest = card_parts(q)
+        shown = by_id[q.id]["lead"] + by_id[q.id]["rest"]
+        for tex in re.findall(r"\$\$.+?\$\$|\$[^$\n]+\$", lead + "\n\n" + rest, re.S):
+            assert f'<span class="fc-math">{html.escape(tex, quote=False)}</span>' in shown, (q.id, tex)
+            checked += 1
+    assert checked > 100  # the bank has a lot of maths; all of it reached the page intact
+
+
+def test_card_html_sets_maths_aside_from_the_markdown_renderer():
+    rendered = card_html("Take $a_1 * b_2$ and $x_1$, not `$HOME`.\n\n$$\\frac{a}{b} < c\\,d$$")
+    assert '<span class="fc-math">$a_1 * b_2$</span>' in rendered  # no <em> from the underscores or *
+    assert '<span class="fc-math">$$\\frac{a}{b} &lt; c\\,d$$</span>' in rendered
+    assert "<code>$HOME</code>" in rendered and "<em>" not in rendered
+    assert "<table>" in card_html("| a | b |\n|---|---|\n| 1 | 2 |")
+
+
+def test_two_fragments_have_distinct_element_ids():
+    a, b = flashcards_html(chapters=["task"]), flashcards_html(chapters=["task"])
+    static_a, static_b = (re.sub(r"<script.*?</script>", "", f, flags=re.S) for f in (a, b))
+    ids_a, ids_b = (set(re.findall(r'\bid="([^"]+)"', f)) for f in (static_a, static_b))
+    assert ids_a and not ids_a & ids_b
+    # the ids the script creates are all the root's id plus a suffix
+    script = a.split("<script>", 1)[1]
+    assert re.findall(r'id="([^"]*)"', script) and all(i == "' + prefix + '-" for i in
+                                                        re.findall(r'id="([^"]*?)[a-z]*"', script))
+    roots = [re.search(r'class="cipherlab-flashcards" id="([^"]+)"', f).group(1) for f in (a, b)]
+    assert roots[0] != roots[1] and all(f'"{r}"' in f.split("<script>", 1)[1] for r, f in zip(roots, (a, b)))
+
+
+def test_fragment_is_self_contained_and_says_something_without_javascript():
+    fragment = flashcards_html(chapters=["task"])
+    assert not re.search(r"<script[^>]*\ssrc=", fragment) and "<link" not in fragment
+    assert not re.search(r"https?://", fragment.replace("http://www.w3.org", ""))
+    assert fragment.count("<style>") == 1 and fragment.count("<script>") == 1
+    script = fragment.split("<script>", 1)[1].split("</script>", 1)[0]
+    for needed in ("MathJax.typesetPromise", "reveal", "mark known", "shuffle", "known ", "mulberry32"):
+        assert needed in script
+    # Before the script runs (or where it never does) only this note shows: no dead buttons.
+    static = re.sub(r"<script.*?</script>|<style>.*?</style>", "", fragment, flags=re.S)
+    assert "<button" not in static and "Every question, by chapter" in static and "folded" in static

@@ -2,7 +2,9 @@
 
 The cards are the questions of ``cipherlab/viva/bank/*.yml``, the same source the chapters'
 viva sections are generated from. ``Deck`` is the logic (order, position, the known set, the
-score) and runs without a kernel; ``Flashcards`` is a thin ipywidgets view over it.
+score) and runs without a kernel; ``Flashcards`` is a thin ipywidgets view over it, for a live
+kernel. ``flashcards_html`` is the same drill as one self-contained HTML fragment with its own
+small script: it works on the built book, where no kernel runs (chapter 10 shows it).
 
 Answers are CommonMark whose numbers are ``{fact}`key``` placeholders; a card shows them
 with the numbers filled in by ``fill_facts`` (and any MyST-style role reduced to its text), so
@@ -12,8 +14,12 @@ when such a card is first shown (some chapters train a tiny model to get their n
 
 from __future__ import annotations
 
+import html
+import itertools
+import json
 import random
 import re
+import uuid
 from collections.abc import Iterable, Sequence
 
 from cipherlab.viva import Question, cited_facts, fill_facts, load_bank
@@ -164,7 +170,7 @@ class Flashcards:
 
     ``Flashcards(chapters=None, seed=0)`` builds the deck from the bank; display it as the
     last expression of a cell (or with ``display(cards.widget)``). Without a kernel, e.g.
-    in the rendered book, the buttons do nothing: the chapter lists every answer as well.
+    in the rendered book, these buttons do nothing: use ``flashcards_html`` there.
     """
 
     def __init__(self, chapters: Iterable[str] | None = None, seed: int = 0):
@@ -217,3 +223,228 @@ class Flashcards:
         self._answer.clear_output()
         with self._answer:
             display(Markdown(shown))
+
+
+# --------------------------------------------------------------------------- the page's own cards
+
+# Code spans and fences are left as they are; $$display$$ and $inline$ maths are set aside so the
+# markdown renderer cannot touch them (`a_1 * b_2` would become emphasis, `\,` would lose its slash).
+_MATHS_OR_CODE = re.compile(r"(`+).*?\1|\$\$.+?\$\$|\$[^$\n]+\$", re.S)
+_fragment_ids = itertools.count()
+
+
+def card_html(markdown: str) -> str:
+    """CommonMark (with tables) rendered to HTML the way Jupyter does it: the maths is set aside
+    first and put back as ``<span class="fc-math">$...$</span>``, the TeX intact, for MathJax."""
+    from markdown_it import MarkdownIt
+
+    maths: list[str] = []
+
+    def hide(match: re.Match) -> str:
+        if match.group(1):  # a code span or fence: its dollars are not maths
+            return match.group(0)
+        maths.append(match.group(0))
+        return f"FCMATHPLACEHOLDER{len(maths) - 1}X"
+
+    rendered = MarkdownIt("commonmark").enable("table").render(_MATHS_OR_CODE.sub(hide, markdown))
+    return re.sub(r"FCMATHPLACEHOLDER(\d+)X",
+                  lambda m: f'<span class="fc-math">{html.escape(maths[int(m.group(1))], quote=False)}</span>',
+                  rendered).strip()
+
+
+def deck_data(chapters: Iterable[str] | None = None, seed: int = 0) -> dict:
+    """The deck as the page's script reads it: every card (question, lead and rest as HTML, with
+    its id, chapter and source), the chapters, and ``Deck(seed)``'s first order."""
+    cards = bank_questions(chapters)
+    index = {q.id: n for n, q in enumerate(cards)}
+    rows = []
+    for q in cards:
+        lead, rest = card_parts(q)
+        rows.append({"id": q.id, "chapter": q.chapter, "source": q.source,
+                     "question": card_html(f"**{card_markdown(q.question, q.chapter)}**"),
+                     "lead": card_html(lead), "rest": card_html(rest) if rest else ""})
+    deck = Deck(cards, seed=seed)
+    return {"seed": seed, "chapters": deck.chapters, "cards": rows, "order": [index[q.id] for q in deck.order]}
+
+
+_STYLE = """
+.cipherlab-flashcards{border:1px solid #c8c8d0;border-radius:6px;padding:.6em .9em;margin:1em 0;
+  background:#fbfbfd}
+.cipherlab-flashcards [hidden]{display:none !important}
+.cipherlab-flashcards .fc-controls{display:flex;flex-wrap:wrap;gap:.4em;align-items:center}
+.cipherlab-flashcards button,.cipherlab-flashcards select{font:inherit;padding:.2em .7em;
+  border:1px solid #99a;border-radius:4px;background:#fff;cursor:pointer}
+.cipherlab-flashcards button:disabled{opacity:.5;cursor:default}
+.cipherlab-flashcards button.fc-known-on{background:#e3f4e3;border-color:#4a4}
+.cipherlab-flashcards .fc-status{margin:.5em 0;color:#555;font-size:.9em}
+.cipherlab-flashcards .fc-score{font-weight:bold;color:#222}
+.cipherlab-flashcards .fc-card{border-top:1px solid #ddd;padding-top:.4em}
+.cipherlab-flashcards .fc-lead,.cipherlab-flashcards .fc-rest{border-left:3px solid #88a;
+  padding-left:.7em;margin:.5em 0}
+.cipherlab-flashcards table{border-collapse:collapse}
+.cipherlab-flashcards td,.cipherlab-flashcards th{border:1px solid #ccc;padding:.1em .4em}
+"""
+
+# The page's script. It reads the JSON beside it, builds the buttons (so a viewer that strips
+# scripts shows only the note), and typesets maths with the page's MathJax 3 when there is one.
+# The sites' MathJax may be set up for \( \) only (myst-parser does so on the built book), or for
+# $ $ (a page that says so): each maths span is written with the delimiters the page declares.
+_SCRIPT = r"""
+(function () {
+  var root = document.getElementById(ROOT_ID);
+  if (!root || root.getAttribute("data-ready")) return;
+  root.setAttribute("data-ready", "1");
+  var data = JSON.parse(root.querySelector("script.fc-data").textContent);
+  var cards = data.cards, prefix = ROOT_ID;
+
+  function mulberry32(a) {  // a small seeded PRNG: the same seed, the same sequence of shuffles
+    return function () {
+      a |= 0; a = a + 0x6D2B79F5 | 0;
+      var t = Math.imul(a ^ a >>> 15, 1 | a);
+      t = t + Math.imul(t ^ t >>> 7, 61 | t) ^ t;
+      return ((t ^ t >>> 14) >>> 0) / 4294967296;
+    };
+  }
+  var random = mulberry32(data.seed + 1);
+  var state = {chapter: "", order: data.order.slice(), pos: 0, revealed: 0, known: {}};
+
+  function esc(s) { var d = document.createElement("div"); d.textContent = s; return d.innerHTML; }
+  var options = '<option value="">all chapters</option>' + data.chapters.map(function (c) {
+    return '<option value="' + esc(c) + '">' + esc(c) + "</option>"; }).join("");
+  var ui = document.createElement("div");
+  ui.innerHTML =
+    '<div class="fc-controls">' +
+    '<label for="' + prefix + '-chapter">chapter</label> <select id="' + prefix + '-chapter">' + options + "</select>" +
+    '<button type="button" id="' + prefix + '-reveal">reveal</button>' +
+    '<button type="button" id="' + prefix + '-known">mark known</button>' +
+    '<button type="button" id="' + prefix + '-next">next</button>' +
+    '<button type="button" id="' + prefix + '-shuffle">shuffle</button></div>' +
+    '<div class="fc-status" id="' + prefix + '-status" aria-live="polite"></div>' +
+    '<div class="fc-card" id="' + prefix + '-card"><div class="fc-question" id="' + prefix + '-question"></div>' +
+    '<div class="fc-lead" id="' + prefix + '-lead" hidden></div>' +
+    '<div class="fc-rest" id="' + prefix + '-rest" hidden></div></div>';
+  root.appendChild(ui);
+  root.querySelector(".fc-fallback").hidden = true;
+  function el(name) { return document.getElementById(prefix + "-" + name); }
+
+  var queue = Promise.resolve();
+  function delimiters() {
+    var tex = (window.MathJax && window.MathJax.config && window.MathJax.config.tex) || {};
+    return {inline: (tex.inlineMath && tex.inlineMath[0]) || ["\\(", "\\)"],
+            display: (tex.displayMath && tex.displayMath[0]) || ["\\[", "\\]"]};
+  }
+  function typeset(element) {
+    var M = window.MathJax;
+    if (M && M.Hub && M.Hub.Queue) { M.Hub.Queue(["Typeset", M.Hub, element]); return; }  // MathJax 2
+    if (M && M.startup && M.startup.promise) {
+      M.startup.promise.then(function () {
+        var d = delimiters(), fresh = 0;
+        Array.prototype.forEach.call(element.querySelectorAll(".fc-math"), function (span) {
+          // a span MathJax already typeset (the page's own first pass) is left alone: a second
+          // typeset of the same element would nest the formulas
+          if (span.getAttribute("data-tex") || span.children.length) return;
+          var tex = span.textContent, display = tex.slice(0, 2) === "$$";
+          var body = display ? tex.slice(2, -2) : tex.slice(1, -1), pair = display ? d.display : d.inline;
+          span.setAttribute("data-tex", tex);
+          span.textContent = pair[0] + body + pair[1];
+          fresh++;
+        });
+        if (!fresh) return;
+        queue = queue.then(function () {
+          return window.MathJax && MathJax.typesetPromise && MathJax.typesetPromise([element]);
+        }).catch(function (err) { console.warn("flashcards: MathJax", err); });
+      });
+    } else if (document.readyState !== "complete") {  // MathJax may still be loading (defer)
+      window.addEventListener("load", function () {
+        var M = window.MathJax;
+        if (M && (M.Hub || (M.startup && M.startup.promise))) typeset(element);
+      }, {once: true});
+    }
+  }
+  function fill(element, html) {
+    if (window.MathJax && MathJax.typesetClear) MathJax.typesetClear([element]);
+    element.innerHTML = html;
+  }
+
+  function visible() {
+    var out = [];
+    for (var i = 0; i < cards.length; i++) if (!state.chapter || cards[i].chapter === state.chapter) out.push(i);
+    return out;
+  }
+  function shuffle() {
+    var order = visible();
+    for (var i = order.length - 1; i > 0; i--) {
+      var j = Math.floor(random() * (i + 1)), t = order[i]; order[i] = order[j]; order[j] = t;
+    }
+    state.order = order; state.pos = 0; state.revealed = 0;
+  }
+  function current() { return cards[state.order[state.pos]]; }
+
+  function showStatus() {
+    var card = current(), known = 0;
+    state.order.forEach(function (i) { if (state.known[cards[i].id]) known++; });
+    el("status").innerHTML = "card " + (state.pos + 1) + " of " + state.order.length + " · " + esc(card.chapter) +
+      " · " + esc(card.source) + ' · <span class="fc-score">known ' + known + " of " + state.order.length + "</span>";
+    var k = el("known");
+    k.textContent = state.known[card.id] ? "known ✓ (unmark)" : "mark known";
+    k.className = state.known[card.id] ? "fc-known-on" : "";
+    var r = el("reveal"), most = card.rest ? 2 : 1;
+    r.textContent = state.revealed === 0 ? "reveal" : (state.revealed < most ? "reveal more" : "all shown");
+    r.disabled = state.revealed >= most;
+  }
+  function showCard() {
+    var card = current();
+    fill(el("question"), card.question); typeset(el("question"));
+    fill(el("lead"), card.lead); el("lead").hidden = true;
+    fill(el("rest"), card.rest); el("rest").hidden = true;
+    showStatus();
+  }
+  function reveal() {
+    var card = current();
+    state.revealed = Math.min(state.revealed + 1, card.rest ? 2 : 1);
+    var part = el(state.revealed === 1 ? "lead" : "rest");
+    part.hidden = false;
+    typeset(part);
+    showStatus();
+  }
+
+  el("reveal").addEventListener("click", reveal);
+  el("known").addEventListener("click", function () {
+    var id = current().id;
+    if (state.known[id]) delete state.known[id]; else state.known[id] = true;
+    showStatus();
+  });
+  el("next").addEventListener("click", function () {
+    state.pos = (state.pos + 1) % state.order.length; state.revealed = 0; showCard();
+  });
+  el("shuffle").addEventListener("click", function () { shuffle(); showCard(); });
+  el("chapter").addEventListener("change", function () { state.chapter = this.value; shuffle(); showCard(); });
+  showCard();
+})();
+"""
+
+
+def flashcards_html(chapters: Iterable[str] | None = None, seed: int = 0) -> str:
+    """The flashcards as one self-contained HTML fragment, for a page with no kernel (the built
+    book) as well as a notebook: the deck as JSON, an inline style and script (no file, no
+    network), reveal (the lead, then the rest), mark known, next, shuffle (seeded), a chapter
+    menu and the score line "known n of m". Display it with ``IPython.display.HTML``.
+
+    Each call has its own element ids, so two decks can share a page. Where scripts do not run
+    (GitHub's viewer, a PDF) only a note shows, pointing at the full list with folded answers.
+    """
+    data = deck_data(chapters, seed)
+    root_id = f"cipherlab-flashcards-{next(_fragment_ids)}-{uuid.uuid4().hex[:8]}"
+    # Inside <script>, "</" would end the element early: write <, > and & as JSON escapes.
+    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e") \
+        .replace("&", "\\u0026")
+    fallback = (f"<b>Flashcards ({len(data['cards'])} questions, {len(data['chapters'])} chapters).</b> "
+                "The cards need JavaScript, which this viewer does not run. The same questions are "
+                "listed below, under <i>Every question, by chapter</i>, each with its answer folded: "
+                "say your answer out loud, then open it.")
+    return (f'<div class="cipherlab-flashcards" id="{root_id}">'
+            f"<style>{_STYLE}</style>"
+            f'<p class="fc-fallback">{fallback}</p>'
+            f'<script type="application/json" class="fc-data">{payload}</script>'
+            f"<script>{_SCRIPT.replace('ROOT_ID', json.dumps(root_id))}</script>"
+            "</div>")
