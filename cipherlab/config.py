@@ -87,6 +87,7 @@ class Config:
     # --- learning the cipher rather than the corpus (shared by all five; see cipherlab.data.phase_shuffle) ---
     phase_shuffle: float = 0.0  # share of training chunks replaced by a phase-preserving shuffle (0..1)
     bit_embeddings: bool = False  # byte/character embeddings (and the tied head) linear in the 8 bits
+    phase_embedding: bool = False  # add a learned vector per key phase (position mod 8) to the embeddings
 
     # --- optimisation ---
     lr: float = 3e-4  # AdamW peak learning rate

@@ -629,6 +629,7 @@ class SubwordCodec:
             tgt_pad_id=self.tgt_pad_id,
             src_codes=self.codes(self.src) if config.bit_embeddings else None,
             tgt_codes=self.codes(self.tgt) if config.bit_embeddings else None,
+            phase_embedding=config.phase_embedding,
         )
 
     @staticmethod
@@ -715,6 +716,7 @@ class ByteCodec:
             patch_tgt=config.blt_patch_tgt,
             source_memory=config.blt_source_memory,
             bit_embeddings=config.bit_embeddings,
+            phase_embedding=config.phase_embedding,
         )
 
     def dataset(self, chunks):

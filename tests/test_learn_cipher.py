@@ -75,3 +75,42 @@ def test_config_switches_reach_both_model_families():
         assert len(embeds) == 2, name
     plain = BLTModel(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8)
     assert not any(isinstance(m, BitFactoredEmbedding) for m in plain.modules())
+
+
+def test_the_key_phase_embedding_is_periodic_and_follows_the_decoding_offset():
+    from cipherlab.models.embedding import KeyPhaseEmbedding
+
+    torch.manual_seed(0)
+    phase = KeyPhaseEmbedding(16)
+    table = phase(24)
+    assert torch.equal(table[:8], table[8:16]) and not torch.equal(table[0], table[1])
+    assert torch.equal(phase(3, offset=13), table[13:16])
+
+
+def test_cached_greedy_decoding_equals_full_recomputation_with_phase_and_bit_embeddings():
+    torch.manual_seed(0)
+    codes = [None, None, None, *range(32, 127)]
+    model = Seq2SeqTransformer(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
+                               ffn_dim=32, dropout=0.0, pos_encoding="rope", src_codes=codes, tgt_codes=codes,
+                               phase_embedding=True).eval()
+    src = torch.randint(3, len(codes), (2, 11))
+    fast = model.greedy_decode(src, 1, 2, 12)
+    ys = torch.ones(2, 1, dtype=torch.long)
+    with torch.no_grad():
+        for _ in range(fast.size(1)):
+            logits = model(src, ys)  # the whole prefix again, no cache
+            ys = torch.cat([ys, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(fast, ys[:, 1:])
+
+
+def test_the_blt_takes_phase_and_bit_embeddings():
+    from cipherlab.models.blt_patching import fixed_patch_membership
+
+    torch.manual_seed(0)
+    model = BLTModel(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8,
+                     bit_embeddings=True, phase_embedding=True)
+    assert model.local_encoder.phase_embed is not None and model.local_decoder.phase_embed is not None
+    src = torch.randint(0, 256, (1, 12))
+    member = fixed_patch_membership(torch.ones(1, 12, dtype=torch.bool), 4)
+    tgt_in = torch.tensor([[257, *range(65, 72)]])
+    assert model(src, member, tgt_in).shape == (1, 8, 259)

@@ -52,7 +52,7 @@ from torch import nn
 from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
 from .attention import MultiHeadAttention, causal_mask
-from .embedding import BitFactoredEmbedding
+from .embedding import BitFactoredEmbedding, KeyPhaseEmbedding
 from .blt_patching import (
     DEFAULT_MAX_PATCH,
     DEFAULT_MIN_COUNT,
@@ -215,14 +215,21 @@ def byte_embedding(d_model: int, bit_embeddings: bool = False) -> nn.Module:
     return BitFactoredEmbedding([*range(256), *[None] * (VOCAB_SIZE - 256)], d_model)
 
 
+def _with_phase(x: torch.Tensor, phase_embed) -> torch.Tensor:
+    """x (B, L, D) plus the key-phase vector of each position 0 .. L - 1 (``Config.phase_embedding``)."""
+    return x if phase_embed is None else x + phase_embed(x.size(1), 0, x.device)
+
+
 class LocalEncoder(nn.Module):
     """Source bytes -> patch vectors: embedding, byte positions, windowed layers, PatchPooling."""
 
     def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int,
-                 dropout: float = 0.1, max_len: int = 4096, bit_embeddings: bool = False):
+                 dropout: float = 0.1, max_len: int = 4096, bit_embeddings: bool = False,
+                 phase_embedding: bool = False):
         super().__init__()
         self.d_model = d_model
         self.embed = byte_embedding(d_model, bit_embeddings)
+        self.phase_embed = KeyPhaseEmbedding(d_model) if phase_embedding else None
         self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
         self.layers = nn.ModuleList(
             LocalTransformerLayer(d_model, n_heads, ffn_dim, window, dropout) for _ in range(n_layers))
@@ -233,7 +240,7 @@ class LocalEncoder(nn.Module):
         """src (B, Ls), member (B, Ks, Ls) -> patches (B, Ks, D), empty (B, Ks)
         [, byte states (B, Ls, D) when return_bytes]."""
         pad = src == PAD_ID
-        x = self.pos(self.embed(src) * math.sqrt(self.d_model))  # (B, Ls, D)
+        x = self.pos(_with_phase(self.embed(src) * math.sqrt(self.d_model), self.phase_embed))  # (B, Ls, D)
         for layer in self.layers:
             x = layer(x, pad)
         x = self.final_norm(x)
@@ -284,10 +291,12 @@ class LocalDecoder(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int,
-                 dropout: float = 0.1, max_len: int = 4096, bit_embeddings: bool = False):
+                 dropout: float = 0.1, max_len: int = 4096, bit_embeddings: bool = False,
+                 phase_embedding: bool = False):
         super().__init__()
         self.d_model = d_model
         self.embed = byte_embedding(d_model, bit_embeddings)
+        self.phase_embed = KeyPhaseEmbedding(d_model) if phase_embedding else None
         self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
         self.layers = nn.ModuleList(
             LocalDecoderLayer(d_model, n_heads, ffn_dim, window, dropout) for _ in range(n_layers))
@@ -295,7 +304,7 @@ class LocalDecoder(nn.Module):
 
     def embed_bytes(self, tgt_in: torch.Tensor) -> torch.Tensor:
         """tgt_in (B, Lt) -> byte vectors with positions (B, Lt, D)."""
-        return self.pos(self.embed(tgt_in) * math.sqrt(self.d_model))
+        return self.pos(_with_phase(self.embed(tgt_in) * math.sqrt(self.d_model), self.phase_embed))
 
     def forward(self, h, pad, g, g_mask, memory, memory_mask):
         """h (B, Lt, D) from embed_bytes, pad (B, Lt), the rest as LocalDecoderLayer -> (B, Lt, V)."""
@@ -320,7 +329,7 @@ class BLTModel(nn.Module):
     def __init__(self, d_model: int = 256, n_heads: int = 8, enc_layers: int = 4, dec_layers: int = 4,
                  ffn_dim: int = 1024, dropout: float = 0.1, local_layers: int = 1, window: int = 128,
                  patch_tgt: int = DEFAULT_PATCH_TGT, max_len: int = 4096, source_memory: str = "bytes",
-                 bit_embeddings: bool = False):
+                 bit_embeddings: bool = False, phase_embedding: bool = False):
         super().__init__()
         if patch_tgt < 1:
             raise ValueError(f"BLTModel: patch_tgt={patch_tgt}; a target patch must hold at least 1 byte")
@@ -328,7 +337,8 @@ class BLTModel(nn.Module):
             raise ValueError(f"BLTModel: source_memory={source_memory!r}; expected one of {SOURCE_MEMORIES}")
         self.d_model, self.patch_tgt, self.source_memory = d_model, patch_tgt, source_memory
         local = dict(d_model=d_model, n_heads=n_heads, ffn_dim=ffn_dim, n_layers=local_layers,
-                     window=window, dropout=dropout, max_len=max_len, bit_embeddings=bit_embeddings)
+                     window=window, dropout=dropout, max_len=max_len, bit_embeddings=bit_embeddings,
+                     phase_embedding=phase_embedding)
         self.local_encoder = LocalEncoder(**local)
         self.local_decoder = LocalDecoder(**local)
         self.tgt_pooling = PatchPooling(d_model, n_heads, dropout)

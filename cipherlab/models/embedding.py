@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["BitFactoredEmbedding", "bit_features"]
+__all__ = ["BitFactoredEmbedding", "KeyPhaseEmbedding", "bit_features"]
 
 BITS = 8
 
@@ -72,3 +72,26 @@ class BitFactoredEmbedding(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}, features={self.features.size(1)}"
+
+
+class KeyPhaseEmbedding(nn.Module):
+    """A learned vector per key phase (position mod 8), added to every token's embedding.
+
+    The cipher's period is part of the task statement, and the XOR mask of position i depends
+    on i mod 8 alone. Sinusoidal or learned absolute positions carry that phase; RoPE's scores
+    see only offsets, so on text without a language to lean on (random strings) C2 must rebuild
+    the absolute phase from the sequence start. Adding the phase to the input embeddings of
+    every configuration alike (``Config.phase_embedding``) hands it to all five. Rows start at
+    N(0, 1/D) and are scaled by sqrt(D) like the token embeddings they are added to.
+    """
+
+    def __init__(self, embedding_dim: int, period: int = 8):
+        super().__init__()
+        self.period = period
+        self.table = nn.Embedding(period, embedding_dim)
+        nn.init.normal_(self.table.weight, 0.0, embedding_dim ** -0.5)
+
+    def forward(self, length: int, offset: int = 0, device=None) -> torch.Tensor:
+        """(length, D): the phase vectors of positions offset .. offset + length - 1."""
+        positions = torch.arange(offset, offset + length, device=device)
+        return self.table(positions % self.period) * self.table.embedding_dim ** 0.5

@@ -32,7 +32,7 @@ from torch import nn
 
 from .attention import KVCache, MultiHeadAttention, causal_mask, make_attention, padding_mask
 from .norm import make_norm
-from .embedding import BitFactoredEmbedding
+from .embedding import BitFactoredEmbedding, KeyPhaseEmbedding
 from .positional import LearnedPositionalEncoding, RotaryPositionalEmbedding, SinusoidalPositionalEncoding
 
 POS_ENCODINGS = ("sinusoidal", "rope", "learned")
@@ -203,14 +203,15 @@ class Seq2SeqTransformer(nn.Module):
     one trained table, so the only change from C1 is fixed -> trained); the output head is
     the target embedding matrix itself (weight tying). ``src_codes``/``tgt_codes`` (token id ->
     byte or character code, None for a special or multi-character token) make the tables
-    bit-factored (``cipherlab.models.embedding``). Call model.eval() before
+    bit-factored (``cipherlab.models.embedding``); ``phase_embedding`` adds a learned vector per
+    key phase (position mod 8) to both sides' embeddings. Call model.eval() before
     greedy_decode: dropout is not switched off.
     """
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model=256, n_heads=8, enc_layers=4, dec_layers=4,
                  ffn_dim=1024, dropout=0.1, pos_encoding="sinusoidal", attn_type="mha", n_kv_heads=None,
                  norm="layernorm", src_pad_id=0, tgt_pad_id=0, max_len=4096, fused_attention=False,
-                 rope_cross_attention=True, src_codes=None, tgt_codes=None):
+                 rope_cross_attention=True, src_codes=None, tgt_codes=None, phase_embedding=False):
         super().__init__()
         if pos_encoding not in POS_ENCODINGS:
             raise ValueError(f"Seq2SeqTransformer: unknown pos_encoding {pos_encoding!r}; "
@@ -221,6 +222,7 @@ class Seq2SeqTransformer(nn.Module):
         self.d_model, self.src_pad_id, self.tgt_pad_id = d_model, src_pad_id, tgt_pad_id
         self.src_embed = _embedding(src_vocab_size, d_model, src_codes, "source")
         self.tgt_embed = _embedding(tgt_vocab_size, d_model, tgt_codes, "target")
+        self.phase_embed = KeyPhaseEmbedding(d_model) if phase_embedding else None
         rope = None
         if pos_encoding == "sinusoidal":
             self.pos_enc = SinusoidalPositionalEncoding(d_model, max_len, dropout)
@@ -239,6 +241,8 @@ class Seq2SeqTransformer(nn.Module):
 
     def _embed(self, ids, table, offset=0):
         x = table(ids) * math.sqrt(self.d_model)  # (B, L, D)
+        if self.phase_embed is not None:  # the key phase of each position, on both sides
+            x = x + self.phase_embed(ids.size(1), offset, ids.device)
         return self.embed_dropout(x) if self.pos_enc is None else self.pos_enc(x, offset)
 
     def encode(self, src):
