@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from . import cli, data, score
+from . import cli, data, doctor, plan, score
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     data.register_cli(sub)
     cli.register_cli(sub)
     score.register_cli(sub)
+    doctor.register_cli(sub)
+    plan.register_cli(sub)
     return parser
 
 

@@ -269,7 +269,8 @@ def load_checkpoint(
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # any unpickling failure means "not a checkpoint we can trust"
-        raise CheckpointError(f"{path}: not a readable cipherlab checkpoint ({type(e).__name__}: {e})") from None
+        first = (str(e).strip().splitlines() or [""])[0]  # torch's unpickling messages run to many lines
+        raise CheckpointError(f"{path}: not a readable cipherlab checkpoint ({type(e).__name__}: {first})") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path}: not a cipherlab checkpoint (expected format {CHECKPOINT_FORMAT!r})")
     if config is not None:

@@ -1,0 +1,453 @@
+"""Plan a GPU run before paying for it: ``python -m cipherlab plan --preset assignment --gpu T4`` (chapter 9).
+
+For each configuration this module *measures* on the CPU what one training step costs and
+*estimates* from that what an epoch costs on a GPU:
+
+1. FLOPs: one teacher-forced forward pass, the loss and the backward pass of the real model,
+   counted by ``torch.utils.flop_counter.FlopCounterMode`` (matrix multiplications, which are
+   nearly all the arithmetic), for one chunk of a quarter, a half and the whole chunk length.
+   FLOPs are exactly linear in the batch size, and a quadratic through the three lengths gives
+   every other length (the attention terms are quadratic, the rest linear).
+2. Bytes: the tensors saved for the backward pass, measured with
+   ``torch.autograd.graph.saved_tensors_hooks`` in the same pass (fp32, as on a CPU), plus
+   16 bytes per parameter for fp32 AdamW training (weights, gradients, two moments).
+3. Work per epoch: the training split cut into the preset's chunks, their token lengths (bytes
+   for C5; for C1-C4 the BPEs' tokens per character, measured on a sample of training chunks),
+   batched by the trainer's own ``BucketBatchSampler``; every batch costs its rows times the
+   FLOPs of its longest chunk (padding is computed too), plus a forward pass over validation.
+4. Time: FLOPs divided by the GPU's published peak dense bf16/fp16 tensor rate times an assumed
+   utilisation (``--mfu``, default 30 %).
+
+All of this is an ESTIMATE until the same run is measured on the GPU: the utilisation of a
+10M-parameter model with small batches may be well below 30 % (kernel launches, the Python
+loop, data collation and the optimiser step are not FLOPs), and evaluation decoding is not counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from cipherlab.config import CONFIG_NAMES, PRESETS, Config, make_config
+from cipherlab.data import BucketBatchSampler, Chunk, load_corpus, make_chunks
+from cipherlab.train import (
+    ByteCodec,
+    SubwordCodec,
+    fit_codec,
+    select_lines,
+    seed_everything,
+    sequence_loss,
+    teacher_forcing_logits,
+)
+
+__all__ = ["GPUS", "GPU", "measure_step", "plan_config", "plan_preset", "register_cli"]
+
+
+@dataclass(frozen=True)
+class GPU:
+    """A GPU's published peak dense (no sparsity) bf16/fp16 tensor-core rate and its memory."""
+
+    name: str
+    tflops: float  # TFLOP/s, dense
+    memory_gb: float
+    note: str = ""
+
+
+# NVIDIA's data sheets, dense tensor-core rates (the sparsity figures are twice these).
+GPUS = {
+    "T4": GPU("NVIDIA T4", 65.0, 16.0, "fp16 tensor cores only: no bf16, which cipherlab's CUDA autocast uses, so "
+              "expect much less than this rate on a T4 (measure it)"),
+    "L4": GPU("NVIDIA L4", 121.0, 24.0),
+    "A100": GPU("NVIDIA A100 40GB", 312.0, 40.0),
+    "A100-80GB": GPU("NVIDIA A100 80GB", 312.0, 80.0),
+    "H100": GPU("NVIDIA H100 SXM", 989.0, 80.0),
+    "H100-PCIE": GPU("NVIDIA H100 PCIe", 756.0, 80.0),
+}
+DEFAULT_MFU = 0.30
+DEFAULT_HOURS = 4.0
+RATIO_SAMPLE = 200  # training chunks tokenized to measure the BPEs' tokens per character
+STANDIN_LINES = 400  # training lines a stand-in BPE is learned from when the real one is not cached
+ADAM_BYTES_PER_PARAM = 16  # fp32 weights, gradients, exp_avg, exp_avg_sq
+AUTOCAST_BYTES_PER_PARAM = 2  # the bf16 copies of the weights autocast keeps during a step
+
+
+# --------------------------------------------------------------------------- measuring one step
+
+
+def _param_storages(model) -> set[int]:
+    return {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+
+def measure_step(model, batch: dict[str, torch.Tensor], pad_id: int, label_smoothing: float = 0.1) -> dict:
+    """FLOPs of the forward pass (with the loss) and of the backward pass of one training step on
+    ``batch``, and the bytes of the tensors saved for backward (parameters excluded), as the trainer
+    computes them (``teacher_forcing_logits`` then ``sequence_loss``)."""
+    model.train()
+    params = _param_storages(model)
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with FlopCounterMode(display=False) as forward, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        logits = teacher_forcing_logits(model, batch)
+        loss, _ = sequence_loss(logits, batch["tgt"][:, 1:], pad_id, label_smoothing)
+    with FlopCounterMode(display=False) as backward:
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    return {"forward_flops": forward.get_total_flops(), "backward_flops": backward.get_total_flops(),
+            "activation_bytes": sum(saved.values())}
+
+
+def _bpe_batch(codec: SubwordCodec, src_len: int, tgt_len: int, rows: int = 1) -> dict[str, torch.Tensor]:
+    """Token ids of the given lengths (values do not change the FLOPs): src (rows, Ls), tgt (rows, Lt+2)."""
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, codec.src.vocab_size, (rows, src_len), generator=g)
+    body = torch.randint(4, codec.tgt.vocab_size, (rows, tgt_len), generator=g)
+    tgt = torch.cat([torch.full((rows, 1), codec.bos_id), body, torch.full((rows, 1), codec.eos_id)], dim=1)
+    return {"src": src, "tgt": tgt}
+
+
+def _blt_batch(codec: ByteCodec, chunk: Chunk, n: int) -> dict[str, torch.Tensor]:
+    """The first ``n`` characters of a real chunk, collated with its entropy patches."""
+    piece = Chunk(chunk.line, chunk.part, chunk.plain[:n], chunk.cipher[: 8 * n])
+    data = codec.dataset([piece])
+    return codec.collate([data[0]])
+
+
+# --------------------------------------------------------------------------- tokens per character
+
+
+def _cached_bpe(corpus, config: Config) -> bool:
+    """Whether both BPEs of ``config`` are already in the corpus cache (so loading them takes no time)."""
+    from cipherlab.tokenizers import BPETokenizer
+
+    def found(name: str, size) -> bool:
+        for path in sorted(corpus.cache_dir.glob(f"bpe_{name}_{'base' if size is None else size}_*.json")):
+            try:
+                meta = BPETokenizer.load(path).metadata
+            except (OSError, ValueError):
+                continue
+            if meta.get("corpus_sha256") == corpus.sha256 and meta.get("vocab_size") == size:
+                return True
+        return False
+
+    return found(f"source-{config.source_mode}", config.src_vocab) and found("target", config.tgt_vocab)
+
+
+def _bpe_codec(corpus, config: Config, tokenize: bool) -> tuple[SubwordCodec, str]:
+    """(the codec of C1-C4, how its tokenizers were obtained)."""
+    train_chars = sum(len(corpus.plain[i]) for i in corpus.splits["train"])
+    quick = train_chars < 200_000 or (config.src_vocab is None and config.tgt_vocab is None)  # seconds to learn
+    if tokenize or quick or _cached_bpe(corpus, config):
+        how = "the configuration's own BPEs" + ("" if tokenize else " (cached or quick to learn)")
+        return fit_codec(config, corpus), how
+    from cipherlab.tokenizers import BPETokenizer
+    from cipherlab.tokenizers.cipher_task import SOURCE_MODES, TARGET_SETTINGS
+
+    ids = corpus.splits["train"][:STANDIN_LINES]
+    src = BPETokenizer.train([corpus.cipher[i] for i in ids], config.src_vocab, **SOURCE_MODES[config.source_mode])
+    tgt = BPETokenizer.train([corpus.plain[i] for i in ids], config.tgt_vocab, **TARGET_SETTINGS)
+    how = (f"STAND-IN BPEs learned from the first {len(ids)} training lines (the real ones are not cached; "
+           "--tokenize learns and caches them, about a minute)")
+    return SubwordCodec(src, tgt), how
+
+
+def _token_ratios(codec: SubwordCodec, chunks: list[Chunk], seed: int = 0) -> tuple[float, float, int]:
+    """(source tokens per character, target tokens per character, chunks sampled)."""
+    sample = random.Random(seed).sample(chunks, min(RATIO_SAMPLE, len(chunks)))
+    chars = sum(len(c.plain) for c in sample)
+    src = sum(len(codec.src.encode(c.cipher)) for c in sample)
+    tgt = sum(len(codec.tgt.encode(c.plain)) for c in sample)
+    return src / chars, tgt / chars, len(sample)
+
+
+# --------------------------------------------------------------------------- one configuration
+
+
+def _fit(xs: list[int], ys: list[float]):
+    """The quadratic through three points, as a function of the chunk length in characters."""
+    coeffs = np.polyfit(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), deg=min(2, len(xs) - 1))
+    return lambda n: max(float(np.polyval(coeffs, n)), 0.0)
+
+
+def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", ratios=None) -> dict:
+    """Measured step costs and estimated epoch work of one configuration (no GPU figures yet)."""
+    seed_everything(config.seed)
+    codec = codec or fit_codec(config, corpus)
+    model = codec.build_model(config)
+    params = sum(p.numel() for p in model.parameters())
+    train = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)
+    val = make_chunks(corpus.plain, corpus.cipher, corpus.splits["val"], config.chunk_chars)
+    c = config.chunk_chars
+    points = sorted({max(c // 4, 1), max(c // 2, 1), c})
+    if codec.kind == "bpe":
+        rs, rt, sampled = ratios or _token_ratios(codec, train)
+
+        def src_len(n: int) -> int:
+            return max(1, round(rs * n))
+
+        def tgt_len(n: int) -> int:
+            return max(1, round(rt * n)) + 2  # + BOS and EOS
+
+        batches = [_bpe_batch(codec, src_len(n), tgt_len(n) - 2) for n in points]
+        units = (f"{tokens_how}: {rs:.3f} source and {rt:.3f} target tokens per character, measured on "
+                 f"{sampled} training chunks")
+    else:
+        full = [ch for ch in train if len(ch.plain) == c] or train
+        example = max(full, key=lambda ch: len(ch.plain))
+
+        def src_len(n: int) -> int:
+            return n
+
+        def tgt_len(n: int) -> int:
+            return n + 2
+
+        batches = [_blt_batch(codec, example, n) for n in points]
+        units = "bytes (one per character), entropy patches of a real training chunk"
+    steps = [measure_step(model, b, codec.tgt_pad_id, config.label_smoothing) for b in batches]
+    forward = _fit(points, [s["forward_flops"] for s in steps])
+    step_flops = _fit(points, [s["forward_flops"] + s["backward_flops"] for s in steps])
+    activations = _fit(points, [s["activation_bytes"] for s in steps])
+
+    def epoch(chunks: list[Chunk]) -> dict:
+        chars = [len(ch.plain) for ch in chunks]
+        lengths = [src_len(n) for n in chars]
+        sampler = BucketBatchSampler(lengths, config.token_budget, config.max_batch_size, shuffle=False)
+        work = []
+        for batch in sampler.batches:
+            n = max(chars[i] for i in batch)
+            work.append((len(batch), n))
+        return {"chunks": len(chunks), "characters": sum(chars), "steps": len(work),
+                "source_tokens": sum(lengths), "target_tokens": sum(tgt_len(n) - 1 for n in chars),
+                "train_flops": sum(b * step_flops(n) for b, n in work),
+                "forward_flops": sum(b * forward(n) for b, n in work),
+                "max_activation_bytes": max(b * activations(n) for b, n in work)}
+
+    typical_rows = min(config.max_batch_size, max(config.token_budget // src_len(c), 1))
+    return {
+        "config": config.name,
+        "components": config.components(),
+        "params": params,
+        "units": units,
+        "measured": [{"chunk_chars": n, "source_tokens": src_len(n), "target_tokens": tgt_len(n), **s}
+                     for n, s in zip(points, steps)],
+        "typical_batch": {"rows": typical_rows, "source_tokens": typical_rows * src_len(c),
+                          "target_tokens": typical_rows * (tgt_len(c) - 1), "chunk_chars": c,
+                          "flops": typical_rows * step_flops(c), "activation_bytes": typical_rows * activations(c)},
+        "train_epoch": epoch(train),
+        "validation": epoch(val),
+        "state_bytes": ADAM_BYTES_PER_PARAM * params,
+        "autocast_bytes": AUTOCAST_BYTES_PER_PARAM * params,
+    }
+
+
+def _gpu_estimate(record: dict, gpu: GPU, mfu: float, hours: float, max_epochs: int) -> dict:
+    rate = gpu.tflops * 1e12 * mfu
+    train_s = record["train_epoch"]["train_flops"] / rate
+    val_s = record["validation"]["forward_flops"] / rate
+    epoch_s = train_s + val_s
+    peak = record["state_bytes"] + record["autocast_bytes"] + record["train_epoch"]["max_activation_bytes"]
+    return {"train_seconds": train_s, "validation_seconds": val_s, "epoch_seconds": epoch_s,
+            "step_seconds": record["typical_batch"]["flops"] / rate,
+            "epochs_in_session": int(hours * 3600 // epoch_s) if epoch_s > 0 else None,
+            "hours_for_max_epochs": max_epochs * epoch_s / 3600,
+            "peak_bytes": peak, "fits": peak < gpu.memory_gb * 1e9}
+
+
+def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float = DEFAULT_HOURS,
+                configs=CONFIG_NAMES, data_dir=None, tokenize: bool = False) -> dict:
+    """The planner's estimate for every configuration of ``preset`` on ``gpu``."""
+    base = make_config(configs[0], preset)
+    corpus = select_lines(load_corpus(data_dir), base)
+    shared: dict[tuple, tuple] = {}  # C1-C4 share one pair of BPEs: learn and measure it once
+    records = []
+    for name in configs:
+        config = make_config(name, preset)
+        extra = {}
+        if config.tokenization == "bpe":
+            key = (config.source_mode, config.src_vocab, config.tgt_vocab)
+            if key not in shared:
+                codec, how = _bpe_codec(corpus, config, tokenize)
+                train = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)
+                shared[key] = (codec, how, _token_ratios(codec, train))
+            codec, how, ratios = shared[key]
+            extra = {"codec": codec, "tokens_how": how, "ratios": ratios}
+        record = plan_config(config, corpus, **extra)
+        record["gpu"] = _gpu_estimate(record, gpu, mfu, hours, config.max_epochs)
+        records.append(record)
+    return {
+        "estimate": True,
+        "preset": preset,
+        "gpu": dataclasses.asdict(gpu),
+        "mfu": mfu,
+        "hours": hours,
+        "sizes": {k: getattr(base, k) for k in ("d_model", "n_heads", "enc_layers", "dec_layers", "ffn_dim",
+                                                "chunk_chars", "token_budget", "max_batch_size", "max_epochs",
+                                                "patience", "source_mode", "src_vocab", "tgt_vocab")},
+        "data": str(corpus.data_dir),
+        "torch": torch.__version__,
+        "configs": records,
+    }
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:.2f}"
+
+
+def _flops(x: float) -> str:
+    """FLOPs with an SI prefix, three significant digits: 1.23 TFLOP."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if x >= scale:
+            return f"{x / scale:.3g} {prefix}"
+    return f"{x:.3g} "
+
+
+def _epochs(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}" if n < 100_000 else "> 99,999"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{1000 * seconds:.1f} ms" if seconds < 0.1 else f"{1000 * seconds:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def _by_units(records: list[dict]) -> dict[str, list[str]]:
+    """{how the token lengths were found: the configurations found that way}."""
+    out: dict[str, list[str]] = {}
+    for r in records:
+        out.setdefault(r["units"], []).append(r["config"])
+    return out
+
+
+def report(plan: dict) -> str:
+    g, s = plan["gpu"], plan["sizes"]
+    rate = g["tflops"] * plan["mfu"]
+    session = f"epochs in {plan['hours']:g} h"
+    rows = [
+        f"ESTIMATE, not a measurement: preset {plan['preset']} on an {g['name']}",
+        f"  peak {g['tflops']:g} TFLOP/s (dense bf16/fp16 tensor, NVIDIA's data sheet) x {100 * plan['mfu']:.0f} % "
+        f"utilisation = {rate:.1f} TFLOP/s; {g['memory_gb']:g} GB",
+        f"  d_model {s['d_model']}, {s['n_heads']} heads, {s['enc_layers']}+{s['dec_layers']} layers, ffn "
+        f"{s['ffn_dim']}; chunks of {s['chunk_chars']} characters; at most {s['token_budget']} source tokens "
+        f"and {s['max_batch_size']} chunks per batch",
+        "",
+        f"{'config':8}{'params':>11}{'steps/ep':>10}{'src tok/ep':>12}{'tgt tok/ep':>12}{'FLOP/step':>11}"
+        f"{'FLOP/epoch':>12}{'time/epoch':>12}{'peak GB':>9}{session:>14}",
+    ]
+    for r in plan["configs"]:
+        e, est = r["train_epoch"], r["gpu"]
+        fits = "" if est["fits"] else " (!)"
+        rows.append(f"{r['config']:8}{r['params']:>11,}{e['steps']:>10,}{e['source_tokens']:>12,}{e['target_tokens']:>12,}"
+                    f"{_flops(r['typical_batch']['flops']):>11}{_flops(e['train_flops']):>12}"
+                    f"{_duration(est['epoch_seconds']):>12}{_gb(est['peak_bytes']) + fits:>9}"
+                    f"{_epochs(est['epochs_in_session']):>14}")
+    first = plan["configs"][0]
+    t = first["typical_batch"]
+    slowest = max(plan["configs"], key=lambda r: r["gpu"]["epoch_seconds"])
+    rows += [
+        "",
+        f"  FLOP/step: a full batch of {t['rows']} chunks of {t['chunk_chars']} characters ({first['config']}: "
+        f"{t['source_tokens']:,} source, {t['target_tokens']:,} target tokens), forward + loss + backward; "
+        f"{_duration(first['gpu']['step_seconds'])} a step",
+        f"  time/epoch: every training batch (rows x FLOPs of its longest chunk) and a forward pass over "
+        f"{first['validation']['chunks']:,} validation chunks",
+        f"  max_epochs {s['max_epochs']} (early stopping after {s['patience']} epochs without a better validation "
+        f"loss) would take {slowest['gpu']['hours_for_max_epochs']:.1f} h for the slowest ({slowest['config']})",
+        "",
+        "How it is estimated",
+        "  FLOPs: torch FlopCounterMode on the real model (matrix multiplications only) for one chunk of "
+        + ", ".join(str(m["chunk_chars"]) for m in first["measured"])
+        + " characters on the CPU; x rows (FLOPs are linear in the batch), quadratic in the chunk length between",
+        "  peak memory: 16 B/parameter (fp32 weights, gradients, AdamW's two moments) + 2 B/parameter (bf16 copies)"
+        " + the tensors saved for backward of the largest batch, measured in fp32 (bf16 autocast keeps many in 2 bytes);"
+        " not counted: the CUDA context (a few hundred MB) and allocator fragmentation; (!) = over the GPU's memory",
+        *(f"  tokens, {', '.join(names)}: {units}" for units, names in _by_units(plan["configs"]).items()),
+        "  not counted: the optimizer step, elementwise kernels, data collation, Python overhead, the final"
+        " decoding of the test lines; a model this small rarely reaches 30 % of peak, so measure and compare",
+        f"  a Colab session: --hours {plan['hours']:g}; the free tier's up-to-12 h is not guaranteed (sessions end"
+        " when idle or when GPUs are scarce): train with checkpoints and --resume",
+    ]
+    if g["note"]:
+        rows.append(f"  {g['name']}: {g['note']}")
+    return "\n".join(rows)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _gpu(args) -> GPU:
+    if args.tflops is not None or args.memory_gb is not None:
+        known = GPUS.get(args.gpu.upper())
+        tflops = args.tflops if args.tflops is not None else known.tflops if known else None
+        memory = args.memory_gb if args.memory_gb is not None else known.memory_gb if known else None
+        if tflops is None or memory is None:
+            raise ValueError(f"--gpu {args.gpu}: not in the table ({', '.join(GPUS)}); give both --tflops and --memory-gb")
+        if tflops <= 0 or memory <= 0:
+            raise ValueError("--tflops and --memory-gb must be positive")
+        return GPU(args.gpu, tflops, memory, "user-supplied peak rate and memory")
+    try:
+        return GPUS[args.gpu.upper()]
+    except KeyError:
+        raise ValueError(f"--gpu {args.gpu}: unknown GPU; choose one of {', '.join(GPUS)}, or give its peak dense "
+                         "bf16 TFLOP/s and memory with --tflops and --memory-gb") from None
+
+
+def _cmd_plan(args) -> int:
+    gpu = _gpu(args)
+    if not 0 < args.mfu <= 1:
+        raise ValueError(f"--mfu {args.mfu}: the utilisation is a share of the peak rate, above 0 and at most 1")
+    if args.hours <= 0:
+        raise ValueError(f"--hours {args.hours}: must be positive")
+    if args.preset.lower() not in PRESETS:
+        raise ValueError(f"--preset {args.preset}: unknown preset; choose one of {', '.join(PRESETS)}")
+    configs = tuple(c.lower() for c in args.config) if args.config else CONFIG_NAMES
+    plan = plan_preset(args.preset.lower(), gpu, mfu=args.mfu, hours=args.hours, configs=configs,
+                       data_dir=args.data_dir, tokenize=args.tokenize)
+    print(report(plan))
+    if args.json:
+        Path(args.json).write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    """Add ``python -m cipherlab plan``."""
+    p = subparsers.add_parser(
+        "plan",
+        help="estimate time per epoch and peak memory of each configuration on a GPU",
+        description="Estimate, per configuration of a preset, the time per epoch and the peak memory of "
+        "training on a GPU, from FLOPs and saved-tensor bytes measured on this CPU (torch FlopCounterMode) "
+        "and the GPU's published peak dense bf16/fp16 tensor rate at an assumed utilisation; and how many "
+        "epochs fit a session. An estimate until measured on the GPU.",
+    )
+    p.add_argument("--preset", default="assignment", help="smoke, cpu or assignment (default assignment)")
+    p.add_argument("--gpu", default="T4", help=f"one of {', '.join(GPUS)} (default T4), or a name with --tflops/--memory-gb")
+    p.add_argument("--tflops", type=float, help="peak dense bf16/fp16 tensor TFLOP/s of another GPU")
+    p.add_argument("--memory-gb", type=float, help="memory of that GPU, GB")
+    p.add_argument("--mfu", type=float, default=DEFAULT_MFU,
+                   help=f"assumed share of the peak rate reached (default {DEFAULT_MFU})")
+    p.add_argument("--hours", type=float, default=DEFAULT_HOURS,
+                   help=f"length of the session to plan for (default {DEFAULT_HOURS:g}; Colab's free tier is not guaranteed 12)")
+    p.add_argument("--config", action="append", metavar="CN", help="only these configurations (repeatable; default all five)")
+    p.add_argument("--data-dir", help="data folder (default: $CIPHERLAB_DATA_DIR or the repository's data/)")
+    p.add_argument("--tokenize", action="store_true",
+                   help="learn (and cache) the real BPEs when they are not cached, instead of stand-ins (about a minute)")
+    p.add_argument("--json", metavar="OUT", help="also write every number to OUT")
+    p.set_defaults(func=_cmd_plan)

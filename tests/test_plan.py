@@ -1,0 +1,97 @@
+"""`python -m cipherlab plan`: time per epoch and peak memory on a GPU, estimated from measured FLOPs and bytes."""
+
+import json
+
+import pytest
+import torch
+
+from cipherlab import plan as planner
+from cipherlab.__main__ import main
+from cipherlab.config import make_config
+from cipherlab.models import Seq2SeqTransformer
+
+
+def test_flops_are_counted_linear_in_the_batch_and_close_to_6_n_d():
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(64, 64, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)
+    def batch(rows):
+        return {"src": torch.randint(4, 64, (rows, 40)), "tgt": torch.randint(4, 64, (rows, 12))}
+    one, three = planner.measure_step(model, batch(1), 0), planner.measure_step(model, batch(3), 0)
+    assert three["forward_flops"] == 3 * one["forward_flops"] and three["backward_flops"] == 3 * one["backward_flops"]
+    assert 1.5 < one["backward_flops"] / one["forward_flops"] < 2.5  # backward is about twice the forward
+    assert three["activation_bytes"] > 2.5 * one["activation_bytes"] > 0
+
+
+def test_plan_smoke_on_every_configuration(tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    assert main(["plan", "--preset", "smoke", "--gpu", "l4", "--json", str(out)]) == 0
+    report = capsys.readouterr().out
+    assert report.startswith("ESTIMATE, not a measurement: preset smoke on an NVIDIA L4")
+    assert "121 TFLOP/s" in report and "x 30 % utilisation" in report
+    result = json.loads(out.read_text())
+    assert result["estimate"] is True and [r["config"] for r in result["configs"]] == ["c1", "c2", "c3", "c4", "c5"]
+    for r in result["configs"]:
+        assert r["config"] in report
+        assert r["params"] == sum(p.numel() for p in _model(r["config"]).parameters())
+        e, g = r["train_epoch"], r["gpu"]
+        assert e["steps"] >= e["chunks"] / make_config(r["config"], "smoke").max_batch_size
+        assert e["train_flops"] > e["forward_flops"] > 0
+        assert g["epoch_seconds"] == pytest.approx((e["train_flops"] + r["validation"]["forward_flops"]) / (121e12 * 0.3))
+        assert g["peak_bytes"] > 16 * r["params"]
+
+
+def _model(name):
+    from cipherlab.data import load_corpus
+    from cipherlab.train import fit_codec, select_lines
+
+    config = make_config(name, "smoke")
+    return fit_codec(config, select_lines(load_corpus(), config)).build_model(config)
+
+
+def test_plan_assignment_c1_with_stand_in_tokenizers(monkeypatch, capsys):
+    monkeypatch.setattr(planner, "_cached_bpe", lambda corpus, config: False)  # as in a fresh checkout
+    assert main(["plan", "--preset", "assignment", "--gpu", "A100", "--config", "c1", "--hours", "2"]) == 0
+    report = capsys.readouterr().out
+    assert "ESTIMATE" in report and "NVIDIA A100 40GB" in report and "epochs in 2 h" in report
+    assert "STAND-IN BPEs" in report and "d_model 256, 8 heads, 4+4 layers" in report
+    assert "9,683,968" in report  # C1 at the course notes' sizes (test_transformer has the closed form)
+
+
+def test_plan_assignment_all_five_on_h100(tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    assert main(["plan", "--preset", "assignment", "--gpu", "H100", "--mfu", "0.5", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    by = {r["config"]: r for r in result["configs"]}
+    assert by["c3"]["params"] < by["c1"]["params"]  # GQA: fewer key/value weights
+    assert by["c3"]["typical_batch"]["flops"] < by["c1"]["typical_batch"]["flops"]
+    assert by["c1"]["train_epoch"]["steps"] == by["c2"]["train_epoch"]["steps"]  # same data, same BPEs
+    assert all(r["gpu"]["fits"] for r in result["configs"])  # 10M parameters fit 80 GB easily
+    assert "989 TFLOP/s" in capsys.readouterr().out
+
+
+def test_plan_help(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "--help"])
+    assert e.value.code == 0
+    assert "--gpu" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--gpu", "GTX480"], "--gpu GTX480: unknown GPU"),
+        (["--gpu", "mine", "--tflops", "100"], "give both --tflops and --memory-gb"),
+        (["--mfu", "0"], "--mfu 0.0: the utilisation is a share"),
+        (["--hours", "-1"], "--hours -1.0: must be positive"),
+        (["--preset", "huge"], "--preset huge: unknown preset"),
+        (["--preset", "smoke", "--config", "c9"], "c9"),
+        (["--preset", "smoke", "--data-dir", "NOWHERE"], "no plaintext file"),
+    ],
+)
+def test_bad_input_is_one_line(args, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("CIPHERLAB_DEBUG", raising=False)
+    args = [str(tmp_path / "nowhere") if a == "NOWHERE" else a for a in args]
+    assert main(["plan", *args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cipherlab: error: ") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
