@@ -183,3 +183,9 @@ def test_an_export_without_a_checksum_is_refused(tmp_path, capsys):
     save_file(tensors, str(old), metadata=meta)
     assert main(["decrypt", "--checkpoint", str(old), encrypt("Hi")]) == 1
     assert "no tensor checksum" in capsys.readouterr().err
+
+
+def test_decrypt_help_names_the_exported_models_the_readme_passes(capsys):
+    with pytest.raises(SystemExit):
+        main(["decrypt", "--help"])
+    assert ".safetensors" in capsys.readouterr().out
