@@ -27,7 +27,9 @@ The two changes probed (issue 16; `Config.phase_shuffle`, `Config.bit_embeddings
 among positions with the same index mod 8 (its cipher bytes permuted alike), so every pair is still
 a valid cipher pair but the text is no longer English; *bit-factored embeddings* make every byte's
 and character's embedding row (and so, through the tied head, its logit) a learned linear function
-of its 8 bits. For comparison, the committed reference models (`results/checkpoints`, trained on
+of its 8 bits. Runs named `-phase` add a third change (`Config.phase_embedding`): a learned vector
+per key phase (position mod 8) added to the embeddings, which gives RoPE's C2 the absolute phase its
+offset-only scores cannot see. For comparison, the committed reference models (`results/checkpoints`, trained on
 Brown as it is, free decoding; `results/cpu/generalisation.json`) on the same stdlib lines:
 {reference}.
 
