@@ -263,24 +263,12 @@ def commonmark_html(notebook: Path, mathjax: str | None = None) -> str:
     """
     import html
 
-    from markdown_it import MarkdownIt
+    from cipherlab.viva.flashcards import card_html  # CommonMark with the maths set aside, as Jupyter does
 
-    renderer = MarkdownIt("commonmark").enable("table")
     parts = []
     for cell in _nbformat().read(notebook, as_version=4).cells:
         if cell.cell_type == "markdown":
-            # Jupyter, Colab and GitHub set maths aside before the markdown renderer runs (so
-            # `\,` or `a_1 * b_2` inside $...$ reach MathJax intact); do the same.
-            maths: list[str] = []
-
-            def hide(match: re.Match) -> str:
-                maths.append(match.group(0))
-                return f"MATHPLACEHOLDER{len(maths) - 1}X"
-
-            hidden = re.sub(r"\$\$.+?\$\$|\$[^$\n]+\$", hide, cell.source, flags=re.S)
-            rendered = renderer.render(hidden)
-            rendered = re.sub(r"MATHPLACEHOLDER(\d+)X", lambda m: html.escape(maths[int(m.group(1))]), rendered)
-            parts.append(rendered)
+            parts.append(card_html(cell.source))
         elif cell.cell_type == "code":
             parts.append(f"<pre class='code'>{html.escape(cell.source)}</pre>")
     script = ("<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']]}};</script>"
@@ -371,6 +359,12 @@ def spoken_words(text: str) -> int:
     text = FACT_ROLE.sub("N", text)
     text = re.sub(r"`[^`]*`", "X", text)
     return len(re.findall(r"[A-Za-z0-9][\w'’.,%-]*", text))
+
+
+def lead_words(q: Question) -> int:
+    """Words of a lead as a student says it, strictly counted: every run of letters or digits of
+    the text with its numbers filled in (maths and code included, "C2's" is two)."""
+    return len(re.findall(r"\w+", fill_facts(q.lead, q.chapter)))
 
 
 def answer_markdown(q: Question) -> str:
