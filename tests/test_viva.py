@@ -256,6 +256,7 @@ def test_spoken_words_skips_maths_code_and_tables():
 def test_every_answer_opens_with_a_lead_a_student_can_say_in_twenty_seconds(q):
     assert q.lead, f"{q.chapter}.yml {q.id}: add a lead (at most {viva.LEAD_WORDS} words)"
     assert viva.spoken_words(q.lead) <= viva.LEAD_WORDS, q.id
+    assert viva.lead_words(q) <= viva.LEAD_WORDS, f"{q.id}: {viva.lead_words(q)} words counted strictly"
     assert "\n\n" not in q.lead and "$$" not in q.lead, f"{q.id}: a lead is one paragraph, no display maths"
 
 
