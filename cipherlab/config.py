@@ -99,7 +99,12 @@ class Config:
     warmup_steps: int = 1000  # linear warm-up, then inverse-square-root decay
     grad_clip: float = 1.0  # global gradient-norm clip
     max_epochs: int = 100  # hard cap on epochs
-    patience: int = 10  # early stopping: epochs without a better validation loss
+    patience: int = 10  # early stopping: epochs without a better validation score
+    # which validation score picks best.pt and drives early stopping: "val_loss" (cross-entropy) or
+    # "val_accuracy" (teacher-forced target tokens right). With bit_embeddings a logit is linear in
+    # the bits and cannot spread probability like a language model, so its loss can rise while its
+    # accuracy still rises: select on accuracy there.
+    select_on: str = "val_loss"
     time_budget_s: float | None = None  # wall-clock training budget per run (None: none)
     seed: int = 0  # seeds Python, NumPy and torch
 
@@ -165,6 +170,7 @@ _CHOICES = {
     "tokenization": ("bpe", "blt"),
     "source_mode": ("bits", "bytes"),
     "blt_source_memory": ("patches", "bytes"),
+    "select_on": ("val_loss", "val_accuracy"),
 }
 COMPONENTS = ("pos_encoding", "attn_type", "norm", "tokenization")
 

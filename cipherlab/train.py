@@ -10,8 +10,10 @@ One optimisation step is the loop of the course notes, line by line::
 
 Everything else here is what makes a long run trustworthy:
 
-- validation loss every epoch, *without* label smoothing, so it measures prediction quality;
-- ``best.pt`` whenever validation improves, early stopping after ``patience`` epochs without;
+- validation loss (*without* label smoothing, so it measures prediction quality) and teacher-forced
+  token accuracy every epoch;
+- ``best.pt`` whenever the validation score named by ``Config.select_on`` improves (loss by
+  default), early stopping after ``patience`` epochs without;
 - ``last.pt`` after every epoch (and when a time budget runs out mid-epoch) holding the model,
   optimizer, scheduler, every random-number generator and the position in the epoch, so
   ``resume=True`` continues exactly where the run stopped -- the same losses, bit for bit on CPU;
@@ -340,9 +342,10 @@ class Progress:
     epoch_loss_sum: float = 0.0  # sum over this epoch's batches of (mean loss x tokens)
     epoch_tokens: int = 0  # target tokens seen this epoch
     epoch_seconds: float = 0.0  # training time spent in this epoch
-    best_val_loss: float = math.inf
+    best_val_loss: float = math.inf  # the validation loss of best.pt's epoch
+    best_val_accuracy: float = -1.0  # the validation accuracy of best.pt's epoch (-1: none yet)
     best_epoch: int = 0  # 1-based epoch of best.pt (0: none yet)
-    bad_epochs: int = 0  # epochs since the validation loss last improved
+    bad_epochs: int = 0  # epochs since the selected validation score last improved
     finished: str = ""  # why training ended: "early stopping" or "max_epochs" ("" while running)
 
 
@@ -355,6 +358,7 @@ class FitResult:
     best_epoch: int
     best_val_loss: float
     history: list[dict]  # the records of log.jsonl, all runs
+    best_val_accuracy: float = -1.0
 
 
 class Trainer:
@@ -434,18 +438,25 @@ class Trainer:
         self.log_path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
 
     # ---- validation
-    @torch.no_grad()
     def validation_loss(self) -> float:
         """Mean cross-entropy per target token over the validation set, no label smoothing."""
+        return self.validate()[0]
+
+    @torch.no_grad()
+    def validate(self) -> tuple[float, float]:
+        """(mean cross-entropy, share of target tokens predicted right) over the validation set,
+        both teacher-forced, no label smoothing, padding excluded."""
         self.model.eval()
-        total, tokens = 0.0, 0
+        total, tokens, right = 0.0, 0, 0
         for indices in self.val_batches.epoch(0):
             batch = self.val_batches.load(indices, self.device)
             with autocast(self.device):
                 logits = teacher_forcing_logits(self.model, batch)
-            loss, n = sequence_loss(logits, batch["tgt"][:, 1:], self.tgt_pad_id)
+            gold = batch["tgt"][:, 1:]
+            loss, n = sequence_loss(logits, gold, self.tgt_pad_id)
             total, tokens = total + loss.item() * n, tokens + n
-        return total / max(tokens, 1)
+            right += ((logits.argmax(-1) == gold) & (gold != self.tgt_pad_id)).sum().item()
+        return total / max(tokens, 1), right / max(tokens, 1)
 
     # ---- training
     def _step(self, batch: dict[str, torch.Tensor]) -> tuple[float, int]:
@@ -539,13 +550,17 @@ class Trainer:
     def _end_epoch(self) -> None:
         """Validate, log, checkpoint, decide whether to stop."""
         p = self.progress
-        val_loss = self.validation_loss()
-        improved = val_loss < p.best_val_loss
+        val_loss, val_accuracy = self.validate()
+        if self.config.select_on == "val_accuracy":
+            improved = val_accuracy > p.best_val_accuracy
+        else:
+            improved = val_loss < p.best_val_loss
         record = {
             "epoch": p.epoch + 1,
             "step": p.step,
             "train_loss": p.epoch_loss_sum / max(p.epoch_tokens, 1),
             "val_loss": val_loss,
+            "val_accuracy": val_accuracy,
             "lr": self.scheduler.get_last_lr()[0],
             "seconds": p.epoch_seconds,
             "train_tokens": p.epoch_tokens,
@@ -553,7 +568,7 @@ class Trainer:
             "best": improved,
         }
         if improved:
-            p.best_val_loss, p.best_epoch, p.bad_epochs = val_loss, p.epoch + 1, 0
+            p.best_val_loss, p.best_val_accuracy, p.best_epoch, p.bad_epochs = val_loss, val_accuracy, p.epoch + 1, 0
         else:
             p.bad_epochs += 1
         if p.bad_epochs >= self.config.patience:
@@ -567,7 +582,8 @@ class Trainer:
         if self.verbose:
             tqdm.write(
                 f"{self.config.name} epoch {record['epoch']}: train loss {record['train_loss']:.4f}, "
-                f"val loss {val_loss:.4f}{' (best)' if improved else ''}, {record['seconds']:.0f} s, "
+                f"val loss {val_loss:.4f}, val accuracy {val_accuracy:.4f}{' (best)' if improved else ''}, "
+                f"{record['seconds']:.0f} s, "
                 f"{record['tokens_per_s']:.0f} tokens/s"
             )
         if improved:
@@ -582,6 +598,7 @@ class Trainer:
             best_epoch=p.best_epoch,
             best_val_loss=p.best_val_loss,
             history=read_log(self.log_path),
+            best_val_accuracy=p.best_val_accuracy,
         )
 
 

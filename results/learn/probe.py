@@ -31,7 +31,7 @@ from cipherlab.cipher import encrypt  # noqa: E402
 from cipherlab.config import make_config, parse_field  # noqa: E402
 from cipherlab.data import load_corpus, load_pairs  # noqa: E402
 from cipherlab.decode import decrypt_lines  # noqa: E402
-from cipherlab.evaluate import load_trained, versions  # noqa: E402
+from cipherlab.evaluate import export_checkpoint, load_trained, versions  # noqa: E402
 from cipherlab.score import score_predictions  # noqa: E402
 from cipherlab.train import select_lines, train_config  # noqa: E402
 
@@ -67,6 +67,12 @@ def main(argv=None) -> int:
     parser.add_argument("--name", help="default: <config>[-<overrides>]")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--epochs", type=int, help="max_epochs (default: the preset's); the budget still applies")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--random", type=int, default=30, help="how many random strings to decode")
+    parser.add_argument("--all-test", action="store_true", help="decode every test line, not the preset's first 200")
+    parser.add_argument("--out", default="results/learn", help="folder for the record (relative to the repository)")
+    parser.add_argument("--export", help="also export best.pt as this .safetensors file (relative to the repository)")
     parser.add_argument("--eval-only", action="store_true", help="probe runs/learn/<name>/best.pt again, no training")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -74,40 +80,51 @@ def main(argv=None) -> int:
     for item in args.set:
         field, _, value = item.partition("=")
         overrides[field] = parse_field(field, value)
-    config = make_config(args.config, "cpu", time_budget_s=60 * args.minutes, **overrides)
+    if args.epochs is not None:
+        overrides["max_epochs"] = args.epochs
+    config = make_config(args.config, "cpu", time_budget_s=60 * args.minutes, seed=args.seed, **overrides)
     name = args.name or args.config
     out = ROOT / "runs" / "learn" / name
     started = time.monotonic()
     if args.eval_only:
         log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
-        best = min(log, key=lambda r: r["val_loss"])
+        if config.select_on == "val_accuracy":
+            best = max(log, key=lambda r: r["val_accuracy"])
+        else:
+            best = min(log, key=lambda r: r["val_loss"])
         fit = {"epochs": log[-1]["epoch"], "best_epoch": best["epoch"], "stopped": "see log.jsonl",
-               "best_val_loss": best["val_loss"], "params": None}
+               "best_val_loss": best["val_loss"], "best_val_accuracy": best.get("val_accuracy"), "params": None}
         train_seconds = None
     else:
         run = train_config(config, out, progress=False)
         train_seconds = time.monotonic() - started
         fit = {"epochs": run.fit.epochs, "best_epoch": run.fit.best_epoch, "stopped": run.fit.stopped,
-               "best_val_loss": run.fit.best_val_loss, "params": run.params}
+               "best_val_loss": run.fit.best_val_loss, "best_val_accuracy": run.fit.best_val_accuracy,
+               "params": run.params}
     model, codec, config = load_trained(out / "best.pt", "cpu")
     model.eval()
 
-    corpus = select_lines(load_corpus(), config)
+    corpus = load_corpus() if args.all_test else select_lines(load_corpus(), config)
     brown_plain, brown_cipher = corpus.lines("test")
     stdlib_plain, stdlib_cipher = load_pairs(ROOT / "data" / "stdlib")
-    rand_plain = random_strings()
+    rand_plain = random_strings(args.random)
     rand_cipher = [encrypt(t) for t in rand_plain]
     record = {
         "name": name, "config": args.config, "preset": "cpu", "overrides": overrides,
         "command": shlex.join(["python", "results/learn/probe.py", *(argv if argv is not None else sys.argv[1:])]),
-        "train_seconds": train_seconds, **fit,
+        "seed": args.seed, "train_seconds": train_seconds, **fit,
+        "log": [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()],
         "random_strings": probe(model, codec, config, rand_plain, rand_cipher, True),
         "stdlib": probe(model, codec, config, stdlib_plain, stdlib_cipher, True),
         "brown_test": probe(model, codec, config, brown_plain, brown_cipher, True),
         "brown_test_free": probe(model, codec, config, brown_plain, brown_cipher, False),
         "hyperparameters": config.to_dict(), **versions(),
     }
-    path = ROOT / "results" / "learn" / f"{name}.json"
+    if args.export:
+        record["export"] = args.export
+        export_checkpoint(out / "best.pt", ROOT / args.export)
+    path = ROOT / args.out / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     r, s, b = record["random_strings"], record["stdlib"], record["brown_test"]
     print(f"{name}: {record['epochs']} epochs; random {100 * r['char_accuracy']:.2f} % "
