@@ -1,0 +1,351 @@
+"""Deliberately broken variants of cipherlab's modules, and the checks that catch them (chapter 11).
+
+The viva asks "what would break if...". Each answer here is demonstrated, not asserted: a broken
+variant is a small subclass or function wrapping cipherlab's real module (the real modules have no
+flag that turns a bug on), and a check is a fast measurement that the real module passes and the
+variant fails. ``tests/test_broken.py`` runs every check on both, so the chapter's claims cannot
+silently rot. No cipherlab model uses anything defined here.
+
+    variant                   what it breaks                    check
+    NoCausalMask              decoder reads future targets      future_leak, train_and_decode
+    SoftmaxOverQueries        weights normalised per key        sdpa_gap, attention_future_leak
+    Unscaled                  no 1/sqrt(d) in the scores        sdpa_gap, saturation
+    UnmaskedPadding           source PAD read as content        padding_gap
+    c2_without_cross_positions  cross-attention sees no order   memory_permutation_gap
+    MeanPooling               BLT patch pooled by a mean        pooling_swap_gap
+    chunks_253                chunks at 253 characters          masks_per_slot
+    DefaultEmbeddingInit      nn.Embedding's N(0, 1)            init_scale
+    RopeOnValues              RoPE rotates V too                shift_gap
+    OwnPatchBLT               byte i reads its own patch        blt_answer_leak
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cipherlab.cipher import KEY
+from cipherlab.data import Chunk
+from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention, padding_mask
+from cipherlab.models.blt import BLTModel, PatchPooling
+from cipherlab.models.blt_patching import patch_membership
+from cipherlab.models.positional import RotaryPositionalEmbedding, SinusoidalPositionalEncoding
+from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
+
+# Tiny byte-level models: source = cipher bytes 0..255, target = plaintext bytes, PAD/BOS/EOS 256-258.
+TINY = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, max_len=128,
+            src_pad_id=PAD_ID, tgt_pad_id=PAD_ID)
+TINY_BLT = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, window=8,
+                patch_tgt=4, max_len=128)
+
+
+def tiny(cls=Seq2SeqTransformer, seed: int = 0, **overrides) -> Seq2SeqTransformer:
+    """A seeded tiny byte-level model of class ``cls`` (the real one or a broken subclass), in eval mode."""
+    torch.manual_seed(seed)
+    return cls(VOCAB_SIZE, VOCAB_SIZE, **{**TINY, **overrides}).eval()
+
+
+def cipher_batch(n: int, length: int, seed: int = 0):
+    """n random lowercase lines of ``length`` characters, encrypted with the key:
+    src (n, length) cipher bytes, tgt (n, length + 2) = [BOS] + plain bytes + [EOS]."""
+    gen = torch.Generator().manual_seed(seed)
+    plain = torch.randint(ord("a"), ord("z") + 1, (n, length), generator=gen)
+    key = torch.tensor([KEY[i % len(KEY)] for i in range(length)])
+    bos, eos = torch.full((n, 1), BOS_ID), torch.full((n, 1), EOS_ID)
+    return plain ^ key, torch.cat([bos, plain, eos], dim=1)
+
+
+# --------------------------------------------------------------------------- 1. the causal mask
+
+class NoCausalMask(Seq2SeqTransformer):
+    """BROKEN: the decoder's self-attention masks padding only, so position i reads tgt_in[i + 1:]."""
+
+    def decode(self, tgt_in, memory, src_mask, cache=None):
+        self_mask = padding_mask(tgt_in, self.tgt_pad_id)  # no causal_mask(...) | ...
+        h = self.decoder(self._embed(tgt_in, self.tgt_embed), memory, self_mask, src_mask)
+        return F.linear(h, self.tgt_embed.weight)
+
+
+@torch.no_grad()
+def future_leak(model: Seq2SeqTransformer, at: int = 4, seed: int = 0) -> float:
+    """Largest change of the logits at target positions < ``at`` when the tokens from ``at`` on change."""
+    src, tgt = cipher_batch(2, 10, seed)
+    tgt_in = tgt[:, :-1]
+    changed = tgt_in.clone()
+    changed[:, at:] = cipher_batch(2, 10, seed + 1)[1][:, at:-1]
+    return (model(src, changed)[:, :at] - model(src, tgt_in)[:, :at]).abs().max().item()
+
+
+def train_and_decode(model: Seq2SeqTransformer, steps: int = 80, batch: int = 32, length: int = 8,
+                     seed: int = 0) -> dict:
+    """Train ``model`` on random encrypted lines with teacher forcing; then, on fresh lines, its
+    teacher-forced loss and character accuracy and the character accuracy of greedy decoding."""
+    src, tgt = cipher_batch(batch * steps, length, seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    model.train()
+    for s in range(steps):
+        x, y = src[batch * s: batch * (s + 1)], tgt[batch * s: batch * (s + 1)]
+        loss = F.cross_entropy(model(x, y[:, :-1]).transpose(1, 2), y[:, 1:])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    src, tgt = cipher_batch(256, length, seed + 1)
+    with torch.no_grad():
+        logits = model(src, tgt[:, :-1])
+        greedy = model.greedy_decode(src, BOS_ID, EOS_ID, length, use_cache=False)
+    plain = tgt[:, 1:-1]
+    greedy = F.pad(greedy, (0, length - greedy.size(1)), value=PAD_ID)[:, :length]  # stopped early: wrong
+    return {"teacher_forced_loss": F.cross_entropy(logits.transpose(1, 2), tgt[:, 1:]).item(),
+            "teacher_forced_acc": (logits[:, :length].argmax(-1) == plain).float().mean().item(),
+            "greedy_acc": (greedy == plain).float().mean().item()}
+
+
+# --------------------------------------------------------------------------- 2-3. softmax axis and scaling
+
+class SoftmaxOverQueries(ScaledDotProductAttention):
+    """BROKEN: softmax over the query axis (dim=-2), so each KEY's weights sum to 1, not each query's."""
+
+    def forward(self, q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, Lq, Lk)
+        if mask is not None:
+            scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+        return torch.softmax(scores, dim=-2) @ v  # dim=-2: over queries
+
+
+class Unscaled(ScaledDotProductAttention):
+    """BROKEN: scores q.k without the 1/sqrt(d) (the real module divides a sqrt(d)-times-larger q)."""
+
+    def forward(self, q, k, v, mask=None):
+        return super().forward(q * math.sqrt(q.size(-1)), k, v, mask)
+
+
+def _qkv(d: int, L: int = 12, seed: int = 0):
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randn(2, 4, L, d, generator=gen) for _ in range(3)]  # unit-variance q, k, v
+
+
+def causal(L: int) -> torch.Tensor:
+    """(1, 1, L, L) bool, True = blocked: cipherlab's causal mask."""
+    return torch.ones(L, L, dtype=torch.bool).triu(1)[None, None]
+
+
+@torch.no_grad()
+def sdpa_gap(attention: ScaledDotProductAttention, d: int = 16) -> float:
+    """Largest difference from PyTorch's F.scaled_dot_product_attention under a causal mask (the oracle)."""
+    q, k, v = _qkv(d)
+    ours = attention(q, k, v, causal(q.size(-2)))
+    return (ours - F.scaled_dot_product_attention(q, k, v, is_causal=True)).abs().max().item()
+
+
+@torch.no_grad()
+def attention_future_leak(attention: ScaledDotProductAttention, d: int = 16) -> float:
+    """Largest change of the outputs of queries 0..L-2 when only the LAST query changes (causal mask)."""
+    q, k, v = _qkv(d)
+    changed = q.clone()
+    changed[..., -1, :] = torch.randn(changed[..., -1, :].shape, generator=torch.Generator().manual_seed(1))
+    mask = causal(q.size(-2))
+    return (attention(changed, k, v, mask) - attention(q, k, v, mask))[..., :-1, :].abs().max().item()
+
+
+@torch.no_grad()
+def saturation(attention: ScaledDotProductAttention, d: int) -> dict:
+    """For unit-variance q, k of width d: a query's largest attention weight (1 = one-hot), and the
+    size of the softmax's Jacobian ||diag(p) - p p^T|| (what passes a gradient back to the scores;
+    0 for a one-hot row), each averaged over the queries."""
+    q, k, v = _qkv(d, L=64)
+    attention.capture = True
+    attention(q, k, v)
+    attention.capture = False
+    p = attention.last_attn  # (B, H, Lq, Lk)
+    jacobian = torch.diag_embed(p) - p[..., :, None] * p[..., None, :]  # (B, H, Lq, Lk, Lk)
+    return {"max_weight": p.amax(-1).mean().item(), "jacobian": jacobian.flatten(-2).norm(dim=-1).mean().item()}
+
+
+# --------------------------------------------------------------------------- 4. padding
+
+class UnmaskedPadding(Seq2SeqTransformer):
+    """BROKEN: no source padding mask; the encoder and cross-attention read PAD as if it were text."""
+
+    def encode(self, src):
+        return self.encoder(self._embed(src, self.src_embed), None), None  # src_mask = None
+
+
+@torch.no_grad()
+def padding_gap(model: Seq2SeqTransformer, extra: int = 5, seed: int = 0) -> float:
+    """Largest change of the logits when ``extra`` PAD tokens are appended to every source line."""
+    src, tgt = cipher_batch(2, 8, seed)
+    padded = torch.cat([src, torch.full((2, extra), PAD_ID)], dim=1)
+    return (model(padded, tgt[:, :-1]) - model(src, tgt[:, :-1])).abs().max().item()
+
+
+# --------------------------------------------------------------------------- 5. cross-attention positions
+
+def c2_without_cross_positions(seed: int = 0) -> Seq2SeqTransformer:
+    """BROKEN: C2 (RoPE) built with ``rope_cross_attention=False``. RoPE lives inside the attention
+    layers, so this cross-attention sees no source position at all."""
+    return tiny(seed=seed, pos_encoding="rope", rope_cross_attention=False)
+
+
+@torch.no_grad()
+def memory_permutation_gap(model: Seq2SeqTransformer, seed: int = 0) -> float:
+    """Largest change of the logits when the rows of the encoder memory (and its mask) are shuffled.
+
+    0 means the decoder reads the memory as a set: target position t cannot ask for source
+    position t, only for content."""
+    src, tgt = cipher_batch(2, 12, seed)
+    memory, mask = model.encode(src)
+    perm = torch.randperm(src.size(1), generator=torch.Generator().manual_seed(seed))
+    shuffled = model.decode(tgt[:, :-1], memory[:, perm], mask[..., perm])
+    return (shuffled - model.decode(tgt[:, :-1], memory, mask)).abs().max().item()
+
+
+# --------------------------------------------------------------------------- 6. BLT pooling
+
+class MeanPooling(PatchPooling):
+    """BROKEN: a patch's vector is the mean of its bytes' vectors (the course notes' "bag of bits")."""
+
+    def forward(self, x, member):
+        weights = member.to(x.dtype)  # (B, K, L)
+        sizes = weights.sum(-1, keepdim=True)  # (B, K, 1)
+        pooled = weights @ x / sizes.clamp(min=1)  # (B, K, D)
+        empty = sizes[..., 0] == 0
+        return self.norm(pooled).masked_fill(empty[..., None], 0.0), empty
+
+
+@torch.no_grad()
+def pooling_swap_gap(pooling: PatchPooling, seed: int = 0) -> float:
+    """Change of a patch's pooled vector when two of its bytes swap places (positions added, as in the BLT)."""
+    torch.manual_seed(seed)
+    positions = SinusoidalPositionalEncoding(32, dropout=0.0)
+    content = torch.randn(1, 8, 32)
+    member = patch_membership([[0, 4]], [8], 8)  # patches [0, 4) and [4, 8)
+    swapped = content[:, [0, 2, 1, 3, 4, 5, 6, 7]]  # bytes 1 and 2 of patch 0 swapped
+    a, _ = pooling.eval()(positions(content), member)
+    b, _ = pooling(positions(swapped), member)
+    return (a[0, 0] - b[0, 0]).abs().max().item()
+
+
+# --------------------------------------------------------------------------- 7. chunk size
+
+def chunks_253(plain, cipher, line_ids, chunk_chars: int = 253) -> list[Chunk]:
+    """BROKEN: ``data.make_chunks`` without its multiple-of-8 check (it refuses 253 with a ValueError)."""
+    return [Chunk(line, part, plain[line][s:s + chunk_chars], cipher[line][8 * s: 8 * (s + chunk_chars)])
+            for line in line_ids for part, s in enumerate(range(0, max(len(plain[line]), 1), chunk_chars))]
+
+
+def masks_per_slot(chunks: list[Chunk]) -> int:
+    """The most distinct XOR masks (cipher byte ^ plaintext byte) seen at any one index of a chunk.
+
+    1 means the index in the chunk determines the key byte, as the model is told; more means the
+    same slot is encrypted with different key bytes in different chunks."""
+    seen: dict[int, set[int]] = {}
+    for c in chunks:
+        for j, ch in enumerate(c.plain):
+            seen.setdefault(j, set()).add(int(c.cipher[8 * j: 8 * j + 8], 2) ^ ord(ch))
+    return max(len(masks) for masks in seen.values())
+
+
+# --------------------------------------------------------------------------- 8. embedding init
+
+class DefaultEmbeddingInit(Seq2SeqTransformer):
+    """BROKEN: the embedding tables keep PyTorch's default N(0, 1) instead of cipherlab's N(0, 1/d)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for table in (self.src_embed, self.tgt_embed):
+            nn.init.normal_(table.weight, 0.0, 1.0)  # nn.Embedding's own initialisation
+
+
+@torch.no_grad()
+def init_scale(model: Seq2SeqTransformer, seed: int = 0) -> dict:
+    """At initialisation: RMS of the scaled token embeddings next to the position code's, the
+    cross-entropy of the first forward pass (chance is ln V), and its largest logit."""
+    src, tgt = cipher_batch(8, 32, seed)
+    tokens = model.tgt_embed(tgt) * math.sqrt(model.d_model)
+    logits = model(src, tgt[:, :-1])
+    return {"embed_rms": tokens.pow(2).mean().sqrt().item(),
+            "position_rms": model.pos_enc.table[:32].pow(2).mean().sqrt().item(),
+            "first_loss": F.cross_entropy(logits.transpose(1, 2), tgt[:, 1:]).item(),
+            "chance_loss": math.log(VOCAB_SIZE), "max_logit": logits.abs().max().item()}
+
+
+# --------------------------------------------------------------------------- 9. RoPE on V
+
+class _RotatedValues(nn.Module):
+    """v_proj followed by RoPE on each head's values at positions 0 .. L - 1."""
+
+    def __init__(self, proj: nn.Linear, rope: RotaryPositionalEmbedding, n_heads: int):
+        super().__init__()
+        self.proj, self.rope, self.n_heads = proj, rope, n_heads
+
+    def forward(self, x):
+        B, L, _ = x.shape
+        v = self.proj(x).view(B, L, self.n_heads, -1).transpose(1, 2)  # (B, H, L, d)
+        return self.rope.rotate(v, 0).transpose(1, 2).reshape(B, L, -1)
+
+
+class RopeOnValues(MultiHeadAttention):
+    """BROKEN: self-attention with RoPE on the values as well as on queries and keys."""
+
+    def __init__(self, d_model, n_heads, rope):
+        super().__init__(d_model, n_heads, dropout=0.0, rope=rope)
+        self.v_proj = _RotatedValues(self.v_proj, rope, n_heads)
+
+
+@torch.no_grad()
+def shift_gap(attention: MultiHeadAttention, shift: int = 5, seed: int = 0) -> float:
+    """Largest change of self-attention outputs when the same tokens sit ``shift`` positions later
+    (behind ``shift`` masked-out slots). RoPE on q and k alone makes attention shift-invariant: 0."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 10, attention.d_model, generator=gen)
+    later = torch.cat([torch.zeros(2, shift, attention.d_model), x], dim=1)
+    blocked = torch.arange(later.size(1)) < shift  # the empty slots are blocked keys
+    out = attention(later, later, later, blocked[None, None, None, :])[:, shift:]
+    return (out - attention(x, x, x)).abs().max().item()
+
+
+# --------------------------------------------------------------------------- 10. BLT patch-causal mask
+
+def own_patch_mask(Lt: int, K: int, patch: int, device=None) -> torch.Tensor:
+    """BROKEN patch-causal mask: byte i may read slot j iff j <= i // patch + 1, the slot of its own
+    patch, which pools bytes after i (the real rule: j <= (i + 1) // patch)."""
+    i = torch.arange(Lt, device=device)[:, None]
+    j = torch.arange(K, device=device)[None, :]
+    return (j > i // patch + 1)[None, None]
+
+
+class OwnPatchBLT(BLTModel):
+    """BROKEN: BLTModel.decode with ``own_patch_mask`` in place of ``patch_causal_mask``."""
+
+    def decode(self, tgt_in, memory, memory_mask, tgt_member=None, source=None):
+        h, g = self.global_states(tgt_in, memory, memory_mask, tgt_member)
+        g_mask = own_patch_mask(tgt_in.size(1), g.size(1), self.patch_tgt, tgt_in.device)
+        read, read_mask = source if self.source_memory == "bytes" else (memory, memory_mask)
+        return self.local_decoder(h, tgt_in == PAD_ID, g, g_mask, read, read_mask)
+
+
+def tiny_blt(cls=BLTModel, seed: int = 0, **overrides) -> BLTModel:
+    """A seeded tiny BLT of class ``cls`` (the real one or OwnPatchBLT), in eval mode."""
+    torch.manual_seed(seed)
+    return cls(**{**TINY_BLT, **overrides}).eval()
+
+
+@torch.no_grad()
+def blt_answer_leak(model: BLTModel, length: int = 16, seed: int = 0) -> float:
+    """Share of positions i whose logits change when only tgt_in[i + 1], the byte they must
+    predict, changes: under teacher forcing those positions can read their answer."""
+    src, tgt = cipher_batch(1, length, seed)
+    member = patch_membership([list(range(0, length, 3))], [length], length)  # 3-byte source patches
+    tgt_in = tgt[:, :-1]
+    base = model(src, member, tgt_in)
+    leaks = 0
+    for i in range(tgt_in.size(1) - 1):
+        changed = tgt_in.clone()
+        changed[0, i + 1] = (changed[0, i + 1] + 1) % 256
+        leaks += not torch.equal(model(src, member, changed)[0, i], base[0, i])
+    return leaks / (tgt_in.size(1) - 1)
