@@ -207,3 +207,33 @@ def test_progress_false_shows_no_bar_and_raising_max_epochs_continues_a_finished
     assert first.stopped == "max_epochs" and "epoch" not in capsys.readouterr().err
     more = make_trainer(tmp_path, max_epochs=3)
     assert more.fit(resume=True).epochs == 3
+
+
+def test_val_accuracy_is_the_teacher_forced_share_of_target_tokens_right(tmp_path):
+    trainer = make_trainer(tmp_path)
+    loss, accuracy = trainer.validate()
+    assert loss == trainer.validation_loss()
+    right = tokens = 0
+    with torch.no_grad():
+        for indices in trainer.val_batches.epoch(0):
+            batch = trainer.val_batches.load(indices, trainer.device)
+            gold = batch["tgt"][:, 1:]
+            pred = trainer.model(batch["src"], batch["tgt"][:, :-1]).argmax(-1)
+            keep = gold != PAD
+            right += (pred[keep] == gold[keep]).sum().item()
+            tokens += keep.sum().item()
+    assert accuracy == pytest.approx(right / tokens)
+
+
+@pytest.mark.parametrize("select_on", ["val_loss", "val_accuracy"])
+def test_best_checkpoint_is_the_epoch_with_the_best_selected_score(tmp_path, select_on):
+    result = make_trainer(tmp_path, select_on=select_on, max_epochs=4).fit()
+    history = result.history
+    if select_on == "val_accuracy":
+        best = max(history, key=lambda r: (r["val_accuracy"], -r["epoch"]))
+    else:
+        best = min(history, key=lambda r: (r["val_loss"], r["epoch"]))
+    assert result.best_epoch == best["epoch"] and result.best_val_accuracy == best["val_accuracy"]
+    assert [r["best"] for r in history].count(True) >= 1
+    saved = load_checkpoint(tmp_path / "best.pt")
+    assert saved["progress"]["best_epoch"] == best["epoch"]

@@ -57,6 +57,9 @@ def probe(model, codec, config, plain: list[str], cipher: list[str], length_awar
             "exact_lines": sum(p == r for p, r in zip(pred, plain)), "sequence_accuracy": whole["sequence_accuracy"],
             "char_error_rate": whole["char_error_rate"], "decode_seconds": seconds,
             "decoding": "length-aware greedy" if length_aware else "free greedy",
+            # per line, in order: "1" where the line came out exact, and how many characters were right
+            "exact_by_line": "".join("1" if p == r else "0" for p, r in zip(pred, plain)),
+            "right_chars_by_line": [sum(a == b for a, b in zip(p, r)) for p, r in zip(pred, plain)],
             "examples": [{"reference": r, "prediction": p} for p, r in list(zip(pred, plain))[:3]]}
 
 
@@ -74,6 +77,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="results/learn", help="folder for the record (relative to the repository)")
     parser.add_argument("--export", help="also export best.pt as this .safetensors file (relative to the repository)")
     parser.add_argument("--eval-only", action="store_true", help="probe runs/learn/<name>/best.pt again, no training")
+    parser.add_argument("--resume", action="store_true", help="continue runs/learn/<name>/last.pt where it stopped")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     overrides = {}
@@ -96,7 +100,7 @@ def main(argv=None) -> int:
                "best_val_loss": best["val_loss"], "best_val_accuracy": best.get("val_accuracy"), "params": None}
         train_seconds = None
     else:
-        run = train_config(config, out, progress=False)
+        run = train_config(config, out, progress=False, resume=args.resume)
         train_seconds = time.monotonic() - started
         fit = {"epochs": run.fit.epochs, "best_epoch": run.fit.best_epoch, "stopped": run.fit.stopped,
                "best_val_loss": run.fit.best_val_loss, "best_val_accuracy": run.fit.best_val_accuracy,
@@ -112,8 +116,11 @@ def main(argv=None) -> int:
     record = {
         "name": name, "config": args.config, "preset": "cpu", "overrides": overrides,
         "command": shlex.join(["python", "results/learn/probe.py", *(argv if argv is not None else sys.argv[1:])]),
-        "seed": args.seed, "train_seconds": train_seconds, **fit,
+        "seed": args.seed, "wall_seconds": train_seconds, **fit,
         "log": [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()],
+        # optimiser steps only, over every epoch (a resumed run's wall_seconds counts only its own call)
+        "train_seconds": sum(json.loads(line)["seconds"] for line in (out / "log.jsonl").read_text().splitlines()
+                             if line.strip()),
         "random_strings": probe(model, codec, config, rand_plain, rand_cipher, True),
         "stdlib": probe(model, codec, config, stdlib_plain, stdlib_cipher, True),
         "brown_test": probe(model, codec, config, brown_plain, brown_cipher, True),
