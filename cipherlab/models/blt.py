@@ -1,6 +1,10 @@
-"""C5, the Byte Latent Transformer (Pagnoni et al., 2024): no tokenizer, bytes in and bytes out.
+"""C5, after the Byte Latent Transformer (Pagnoni et al., 2024): no tokenizer, bytes in and bytes out.
 
-Taught in book chapter 7.  The source is the cipher grouped eight bits -> one byte value
+Taught in book chapter 7, which tabulates where C5 departs from the paper: an encoder-decoder,
+not a decoder-only LM; order-2 byte counts, not a trained byte LM, for the entropy; no hash
+n-gram embeddings; non-overlapping local windows, not sliding ones; one attention pooling
+after the local layers, not a cross-attention per layer; fixed target patches and a second
+cross-attention from every target byte to the source.  The source is the cipher grouped eight bits -> one byte value
 0..255; the target is the plaintext bytes, with the ids of ``cipherlab.tokenizers.bytes``
 (PAD 256, BOS 257, EOS 258).  The data flow, with B examples, Ls source bytes grouped
 into Ks entropy patches, Lt target bytes and P = patch_tgt:

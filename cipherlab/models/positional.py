@@ -3,10 +3,14 @@
 Taught in chapter 4 (positions). Attention alone is permutation-equivariant: shuffle the
 tokens and the outputs shuffle the same way. These modules make order visible.
 
-- SinusoidalPositionalEncoding (C1, C3, C4): a fixed table added to the embeddings once.
+- SinusoidalPositionalEncoding (C1, C3, C4; C5's byte and patch positions): a fixed table
+  added to the embeddings once.
 - LearnedPositionalEncoding (the "one more configuration"): the same, but trained.
 - RotaryPositionalEmbedding (C2): nothing is added; q and k are rotated inside every
-  self-attention layer, so q.k depends on positions only through their difference.
+  self-attention layer (and, with Config.rope_cross_attention, the default, in cross-attention:
+  queries at target, keys at source positions), so q.k depends on positions only through their
+  difference. The absolute key phase i mod 8 is not in any rotated score: C2 gets it from where
+  the sequences start (BOS under the causal mask, the encoder's edges; chapter 4, §4.7).
 
 Sinusoidal and rotary encodings use the same frequencies theta_i = base^(-2i/d).
 """
@@ -137,9 +141,10 @@ class RotaryPositionalEmbedding(nn.Module):
     def rotate_interleaved(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """The other convention: pairs (x0, x1), (x2, x3), ...; pair i rotated by p * theta_i.
 
-        Same rotations on differently chosen pairs, so equal to `rotate` up to the
-        permutation `interleaved_to_half_split`. cipherlab runs the half-split form: two
-        contiguous slices instead of strided ones.
+        Pair i turns by the same angle as in `rotate`, but the pairs are made of other
+        coordinates, (x0, x1) here and (x0, x_{d/2}) there, so on one vector the two differ;
+        they agree up to the permutation `interleaved_to_half_split`. cipherlab runs the
+        half-split form: two contiguous slices instead of strided ones.
         """
         cos, sin = self._table(offset, x.size(-2))
         cos, sin = cos[:, : self.head_dim // 2], sin[:, : self.head_dim // 2]  # (L, head_dim/2)

@@ -19,9 +19,9 @@ import torch
 from cipherlab.cipher import bits_to_bytes
 from cipherlab.config import Config, make_config
 from cipherlab.data import CHUNK_CHARS, load_corpus
-from cipherlab.models.blt import BLTModel, ByteEntropyModel, WindowedSelfAttention
+from cipherlab.models.blt import BLTModel, ByteEntropyModel, WindowedSelfAttention, fixed_patch_membership
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.tokenizers.bytes import VOCAB_SIZE
+from cipherlab.tokenizers.bytes import PAD_ID, VOCAB_SIZE
 from cipherlab.viva.facts.positional import calibration_bits, calibration_lines, calibration_run, scored_step
 
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
@@ -134,6 +134,90 @@ def windowed_vs_full(length: int = NOTES_LONGEST_LINE, window: int = SETTINGS.bl
 
 def mib(n_bytes: int) -> float:
     return n_bytes / 2**20
+
+
+# --------------------------------------------------------------------------- pooling and the patch-causal mask
+
+def max_change(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest absolute difference between two tensors of one shape."""
+    return (a - b).abs().max().item()
+
+
+def pooling_swap_effect(model: BLTModel, ids: torch.Tensor, order: list[int]) -> dict:
+    """How far reordering the decoder-input bytes ``ids`` (1, 2P) by ``order`` moves the pooled patches.
+
+    ``order`` swaps bytes inside patch 0. Returns the change of attention pooling (patches 0 and 1),
+    of the mean of patch 0, and of attention pooling of the *unswapped* vectors (positions
+    included) listed in the swapped order: attention over a set is order-blind.
+    """
+    member = fixed_patch_membership(ids != PAD_ID, model.patch_tgt)  # (1, 2, 2P)
+    P = model.patch_tgt
+    with torch.no_grad():
+        h = model.local_decoder.embed_bytes(ids)  # (1, 2P, D): byte + position
+        h_swapped = model.local_decoder.embed_bytes(ids[:, order])
+        pooled, _ = model.tgt_pooling(h, member)  # (1, 2, D)
+        pooled_swapped, _ = model.tgt_pooling(h_swapped, member)
+        pooled_permuted, _ = model.tgt_pooling(h[:, order], member)
+    return {"attention, patch 0": max_change(pooled[0, 0], pooled_swapped[0, 0]),
+            "attention, patch 1": max_change(pooled[0, 1], pooled_swapped[0, 1]),
+            "mean, patch 0": max_change(h[0, :P].mean(0), h_swapped[0, :P].mean(0)),
+            "attention, same vectors reordered": max_change(pooled[0, 0], pooled_permuted[0, 0])}
+
+
+def slot_dependencies(model: BLTModel, tgt_in: torch.Tensor, memory, memory_mask) -> torch.Tensor:
+    """(slots, Lt) bool, measured: True where global slot j moves when decoder-input byte p changes.
+
+    ``tgt_in`` is one decoder input (1, Lt); every byte is changed in turn, alone.
+    """
+    with torch.no_grad():
+        _, g = model.global_states(tgt_in, memory, memory_mask)  # (1, Lt // P + 1, D)
+        depends = torch.zeros(g.size(1), tgt_in.size(1), dtype=torch.bool)
+        for p in range(tgt_in.size(1)):
+            changed = tgt_in.clone()
+            changed[0, p] = (changed[0, p] + 1) % 256
+            _, g_changed = model.global_states(changed, memory, memory_mask)
+            depends[:, p] = (g_changed - g)[0].abs().amax(-1) > 0
+    return depends
+
+
+def last_position_read(depends: torch.Tensor) -> list[int]:
+    """For each slot of ``slot_dependencies``, the last input position it depends on (-1: none)."""
+    return [max(torch.nonzero(row).flatten().tolist(), default=-1) for row in depends]
+
+
+def strict_patch_mask(Lt: int, K: int, P: int) -> torch.Tensor:
+    """The course notes' derivation (from j * P - 1 < i): byte i reads slot j iff j <= i // P. True = blocked."""
+    return (torch.arange(K)[None, :] > torch.arange(Lt)[:, None] // P)[None, None]
+
+
+def one_slot_more_mask(Lt: int, K: int, P: int) -> torch.Tensor:
+    """One slot looser than cipherlab's: byte i reads slot j iff j <= (i + 1) // P + 1. True = blocked."""
+    return (torch.arange(K)[None, :] > (torch.arange(Lt)[:, None] + 1) // P + 1)[None, None]
+
+
+def decode_with_mask(model: BLTModel, mask_fn, tgt: torch.Tensor, memory, memory_mask, source=None):
+    """``BLTModel.decode`` with the patch-causal mask replaced by ``mask_fn(Lt, K, P)``: logits (B, Lt, V)."""
+    h, g = model.global_states(tgt, memory, memory_mask)
+    g_mask = mask_fn(tgt.size(1), g.size(1), model.patch_tgt)
+    read, read_mask = source if source is not None else (memory, memory_mask)
+    return model.local_decoder(h, tgt == PAD_ID, g, g_mask, read, read_mask)
+
+
+def worst_leak(model: BLTModel, mask_fn, tgt: torch.Tensor, memory, memory_mask, source=None, seed: int = 0) -> float:
+    """Largest change of the logits at 0..i when every decoder-input byte after i is replaced, over all i.
+
+    Zero means no logit can see the future under ``mask_fn``; ``tgt`` is one decoder input (1, Lt).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    length, worst = tgt.size(1), 0.0
+    with torch.no_grad():
+        base = decode_with_mask(model, mask_fn, tgt, memory, memory_mask, source)
+        for i in range(length - 1):
+            changed = tgt.clone()
+            changed[0, i + 1:] = torch.randint(0, 256, (length - i - 1,), generator=gen)
+            moved = decode_with_mask(model, mask_fn, changed, memory, memory_mask, source)[:, :i + 1] - base[:, :i + 1]
+            worst = max(worst, moved.abs().max().item())
+    return worst
 
 
 # --------------------------------------------------------------------------- parameter counts
