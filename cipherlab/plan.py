@@ -1,4 +1,4 @@
-"""Plan a GPU run before paying for it: ``python -m cipherlab plan --preset assignment --gpu T4`` (chapter 9).
+"""Plan a GPU run before paying for it: ``python -m cipherlab plan --preset assignment --gpu T4`` (chapter 8).
 
 For each configuration this module *measures* on the CPU what one training step costs and
 *estimates* from that what an epoch costs on a GPU:
@@ -47,7 +47,7 @@ from cipherlab.train import (
     teacher_forcing_logits,
 )
 
-__all__ = ["GPUS", "GPU", "measure_step", "plan_config", "plan_preset", "register_cli"]
+__all__ = ["GPUS", "GPU", "gpu_estimate", "measure_step", "plan_config", "plan_preset", "register_cli"]
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,9 @@ def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", rat
     }
 
 
-def _gpu_estimate(record: dict, gpu: GPU, mfu: float, hours: float, max_epochs: int) -> dict:
+def gpu_estimate(record: dict, gpu: GPU, mfu: float, hours: float, max_epochs: int) -> dict:
+    """Seconds per epoch and per typical step, peak bytes and epochs in a ``hours`` session of one
+    configuration's ``plan_config`` record on ``gpu`` at utilisation ``mfu`` (an estimate)."""
     rate = gpu.tflops * 1e12 * mfu
     train_s = record["train_epoch"]["train_flops"] / rate
     val_s = record["validation"]["forward_flops"] / rate
@@ -284,7 +286,7 @@ def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float
             codec, how, ratios = shared[key]
             extra = {"codec": codec, "tokens_how": how, "ratios": ratios}
         record = plan_config(config, corpus, **extra)
-        record["gpu"] = _gpu_estimate(record, gpu, mfu, hours, config.max_epochs)
+        record["gpu"] = gpu_estimate(record, gpu, mfu, hours, config.max_epochs)
         records.append(record)
     return {
         "estimate": True,

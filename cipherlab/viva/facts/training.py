@@ -15,10 +15,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cipherlab.codec import fit_codec, select_lines
 from cipherlab.config import make_config
 from cipherlab.data import CHUNK_CHARS, BucketBatchSampler, ByteChunkDataset, load_corpus, make_chunks, padding_waste
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.train import WarmupInverseSqrt, fit_codec, make_optimizer, select_lines
+from cipherlab.train import WarmupInverseSqrt, make_optimizer
 from cipherlab.viva.facts.positional import sinusoidal_table
 
 ASSIGNMENT = make_config("c1", "assignment")
@@ -147,14 +148,16 @@ def adam_spike(clip: bool, factor: float = 100.0, betas: tuple = ASSIGNMENT.beta
     is clipped at ``ASSIGNMENT.grad_clip`` first, as ``Trainer._step`` does. Returns "sizes", the
     mean |update| / lr of every step; "before", its mean over the 50 steps before the spike;
     "at_spike" and "max_at_spike" (the mean and the largest coordinate's |update| / lr at the
-    spike); "damped", how many steps after the spike update by less than 90 % of "before".
+    spike); "damped", how many steps after the spike update by less than 90 % of "before"; "m" and
+    "v", AdamW's moment estimates after every step (the mean |exp_avg| and the mean exp_avg_sq,
+    before bias correction).
     """
     g = torch.Generator().manual_seed(seed)
     w = nn.Parameter(torch.zeros(n))
     lr = 1e-3
     optimizer = torch.optim.AdamW([w], lr=lr, betas=betas, weight_decay=0.0)
     drift = torch.randn(n, generator=g)
-    sizes, max_at_spike = [], 0.0
+    sizes, first, second, max_at_spike = [], [], [], 0.0
     for step in range(steps):
         grad = (drift + torch.randn(n, generator=g)) * (0.5 / math.sqrt(2 * n))  # norm about 0.5
         w.grad = grad * factor if step == spike_at else grad
@@ -164,11 +167,14 @@ def adam_spike(clip: bool, factor: float = 100.0, betas: tuple = ASSIGNMENT.beta
         optimizer.step()
         move = (w.detach() - before).abs() / lr
         sizes.append(move.mean().item())
+        state = optimizer.state[w]
+        first.append(state["exp_avg"].abs().mean().item())
+        second.append(state["exp_avg_sq"].mean().item())
         if step == spike_at:
             max_at_spike = move.max().item()
     base = sum(sizes[spike_at - 50:spike_at]) / 50
-    return {"sizes": sizes, "before": base, "at_spike": sizes[spike_at], "max_at_spike": max_at_spike,
-            "damped": sum(size < 0.9 * base for size in sizes[spike_at + 1:])}
+    return {"sizes": sizes, "m": first, "v": second, "before": base, "at_spike": sizes[spike_at],
+            "max_at_spike": max_at_spike, "damped": sum(size < 0.9 * base for size in sizes[spike_at + 1:])}
 
 
 _spike = functools.cache(adam_spike)
@@ -226,6 +232,30 @@ def warmup_contrast(wiring: str, depth: int = 12, steps: int = 60, lr: float = 3
         optimizer.step()
         losses.append(loss.item())
     return losses
+
+
+# --------------------------------------------------------------------------- planning the GPU run
+
+PLAN_CONFIGS = ("c1", "c3", "c5")  # C2 and C4 have C1's sizes and FLOPs
+PLAN_GPUS = ("T4", "A100", "H100")
+# Peak GPU memory of one training run each, as the course notes report it (§7.2; their GPU and code,
+# not named): the only measured GPU figures this book has to set the planner against.
+COURSE_NOTES_PEAK_GB = {"c1": 3.00, "c3": 2.99}
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_plan(configs: tuple = PLAN_CONFIGS, gpus: tuple = PLAN_GPUS) -> dict:
+    """``cipherlab.plan`` for the assignment preset: the step costs measured once on this CPU
+    ("plan", as ``plan_preset`` returns it), then every GPU's estimate of each configuration
+    ("gpus": {gpu: {config: ``gpu_estimate``}}), at the planner's default utilisation and session."""
+    from cipherlab import plan as planner
+
+    plan = planner.plan_preset("assignment", planner.GPUS[gpus[0]], configs=configs)
+    estimates = {gpu: {r["config"]: planner.gpu_estimate(r, planner.GPUS[gpu], plan["mfu"], plan["hours"],
+                                                         plan["sizes"]["max_epochs"])
+                       for r in plan["configs"]}
+                 for gpu in gpus}
+    return {"plan": plan, "gpus": estimates}
 
 
 # --------------------------------------------------------------------------- bucketing
