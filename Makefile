@@ -1,6 +1,8 @@
 # Commands for a machine that has python3 (with its venv module) and make:
 #   make book   -- set everything up, build the data and the book (open _build/html/index.html)
-#   make test   -- set everything up and run the whole test suite, notebooks included
+#   make test   -- set everything up, run the whole test suite (notebooks included), build the book
+#                  and open every page in Chromium (tests/test_browser.py; as root, `make test`
+#                  installs Debian's chromium when it is missing; otherwise those tests are skipped)
 #   make lab    -- also install JupyterLab and open the chapters with a live kernel
 # On Linux x86_64, PyPI's torch is the CUDA build (several GB); for the CPU build:
 #   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
@@ -10,7 +12,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_INDEX ?=
 
-.PHONY: setup data book test lab clean
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: setup data book test browser browser-test lab clean
 
 setup: $(STAMP)
 
@@ -32,7 +36,25 @@ book: data
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
 test: data
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --ignore=tests/test_browser.py
+	$(BIN)/jupyter-book build . -W --keep-going
+	@$(MAKE) --no-print-directory browser-test
+
+# Debian's chromium for the browser tests, when it is missing and we may install it (root with apt).
+browser:
+	@if [ ! -x "$(CHROMIUM)" ] && [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
+	  echo "Installing Debian's chromium for the browser tests (apt-get install -y chromium) ..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null \
+	    || echo "apt-get could not install chromium" >&2; \
+	fi
+
+# The built book (_build/html) in a real browser; build it first (make book, or make test).
+browser-test: setup browser
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  echo "*** SKIPPING the browser tests: no Chromium at $(CHROMIUM). Install it (Debian/Ubuntu:" \
+	       "sudo apt-get install chromium) or name one with CHROMIUM=... CIPHERLAB_CHROMIUM=... ***"; \
+	fi
+	CIPHERLAB_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_browser.py -rs
 
 lab: data
 	$(BIN)/python -m pip install --progress-bar off -r requirements-lab.txt

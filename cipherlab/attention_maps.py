@@ -31,7 +31,7 @@ import torch
 
 from cipherlab.cipher import KEY
 from cipherlab.config import Config
-from cipherlab.train import teacher_forcing_logits
+from cipherlab.codec import teacher_forcing_logits
 
 __all__ = [
     "PERIOD",
@@ -316,7 +316,7 @@ def load_committed_model(config: str):
 
     Raises FileNotFoundError naming the file when it is not there (only C2 and C5 are committed).
     """
-    from cipherlab.evaluate import load_trained
+    from cipherlab.checkpoint import load_trained
 
     path = committed_checkpoint(config)
     if not path.is_file():

@@ -28,7 +28,8 @@ from pathlib import Path
 from cipherlab.cipher import check_bits
 from cipherlab.config import CONFIG_NAMES, PRESETS, make_config, parse_field
 from cipherlab.decode import decrypt_lines
-from cipherlab.evaluate import evaluate_checkpoint, export_checkpoint, load_trained, results_record, write_results, write_table
+from cipherlab.checkpoint import export_checkpoint, load_trained
+from cipherlab.evaluate import evaluate_checkpoint, results_record, write_results, write_table
 from cipherlab.train import TrainingDiverged, train_config
 
 __all__ = ["register_cli"]

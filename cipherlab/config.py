@@ -211,13 +211,13 @@ PRESETS = {
     # The cipher is positional -- plaintext byte i is cipher byte i XOR key byte i mod 8 -- so a
     # ~1M-parameter model learns it when the alignment is one-to-one and short: C1-C4 read whole
     # cipher bytes (source_mode "bytes") and both BPEs learn no merges (vocab None), so source
-    # token i and target token i are the same character. With 512/1000-token BPEs instead, C1
-    # reached 0.66 bit accuracy on validation in 6 minutes where the merge-free one reached 0.96
-    # (chapter 9 shows the measurement); `--source-mode bits --set src_vocab=512` is the course
-    # notes' tokenization, reported beside it. 32-character chunks, a larger learning rate and no
-    # dropout suit a short run; 2000 training lines (~25k chunks) keep an epoch to about two
-    # minutes so validation and best.pt come several times per run. Width and depth are cut; the
-    # heads the ablation compares are not. 200 val/test lines keep evaluation to about a minute.
+    # token i and target token i are the same character; with 512/1000-token BPEs instead, C1
+    # learns far less in the same minutes (chapter 9 shows the measurement).
+    # `--source-mode bits --set src_vocab=512` is the course notes' tokenization, reported beside
+    # it. 32-character chunks, a larger learning rate and no dropout suit a short run; 2000
+    # training lines keep an epoch short, so validation and best.pt come several times per run.
+    # Width and depth are cut; the heads the ablation compares are not. 200 val/test lines keep
+    # evaluation short.
     "cpu": dict(
         d_model=128,
         n_heads=8,

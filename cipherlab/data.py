@@ -288,14 +288,15 @@ class Chunk:
 
 
 def make_chunks(
-    plain: Sequence[str], cipher: Sequence[str], line_ids: Iterable[int], chunk_chars: int = CHUNK_CHARS
+    plain: Sequence[str] | None, cipher: Sequence[str], line_ids: Iterable[int], chunk_chars: int = CHUNK_CHARS
 ) -> list[Chunk]:
     """Cut the selected lines into chunks of ``chunk_chars`` characters (8x as many bits).
 
     Character slice [s, s + n) pairs with bit slice [8s, 8(s + n)). Because chunk_chars is a
     multiple of len(KEY), chunk k starts at key phase (k * chunk_chars) % 8 == 0, so the
     character-position -> XOR-mask map is the same in every chunk. An empty line gives one empty
-    chunk, so re-assembly returns every line.
+    chunk, so re-assembly returns every line. ``plain=None`` cuts the cipher alone (for
+    decryption: every 8 bits are one character to find), leaving each chunk's plaintext "".
     """
     if chunk_chars <= 0 or chunk_chars % len(KEY):
         raise ValueError(
@@ -305,8 +306,10 @@ def make_chunks(
         )
     chunks = []
     for line in line_ids:
-        text, bits = plain[line], cipher[line]
-        for part, start in enumerate(range(0, max(len(text), 1), chunk_chars)):
+        bits = cipher[line]
+        text = plain[line] if plain is not None else ""
+        n_chars = len(text) if plain is not None else len(bits) // 8
+        for part, start in enumerate(range(0, max(n_chars, 1), chunk_chars)):
             stop = start + chunk_chars
             chunks.append(Chunk(line, part, text[start:stop], bits[8 * start : 8 * stop]))
     return chunks

@@ -23,8 +23,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from cipherlab.cipher import check_bits
+from cipherlab.codec import Codec
 from cipherlab.data import BucketBatchSampler, Chunk, make_chunks, reassemble
-from cipherlab.train import Codec, autocast
+from cipherlab.device import autocast
 
 __all__ = ["LengthConstraint", "beam_search", "decode_batch", "decrypt_chunks", "decrypt_lines"]
 
@@ -209,10 +210,7 @@ def decrypt_lines(
     """
     for n, bits in enumerate(cipher_lines, start=1):
         check_bits(bits, path="input", line=n)
-    # make_chunks cuts by plaintext length; the plaintext is what we are looking for, so a
-    # placeholder of the right length (one character per 8 bits) stands in for it.
-    placeholders = ["\0" * (len(bits) // 8) for bits in cipher_lines]
-    chunks = make_chunks(placeholders, cipher_lines, range(len(cipher_lines)), chunk_chars)
+    chunks = make_chunks(None, cipher_lines, range(len(cipher_lines)), chunk_chars)  # the cipher alone
     lines = decrypt_chunks(
         model,
         codec,

@@ -1,4 +1,4 @@
-"""Which device to run on: CUDA when present, then Apple's MPS, then the CPU."""
+"""Which device to run on (CUDA when present, then Apple's MPS, then the CPU), and at what precision."""
 
 from __future__ import annotations
 
@@ -33,3 +33,16 @@ def describe_device(device: torch.device | str | None = None) -> str:
     if device.type == "mps":
         return f"mps (Apple GPU), torch {torch.__version__}"
     return f"cpu ({torch.get_num_threads()} threads), torch {torch.__version__}"
+
+
+def autocast(device: torch.device | str, enabled: bool | None = None):
+    """bf16 autocast, what training and decoding run under: on by default on CUDA only.
+
+    On CPU and MPS the default is a no-op (full fp32). ``enabled=True`` turns it on for any
+    device type, which is how the tests run the CUDA code path on a CPU
+    (``torch.autocast("cpu", dtype=torch.bfloat16)``).
+    """
+    device_type = torch.device(device).type
+    if enabled is None:
+        enabled = device_type == "cuda"
+    return torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=enabled)

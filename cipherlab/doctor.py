@@ -33,12 +33,13 @@ from pathlib import Path
 import torch
 
 from cipherlab.attention_maps import attention_view, band_mass, example_chunks
+from cipherlab.checkpoint import check_data, model_from_payload, read_payload
 from cipherlab.cipher import KEY, encrypt
+from cipherlab.codec import select_lines
 from cipherlab.data import REPO_DATA_DIR, load_corpus, load_pairs
 from cipherlab.decode import decrypt_lines
 from cipherlab.device import pick_device
 from cipherlab.metrics import bit_accuracy, sequence_accuracy
-from cipherlab.train import CheckpointError, select_lines
 
 __all__ = [
     "CLASSES",
@@ -356,21 +357,14 @@ def report(result: dict) -> str:
 
 
 def _cmd_doctor(args) -> int:
-    from cipherlab.evaluate import _from_payload, _read_payload
-
     for name in ("lines", "random", "attention_chunks"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
     started = time.perf_counter()
-    payload = _read_payload(args.checkpoint)  # what load_trained reads; the data digest is needed too
-    model, codec, config = _from_payload(payload, pick_device(args.device))
+    payload = read_payload(args.checkpoint)  # what load_trained reads; the data digest is needed too
+    model, codec, config = model_from_payload(payload, pick_device(args.device))
     corpus = select_lines(load_corpus(args.data_dir), config)
-    trained_on = payload["identity"].get("data")
-    if trained_on != corpus.sha256:
-        raise CheckpointError(
-            f"{args.checkpoint} was trained on other data (digest {str(trained_on)[:12]}..., this data "
-            f"{corpus.sha256[:12]}...): its test split would not be held out; pass the --data-dir it was trained with"
-        )
+    check_data(payload, corpus, args.checkpoint, "its test split would not be held out; pass the --data-dir it was trained with")
     outside_dir = Path(args.outside) if args.outside else OUTSIDE_DIR
     outside = load_pairs(outside_dir)
     result = diagnose(model, codec, config, corpus, outside, lines=args.lines, n_random=args.random,

@@ -1,8 +1,8 @@
 """Score a checkpoint on whole test lines and write the ablation's results (chapter 9).
 
 :func:`evaluate_checkpoint` rebuilds a trained model from its checkpoint alone (configuration,
-tokenizers or entropy model, weights), decrypts every line of a split chunk by chunk, and
-computes :func:`cipherlab.metrics.compute_metrics` on the re-assembled lines.
+tokenizers or entropy model, weights: :mod:`cipherlab.checkpoint`), decrypts every line of a
+split chunk by chunk, and computes :func:`cipherlab.metrics.compute_metrics` on the re-assembled lines.
 :func:`results_record` adds the cost of the configuration (parameters, peak memory, seconds per
 epoch, training tokens/s, decoded lines/s) and where it ran; :func:`write_table` gathers the
 records of one preset into ``table.md`` and ``table.csv``.
@@ -11,7 +11,6 @@ records of one preset into ``table.md`` and ``table.csv``.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import os
@@ -21,141 +20,22 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import safe_open
-from safetensors.torch import save_file
-from torch import nn
 
-from cipherlab.config import Config, config_from_dict
+from cipherlab.checkpoint import check_data, model_from_payload, read_payload
+from cipherlab.codec import select_lines
+from cipherlab.config import Config
 from cipherlab.data import load_corpus, load_pairs
 from cipherlab.decode import decrypt_lines
 from cipherlab.device import pick_device
 from cipherlab.metrics import compute_metrics
-from cipherlab.train import (
-    CheckpointError,
-    Codec,
-    RunResult,
-    codec_from_artifacts,
-    load_checkpoint,
-    select_lines,
-)
 
 __all__ = [
     "TABLE_COLUMNS",
-    "EXPORT_FORMAT",
     "evaluate_checkpoint",
-    "export_checkpoint",
-    "load_trained",
     "results_record",
     "write_results",
     "write_table",
 ]
-
-
-EXPORT_FORMAT = "cipherlab-model-1"
-
-
-def load_trained(path: str | os.PathLike, device: torch.device | str | None = None) -> tuple[nn.Module, Codec, Config]:
-    """(model in eval mode on ``device``, its codec, its configuration) from a checkpoint file.
-
-    ``path`` is a training checkpoint (``best.pt``, read with ``weights_only=True``) or a model
-    exported by :func:`export_checkpoint` (``.safetensors``: tensors and JSON, no pickle at all).
-    """
-    return _from_payload(_read_payload(path), pick_device(device))
-
-
-def _read_payload(path: str | os.PathLike) -> dict:
-    path = Path(path)
-    return _read_export(path) if path.suffix == ".safetensors" else load_checkpoint(path)
-
-
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"cannot store {type(value).__name__} in a model export's JSON metadata")
-
-
-def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
-    """SHA-256 over every tensor's name, dtype, shape and bytes, in name order: stored in an
-    export's metadata at export time and checked at load time, so a corrupted file is refused."""
-    digest = hashlib.sha256()
-    for name in sorted(tensors):
-        t = tensors[name].detach().cpu().contiguous()
-        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return digest.hexdigest()
-
-
-def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike) -> Path:
-    """Write the model of training checkpoint ``path`` as one safetensors file ``out``.
-
-    Only what decryption needs travels: the weights (float32, as trained), the configuration,
-    and the codec (tokenizer files as text, or C5's entropy tables as tensors) -- no optimiser
-    state, so the file is a quarter of ``best.pt``. Tied weights are stored once per name.
-    """
-    out = Path(out)
-    if out.suffix != ".safetensors":
-        raise ValueError(f"{out}: a model export is a .safetensors file; name it e.g. c2.safetensors")
-    payload = load_checkpoint(path)
-    tensors = {f"model.{k}": v.detach().clone().contiguous() for k, v in payload["model"].items()}
-    artifacts = {}
-    for key, value in payload["artifacts"].items():
-        if isinstance(value, torch.Tensor):
-            tensors[f"artifacts.{key}"] = value.detach().clone().contiguous()
-        else:
-            artifacts[key] = value
-    metadata = {
-        "format": EXPORT_FORMAT,
-        "config": json.dumps(payload["config"], default=_json_default),
-        "artifacts": json.dumps(artifacts, default=_json_default),
-        "identity": json.dumps(payload["identity"], default=_json_default),
-        "sha256": tensors_sha256(tensors),
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(out), metadata=metadata)
-    return out
-
-
-def _read_export(path: Path) -> dict:
-    """The payload of a model written by :func:`export_checkpoint`, in the shape of a checkpoint's."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such model file; pass a .safetensors file written by `cipherlab export`")
-    try:
-        with safe_open(str(path), framework="pt", device="cpu") as f:
-            metadata = f.metadata() or {}
-            tensors = {key: f.get_tensor(key) for key in f.keys()}
-    except Exception as e:
-        raise CheckpointError(f"{path}: not a readable safetensors file ({type(e).__name__}: {e})") from None
-    if metadata.get("format") != EXPORT_FORMAT:
-        raise CheckpointError(
-            f"{path}: not a cipherlab model export (metadata format {metadata.get('format')!r}, "
-            f"expected {EXPORT_FORMAT!r})"
-        )
-    stored = metadata.get("sha256")
-    if stored is None:
-        raise CheckpointError(f"{path}: no tensor checksum in its metadata (written by an older cipherlab); "
-                              "export it again with `python -m cipherlab export`")
-    if tensors_sha256(tensors) != stored:
-        raise CheckpointError(f"{path}: its tensors do not match the checksum stored when it was exported "
-                              f"(sha256 {stored[:12]}...): the file is damaged; copy or export it again")
-    artifacts = json.loads(metadata["artifacts"])
-    model = {}
-    for key, value in tensors.items():
-        group, _, name = key.partition(".")
-        (model if group == "model" else artifacts)[name] = value
-    return {
-        "config": json.loads(metadata["config"]),
-        "artifacts": artifacts,
-        "identity": json.loads(metadata["identity"]),
-        "model": model,
-    }
-
-
-def _from_payload(payload: dict, device: torch.device) -> tuple[nn.Module, Codec, Config]:
-    config = config_from_dict(payload["config"])
-    codec = codec_from_artifacts(config, payload["artifacts"])
-    model = codec.build_model(config)
-    model.load_state_dict(payload["model"])
-    return model.to(device).eval(), codec, config
 
 
 def evaluate_checkpoint(
@@ -176,19 +56,14 @@ def evaluate_checkpoint(
     learned the cipher rather than its training text (e.g. ``data_dir="data/stdlib"``).
     """
     device = pick_device(device)
-    payload = _read_payload(path)
-    model, codec, config = _from_payload(payload, device)
+    payload = read_payload(path)
+    model, codec, config = model_from_payload(payload, device)
     if split == "all":  # any data, however few lines: no split is needed
         plain, cipher = load_pairs(data_dir)
     else:
         corpus = select_lines(load_corpus(data_dir), config)
-        trained_on = payload["identity"].get("data")
-        if trained_on != corpus.sha256:
-            raise CheckpointError(
-                f"{path} was trained on other data (digest {str(trained_on)[:12]}..., this data "
-                f"{corpus.sha256[:12]}...); pass the --data-dir it was trained with, or split 'all' "
-                "to score every line of other data"
-            )
+        check_data(payload, corpus, path, "pass the --data-dir it was trained with, or split 'all' "
+                   "to score every line of other data")
         plain, cipher = corpus.lines(split)
     if max_lines is not None:  # the first lines only (e.g. for slow beam search)
         plain, cipher = plain[:max_lines], cipher[:max_lines]
@@ -231,6 +106,14 @@ def git_commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
 
 
+def device_name(device: str) -> str:
+    """What ran it: the GPU's name (``torch.cuda.get_device_name``) on CUDA, else the device type."""
+    device = torch.device(device)
+    if device.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(device)
+    return device.type
+
+
 def versions() -> dict:
     """Python, torch, NumPy and cipherlab versions, recorded with every result."""
     import platform
@@ -249,8 +132,12 @@ def versions() -> dict:
     }
 
 
-def results_record(config: Config, run: RunResult, test_metrics: dict) -> dict:
-    """One configuration's line of the ablation: its test metrics and what it cost."""
+def results_record(config: Config, run, test_metrics: dict) -> dict:
+    """One configuration's line of the ablation: its test metrics and what it cost.
+
+    ``run`` is what :func:`cipherlab.train.train_config` returned (a ``RunResult``; not imported
+    here, so that evaluation never depends on the training module).
+    """
     history = run.fit.history
     train_seconds = sum(r["seconds"] for r in history)
     return {
@@ -269,6 +156,7 @@ def results_record(config: Config, run: RunResult, test_metrics: dict) -> dict:
         "best_val_loss": run.fit.best_val_loss,
         "stopped": run.fit.stopped,
         "device": run.device,
+        "device_name": device_name(run.device),
         "torch_version": torch.__version__,
         "versions": versions(),
         "git_commit": git_commit(),
@@ -372,7 +260,7 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
         "|" + "|".join("---" for _ in headers) + "|",
         *("| " + " | ".join(row) + " |" for row in rows),
         "",
-        f"Device: {first['device']}; torch {first['torch_version']}; "
+        f"Device: {first.get('device_name') or first['device']}; torch {first['torch_version']}; "
         f"commit {first['git_commit'] or 'unknown'}; seed {first['seed']}.",
         "",
     ]

@@ -37,15 +37,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from cipherlab.config import CONFIG_NAMES, PRESETS, Config, make_config
 from cipherlab.data import BucketBatchSampler, Chunk, load_corpus, make_chunks
-from cipherlab.train import (
-    ByteCodec,
-    SubwordCodec,
-    fit_codec,
-    select_lines,
-    seed_everything,
-    sequence_loss,
-    teacher_forcing_logits,
-)
+from cipherlab.codec import ByteCodec, SubwordCodec, fit_codec, select_lines, teacher_forcing_logits
+from cipherlab.train import seed_everything, sequence_loss
 
 __all__ = ["GPUS", "GPU", "gpu_estimate", "measure_step", "plan_config", "plan_preset", "register_cli"]
 

@@ -46,9 +46,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cipherlab.checkpoint import read_log
 from cipherlab.cipher import KEY
 from cipherlab.config import CONFIG_NAMES, make_config
-from cipherlab.train import read_log
 
 __all__ = [
     "ANALYSIS_RUNS",
@@ -243,6 +243,43 @@ def learn_goal_values(runs: dict[tuple[str, int], dict], goal: tuple) -> dict[st
     for (config, _seed), record in runs.items():
         values.setdefault(config, []).append(record[section][measure])
     return values
+
+
+LEARN_HEADERS = ("config", "seed", "epochs", "best epoch", "training minutes", "val token accuracy %",
+                 "random strings: characters % / exact", "stdlib: bit % / exact", "Brown test, free: bit % / exact",
+                 "Brown test, length-aware: bit % / exact")
+
+
+def learn_row(record: dict) -> list[str]:
+    """One run of a learn ablation as table cells (:data:`LEARN_HEADERS`)."""
+    def pair(section: dict, key: str, digits: int) -> str:
+        return f"{100 * section[key]:.{digits}f} / {section['exact_lines']} of {section['lines']}"
+
+    return [record["config"].upper(), str(record["seed"]), str(record["epochs"]), str(record["best_epoch"]),
+            f"{record['train_seconds'] / 60:.1f}", f"{100 * record['best_val_accuracy']:.3f}",
+            pair(record["random_strings"], "char_accuracy", 2), pair(record["stdlib"], "bit_accuracy", 3),
+            pair(record["brown_test_free"], "bit_accuracy", 3), pair(record["brown_test"], "bit_accuracy", 3)]
+
+
+def learn_goal_row(runs: dict[tuple[str, int], dict], goal: tuple) -> list[str]:
+    """One of :data:`LEARN_GOALS` against every configuration: each seed's value in percent, and
+    whether every seed met it."""
+    least, label = goal[2], goal[3]
+    values = learn_goal_values(runs, goal)
+    digits = 1 if goal[1] == "sequence_accuracy" else 3  # exact lines in tenths, characters and bits finer
+    cells = [" / ".join(f"{100 * v:.{digits}f}" for v in values[name]) + (" (met)" if min(values[name]) >= least
+                                                                    else " (not met)")
+             if name in values else "not run" for name in CONFIG_NAMES]
+    return [label, f"≥ {100 * least:.1f}", *cells]
+
+
+def learn_tables(runs: dict[tuple[str, int], dict]) -> tuple[str, str]:
+    """(every run, the goals) of a learn ablation as two Markdown tables."""
+    seeds = " / ".join(f"seed {s}" for s in sorted({seed for _, seed in runs}))
+    every = markdown_table(list(LEARN_HEADERS), [learn_row(r) for r in runs.values()])
+    goals = markdown_table(["goal (issue 16)", "target %", *(f"{n.upper()}: {seeds}" for n in CONFIG_NAMES)],
+                           [learn_goal_row(runs, goal) for goal in LEARN_GOALS])
+    return every, goals
 
 
 def _missing(path: Path, made_by: str) -> FileNotFoundError:
@@ -957,7 +994,7 @@ def lines_of(record: dict, split: str = "test", data_dir: str | os.PathLike | No
     ``test.lines``, the lines its test metrics (and ``errors.json``) were computed on."""
     from cipherlab.config import config_from_dict
     from cipherlab.data import load_corpus
-    from cipherlab.train import select_lines
+    from cipherlab.codec import select_lines
 
     config = config_from_dict(record["hyperparameters"])
     plain, _ = select_lines(load_corpus(data_dir), config).lines(split)

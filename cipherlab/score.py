@@ -129,7 +129,7 @@ def _references(args) -> tuple[list[str], list[str], str]:
     where = f"the test split of {corpus.data_dir}"
     if args.preset:
         from cipherlab.config import make_config
-        from cipherlab.train import select_lines
+        from cipherlab.codec import select_lines
 
         corpus = select_lines(corpus, make_config("c1", args.preset))
         where += f" (the {args.preset} preset's test lines)"

@@ -23,26 +23,24 @@ Everything else here is what makes a long run trustworthy:
 - a NaN or infinite loss stops the run before it can touch the weights or the checkpoints;
 - ``log.jsonl``: one JSON record per epoch.
 
-The module has three parts:
+The module has two parts:
 
 1. :class:`Trainer`, which knows nothing about ciphers: it takes any model called as
    ``model(src=..., tgt_in=..., **extra)`` and batches that are dicts with ``src`` and ``tgt``;
-2. the *codecs*, everything between strings and tensors for one configuration:
-   :class:`SubwordCodec` (C1-C4: source and target BPE, ``Seq2SeqTransformer``) and
-   :class:`ByteCodec` (C5: bytes, entropy patches, ``BLTModel``);
-3. :func:`train_config`, which puts data, codec, model and trainer together for a ``Config``.
+2. :func:`train_config`, which puts data, codec (:mod:`cipherlab.codec`), model and trainer
+   together for a ``Config``.
+
+Checkpoint files (save, load, the random-number state, ``log.jsonl``) are
+:mod:`cipherlab.checkpoint`'s; bf16 autocast is :func:`cipherlab.device.autocast`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import math
 import os
 import random
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -54,22 +52,18 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from cipherlab.cipher import bits_to_bytes
-from cipherlab.config import Config
-from cipherlab.data import (
-    BucketBatchSampler,
-    ByteChunkDataset,
-    SubwordChunkDataset,
-    collate,
-    load_corpus,
-    make_chunks,
-    shuffle_chunks,
+from cipherlab.checkpoint import (
+    CHECKPOINT_FORMAT,
+    load_checkpoint,
+    read_log,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
 )
-from cipherlab.device import pick_device
-from cipherlab.models import Seq2SeqTransformer
-from cipherlab.models.blt import BLTModel, ByteEntropyModel, collate_bytes, collate_source, greedy_decode_blt
-from cipherlab.tokenizers import BPETokenizer, get_tokenizers
-from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer
+from cipherlab.codec import build_model, fit_codec, select_lines, teacher_forcing_logits
+from cipherlab.config import Config
+from cipherlab.data import BucketBatchSampler, load_corpus, make_chunks, shuffle_chunks
+from cipherlab.device import autocast, pick_device
 
 try:  # peak resident memory on CPU; the module does not exist on Windows
     import resource
@@ -77,43 +71,19 @@ except ImportError:  # pragma: no cover - Windows
     resource = None
 
 __all__ = [
-    "CHECKPOINT_FORMAT",
     "Batches",
-    "ByteCodec",
-    "CheckpointError",
-    "Codec",
     "FitResult",
     "RunResult",
-    "SubwordCodec",
     "Trainer",
     "TrainingDiverged",
     "WarmupInverseSqrt",
-    "autocast",
-    "codec_from_artifacts",
-    "fit_codec",
-    "load_checkpoint",
     "make_optimizer",
     "make_scheduler",
     "peak_memory_bytes",
-    "read_log",
-    "rng_state",
-    "save_checkpoint",
     "seed_everything",
-    "select_lines",
     "sequence_loss",
-    "set_rng_state",
-    "teacher_forcing_logits",
     "train_config",
 ]
-
-CHECKPOINT_FORMAT = "cipherlab-checkpoint-1"
-# Config fields a resumed run may change: budgets, not the model or the data. Raising max_epochs
-# continues a finished run, e.g. to bring every configuration to the same number of epochs.
-_RUNTIME_FIELDS = ("time_budget_s", "max_epochs")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is unreadable, or was made with another configuration or tokenizer."""
 
 
 class TrainingDiverged(RuntimeError):
@@ -130,44 +100,7 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def rng_state() -> dict:
-    """Every generator's state, as tensors (so ``torch.load(weights_only=True)`` can read it)."""
-    version, mt, gauss_next = random.getstate()
-    _, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state()
-    state = {
-        "python": torch.tensor([version, *mt], dtype=torch.int64),
-        "python_gauss": torch.tensor(math.nan if gauss_next is None else gauss_next, dtype=torch.float64),
-        "numpy": torch.from_numpy(np_keys.astype(np.int64)),
-        "numpy_extra": torch.tensor([np_pos, np_has_gauss, np_gauss], dtype=torch.float64),
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    if torch.backends.mps.is_available():
-        state["mps"] = torch.mps.get_rng_state()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    """Inverse of :func:`rng_state`."""
-    version, *mt = state["python"].tolist()
-    gauss = state["python_gauss"].item()
-    random.setstate((version, tuple(mt), None if math.isnan(gauss) else gauss))
-    pos, has_gauss, gauss = state["numpy_extra"].tolist()
-    np.random.set_state(("MT19937", state["numpy"].numpy().astype(np.uint32), int(pos), int(has_gauss), gauss))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-    if "mps" in state and torch.backends.mps.is_available():
-        torch.mps.set_rng_state(state["mps"])
-
-
 # --------------------------------------------------------------------------- the pieces of a step
-
-
-def autocast(device: torch.device):
-    """bf16 autocast on CUDA; a no-op (full fp32) on CPU and MPS."""
-    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
 
 
 def sequence_loss(
@@ -186,15 +119,6 @@ def sequence_loss(
     )
     n_tokens = int((target != pad_id).sum())
     return loss / max(n_tokens, 1), n_tokens
-
-
-def teacher_forcing_logits(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """``model(src=src, tgt_in=tgt[:, :-1], **extra)``: predict each target token from those before it.
-
-    ``extra`` is every other tensor of the batch, e.g. the BLT's ``src_member``/``tgt_member``.
-    """
-    extra = {key: value for key, value in batch.items() if key not in ("src", "tgt")}
-    return model(src=batch["src"], tgt_in=batch["tgt"][:, :-1], **extra)  # (B, Lt-1, V)
 
 
 def make_optimizer(model: nn.Module, config: Config) -> torch.optim.AdamW:
@@ -240,72 +164,6 @@ def peak_memory_bytes(device: torch.device) -> int | None:
         return None
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss if sys.platform == "darwin" else rss * 1024  # macOS reports bytes, Linux KiB
-
-
-# --------------------------------------------------------------------------- checkpoints
-
-
-def save_checkpoint(path: str | os.PathLike, payload: dict) -> None:
-    """Write ``payload`` to ``path`` atomically: a reader sees the old file or the new one, never half."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        torch.save(payload, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def load_checkpoint(
-    path: str | os.PathLike, *, config: Config | None = None, identity: dict | None = None
-) -> dict:
-    """Read a checkpoint safely (``weights_only=True``) and check it fits ``config`` and ``identity``.
-
-    Raises FileNotFoundError for a missing file and CheckpointError for a file that is not a
-    cipherlab checkpoint or that was made with another configuration or tokenizer.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such checkpoint; pass the path of a best.pt or last.pt")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # any unpickling failure means "not a checkpoint we can trust"
-        first = (str(e).strip().splitlines() or [""])[0]  # torch's unpickling messages run to many lines
-        raise CheckpointError(f"{path}: not a readable cipherlab checkpoint ({type(e).__name__}: {first})") from None
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path}: not a cipherlab checkpoint (expected format {CHECKPOINT_FORMAT!r})")
-    if config is not None:
-        saved, now = payload["config"], config.to_dict()
-        # A field the checkpoint does not know was added to Config after it was written; the
-        # run goes on with that field's value now (its default reproduces the old behaviour).
-        diffs = [
-            f"{key}: {saved.get(key)!r} in the checkpoint, {now[key]!r} now"
-            for key in now
-            if key in saved and key not in _RUNTIME_FIELDS and _plain(saved[key]) != _plain(now[key])
-        ]
-        if diffs:
-            raise CheckpointError(
-                f"{path} was made with another configuration ({'; '.join(diffs)}); use the same "
-                "--config and --preset to resume, or train into a new --out folder"
-            )
-    if identity is not None:
-        diffs = [
-            f"{key}: {payload['identity'].get(key)} in the checkpoint, {value} now"
-            for key, value in identity.items()
-            if payload["identity"].get(key) != value
-        ]
-        if diffs:
-            raise CheckpointError(
-                f"{path} was made with another tokenizer or data ({'; '.join(diffs)}); "
-                "train into a new --out folder"
-            )
-    return payload
-
-
-def _plain(value):
-    """Tuples and lists compare equal after a round trip through a checkpoint."""
-    return list(value) if isinstance(value, tuple) else value
 
 
 # --------------------------------------------------------------------------- the trainer
@@ -366,7 +224,8 @@ class Trainer:
 
     ``identity`` (e.g. the tokenizer and data digests) and ``artifacts`` (plain data needed to
     rebuild the model's input pipeline, e.g. the tokenizers) are stored in every checkpoint.
-    ``verbose`` prints one summary line per epoch.
+    ``verbose`` prints one summary line per epoch. ``bf16=True`` trains under bf16 autocast on
+    any device (the default, None, does so on CUDA only), so a CPU can run the GPU's code path.
     """
 
     def __init__(
@@ -383,8 +242,10 @@ class Trainer:
         artifacts: dict | None = None,
         verbose: bool = False,
         progress: bool | None = None,
+        bf16: bool | None = None,
     ):
         self.model = model.to(device)
+        self.bf16 = bf16  # bf16 autocast: None = on CUDA only (cipherlab.device.autocast)
         self.train_batches, self.val_batches = train, val
         self.config, self.device, self.tgt_pad_id = config, device, tgt_pad_id
         self.out_dir = Path(out_dir)
@@ -450,7 +311,7 @@ class Trainer:
         total, tokens, right = 0.0, 0, 0
         for indices in self.val_batches.epoch(0):
             batch = self.val_batches.load(indices, self.device)
-            with autocast(self.device):
+            with autocast(self.device, self.bf16):
                 logits = teacher_forcing_logits(self.model, batch)
             gold = batch["tgt"][:, 1:]
             loss, n = sequence_loss(logits, gold, self.tgt_pad_id)
@@ -461,7 +322,7 @@ class Trainer:
     # ---- training
     def _step(self, batch: dict[str, torch.Tensor]) -> tuple[float, int]:
         """One optimiser step on one batch: (mean training loss, target tokens)."""
-        with autocast(self.device):
+        with autocast(self.device, self.bf16):
             logits = teacher_forcing_logits(self.model, batch)
         loss, n_tokens = sequence_loss(logits, batch["tgt"][:, 1:], self.tgt_pad_id, self.config.label_smoothing)
         if not torch.isfinite(loss):
@@ -602,241 +463,7 @@ class Trainer:
         )
 
 
-def read_log(path: str | os.PathLike) -> list[dict]:
-    """The records of a log.jsonl, oldest first (empty when there is none yet)."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-# --------------------------------------------------------------------------- codecs: text <-> ids
-
-
-class SubwordCodec:
-    """C1-C4: the cipher through the source BPE, the plaintext through the target BPE.
-
-    A codec is everything between strings and tensors for one configuration: datasets and
-    batches for training, source ids and target text for decoding, and what a checkpoint
-    must carry to do the same later (``artifacts``) and to recognise itself (``identity``).
-    """
-
-    kind = "bpe"
-
-    def __init__(self, src_tokenizer, tgt_tokenizer):
-        self.src, self.tgt = src_tokenizer, tgt_tokenizer
-        self.src_pad_id, self.tgt_pad_id = src_tokenizer.pad_id, tgt_tokenizer.pad_id
-        self.bos_id, self.eos_id = tgt_tokenizer.bos_id, tgt_tokenizer.eos_id
-
-    @classmethod
-    def fit(cls, config: Config, corpus) -> SubwordCodec:
-        """Train (or load from the corpus cache) both tokenizers on the training split only."""
-        return cls(*get_tokenizers(corpus, config.source_mode, config.src_vocab, config.tgt_vocab))
-
-    def build_model(self, config: Config) -> nn.Module:
-        return Seq2SeqTransformer(
-            self.src.vocab_size,
-            self.tgt.vocab_size,
-            **config.model_hyperparameters(),
-            pos_encoding=config.pos_encoding,
-            attn_type=config.attn_type,
-            n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None,
-            norm=config.norm,
-            rope_cross_attention=config.rope_cross_attention,
-            src_pad_id=self.src_pad_id,
-            tgt_pad_id=self.tgt_pad_id,
-            src_codes=self.codes(self.src) if config.bit_embeddings else None,
-            tgt_codes=self.codes(self.tgt) if config.bit_embeddings else None,
-            phase_embedding=config.phase_embedding,
-        )
-
-    @staticmethod
-    def codes(tokenizer) -> list[int | None]:
-        """Each id's byte (a source token of exactly one 8-bit group) or character code (a
-        one-character target token), None for specials and multi-unit tokens: the features of
-        ``Config.bit_embeddings``."""
-        codes = []
-        for i in range(tokenizer.vocab_size):
-            if i in (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id):
-                codes.append(None)
-                continue
-            if tokenizer.unit == "char":
-                text = tokenizer.decode([i])
-                codes.append(ord(text) if len(text) == 1 and ord(text) < 256 else None)
-            else:  # source tokens are strings of bits
-                token = tokenizer._id_to_token[i]
-                codes.append(int(token, 2) if tokenizer.unit == "byte8" and len(token) == 8 else None)
-        return codes
-
-    def dataset(self, chunks):
-        return SubwordChunkDataset(chunks, self.src, self.tgt)
-
-    def collate(self, examples) -> dict[str, torch.Tensor]:
-        return collate(examples, self.src_pad_id, self.tgt_pad_id)
-
-    def encode_source(self, bits: str) -> list[int]:
-        return self.src.encode(bits)
-
-    def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
-        return {"src": collate([(s, []) for s in sources], self.src_pad_id, self.tgt_pad_id)["src"]}
-
-    def greedy_decode(self, model: nn.Module, batch: dict[str, torch.Tensor], max_len: int, step_hook=None) -> torch.Tensor:
-        return model.greedy_decode(batch["src"], self.bos_id, self.eos_id, max_len, use_cache=True, step_hook=step_hook)
-
-    def token_chars(self) -> list[int]:
-        """Plaintext characters of each target id (0 for <pad>/<bos>/<eos>, 1 for <unk>); computed once."""
-        if getattr(self, "_token_chars", None) is None:
-            self._token_chars = [len(self.tgt.decode([i])) for i in range(self.tgt.vocab_size)]
-        return self._token_chars
-
-    def decode_target(self, ids: Sequence[int]) -> str:
-        return self.tgt.decode(ids)
-
-    def artifacts(self) -> dict:
-        """Both tokenizers as the text of their files: a checkpoint can then decrypt on its own."""
-        return {"src_tokenizer": _tokenizer_text(self.src), "tgt_tokenizer": _tokenizer_text(self.tgt)}
-
-    @classmethod
-    def from_artifacts(cls, artifacts: dict, config: Config) -> SubwordCodec:
-        return cls(_tokenizer_from_text(artifacts["src_tokenizer"]), _tokenizer_from_text(artifacts["tgt_tokenizer"]))
-
-    def identity(self) -> dict:
-        return {key: _sha256(text) for key, text in self.artifacts().items()}
-
-
-class ByteCodec:
-    """C5: cipher bytes and plaintext bytes, no vocabulary; source patches from an entropy model.
-
-    The entropy model is counted on the training split's cipher bytes only; its tables and the
-    threshold (a percentile of the training entropies) travel in the checkpoint.
-    """
-
-    kind = "blt"
-
-    def __init__(self, entropy_model, threshold: float, config: Config):
-        self.entropy_model, self.threshold = entropy_model, threshold
-        self.max_patch, self.patch_tgt = config.blt_max_patch, config.blt_patch_tgt
-        self.src_pad_id = self.tgt_pad_id = PAD_ID
-        self.bos_id, self.eos_id = BOS_ID, EOS_ID
-        self.bytes = ByteTokenizer()
-
-    @classmethod
-    def fit(cls, config: Config, corpus) -> ByteCodec:
-        _, cipher = corpus.lines("train")
-        model = ByteEntropyModel().fit(bits_to_bytes(bits) for bits in cipher)
-        return cls(model, model.threshold_at(config.blt_entropy_percentile), config)
-
-    def build_model(self, config: Config) -> nn.Module:
-        return BLTModel(
-            **config.model_hyperparameters(),
-            local_layers=config.blt_local_layers,
-            window=config.blt_window,
-            patch_tgt=config.blt_patch_tgt,
-            source_memory=config.blt_source_memory,
-            bit_embeddings=config.bit_embeddings,
-            phase_embedding=config.phase_embedding,
-        )
-
-    def dataset(self, chunks):
-        return ByteChunkDataset(chunks)
-
-    def collate(self, examples) -> dict[str, torch.Tensor]:
-        return collate_bytes(
-            examples, self.entropy_model, self.threshold, max_patch=self.max_patch, patch_tgt=self.patch_tgt
-        )
-
-    def encode_source(self, bits: str) -> list[int]:
-        return self.bytes.encode_cipher(bits)
-
-    def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
-        src, src_member = collate_source(sources, self.entropy_model, self.threshold, self.max_patch)
-        return {"src": src, "src_member": src_member}
-
-    def greedy_decode(self, model: nn.Module, batch: dict[str, torch.Tensor], max_len: int, step_hook=None) -> torch.Tensor:
-        return greedy_decode_blt(model, batch["src"], batch["src_member"], max_len, self.bos_id, self.eos_id,
-                                 step_hook=step_hook)
-
-    def token_chars(self) -> list[int]:
-        """Plaintext characters of each target id: 1 for a byte, 0 for PAD/BOS/EOS."""
-        return [1 if i < 256 else 0 for i in range(max(PAD_ID, BOS_ID, EOS_ID) + 1)]
-
-    def decode_target(self, ids: Sequence[int]) -> str:
-        return self.bytes.decode(ids)
-
-    def artifacts(self) -> dict:
-        m = self.entropy_model
-        return {
-            "min_count": m.min_count,
-            "unigram_entropy": m.unigram_entropy,
-            "bigram_table": torch.from_numpy(m.bigram_table),
-            "trigram_table": torch.from_numpy(m.trigram_table),
-            "threshold": self.threshold,
-        }
-
-    @classmethod
-    def from_artifacts(cls, artifacts: dict, config: Config) -> ByteCodec:
-        model = ByteEntropyModel(min_count=artifacts["min_count"])
-        model.unigram_entropy = artifacts["unigram_entropy"]
-        model.bigram_table = artifacts["bigram_table"].numpy()
-        model.trigram_table = artifacts["trigram_table"].numpy()
-        return cls(model, artifacts["threshold"], config)
-
-    def identity(self) -> dict:
-        m = self.entropy_model
-        digest = hashlib.sha256(repr((m.min_count, m.unigram_entropy, self.threshold)).encode())
-        digest.update(m.bigram_table.tobytes())
-        digest.update(m.trigram_table.tobytes())
-        return {"entropy_model": digest.hexdigest()}
-
-
-Codec = SubwordCodec | ByteCodec
-_CODECS = {"bpe": SubwordCodec, "blt": ByteCodec}
-
-
-def fit_codec(config: Config, corpus) -> Codec:
-    """The codec of ``config``, learned from the training split of ``corpus``."""
-    return _CODECS[config.tokenization].fit(config, corpus)
-
-
-def codec_from_artifacts(config: Config, artifacts: dict) -> Codec:
-    """The codec a checkpoint was trained with, rebuilt from the checkpoint alone."""
-    return _CODECS[config.tokenization].from_artifacts(artifacts, config)
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _tokenizer_text(tokenizer) -> str:
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "tokenizer.json"
-        tokenizer.save(path)
-        return path.read_text(encoding="utf-8")
-
-
-def _tokenizer_from_text(text: str):
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "tokenizer.json"
-        path.write_text(text, encoding="utf-8")
-        return BPETokenizer.load(path)
-
-
 # --------------------------------------------------------------------------- one run from a Config
-
-
-def select_lines(corpus, config: Config):
-    """The corpus limited to the first ``max_train_lines`` training and ``max_eval_lines`` val/test lines.
-
-    Fewer training lines make a different training set: it gets its own digest, so tokenizers
-    and entropy models learned from it are never mistaken for the full corpus's. The val/test
-    limits change nothing that is learned, so they keep the digest.
-    """
-    limits = {"train": config.max_train_lines, "val": config.max_eval_lines, "test": config.max_eval_lines}
-    splits = {name: ids[: limits[name]] for name, ids in corpus.splits.items()}
-    digest = corpus.sha256
-    if config.max_train_lines is not None:
-        digest = _sha256(f"{corpus.sha256}:train[:{config.max_train_lines}]")
-    return dataclasses.replace(corpus, splits=splits, sha256=digest)
 
 
 @dataclass
@@ -880,7 +507,7 @@ def train_config(
         return Batches(dataset, sampler, codec.collate)
 
     seed_everything(config.seed)  # the initial weights depend on the seed alone
-    model = codec.build_model(config)
+    model = build_model(config, codec)
     trainer = Trainer(
         model,
         batches("train", shuffle=True),

@@ -22,9 +22,10 @@ import torch
 
 from cipherlab.data import load_corpus, make_chunks
 from cipherlab.decode import decrypt_lines
-from cipherlab.evaluate import git_commit, load_trained, versions
+from cipherlab.checkpoint import load_trained
+from cipherlab.evaluate import git_commit, versions
 from cipherlab.metrics import compute_metrics
-from cipherlab.train import select_lines
+from cipherlab.codec import select_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 LENGTH_BINS = [(0, 100), (100, 200), (200, 400), (400, 800), (800, 10**6)]

@@ -30,8 +30,9 @@ import torch
 
 from cipherlab.data import load_corpus
 from cipherlab.decode import decrypt_lines
-from cipherlab.evaluate import evaluate_checkpoint, export_checkpoint, git_commit, load_trained, versions
-from cipherlab.train import select_lines
+from cipherlab.checkpoint import export_checkpoint, load_trained
+from cipherlab.codec import select_lines
+from cipherlab.evaluate import evaluate_checkpoint, git_commit, versions
 
 SAMPLE_LINES = 8  # test lines whose decryption is stored beside each model and checked by the tests
 

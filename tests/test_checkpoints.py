@@ -13,12 +13,13 @@ import pytest
 import torch
 from safetensors import safe_open
 
+from cipherlab.checkpoint import EXPORT_FORMAT, CheckpointError, export_checkpoint, load_trained
+from cipherlab.codec import select_lines
 from cipherlab.config import make_config
 from cipherlab.data import load_corpus
 from cipherlab.decode import decrypt_lines
-from cipherlab.evaluate import EXPORT_FORMAT, export_checkpoint, load_trained
 from cipherlab.metrics import bit_accuracy
-from cipherlab.train import CheckpointError, select_lines, train_config
+from cipherlab.train import train_config
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = sorted((ROOT / "results" / "checkpoints").glob("*.safetensors"))

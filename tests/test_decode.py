@@ -5,9 +5,10 @@ import torch
 from torch import nn
 
 from cipherlab.cipher import KEY, DatasetError, encrypt
+from cipherlab.codec import SubwordCodec, teacher_forcing_logits
 from cipherlab.decode import beam_search, decode_batch, decrypt_lines
 from cipherlab.models import Seq2SeqTransformer
-from cipherlab.train import SubwordCodec, sequence_loss, teacher_forcing_logits
+from cipherlab.train import sequence_loss
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -170,7 +171,7 @@ def test_length_constraint_forbids_an_early_eos_and_forces_eos_at_the_length():
 def test_length_aware_decoding_returns_lines_of_the_cipher_length(name, sample_dir):
     from cipherlab.config import make_config
     from cipherlab.data import load_corpus
-    from cipherlab.train import fit_codec, select_lines
+    from cipherlab.codec import fit_codec, select_lines
 
     config = make_config(name, "smoke", source_mode="bytes", src_vocab=None, tgt_vocab=None)
     corpus = select_lines(load_corpus(sample_dir), config)

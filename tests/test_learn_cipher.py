@@ -66,7 +66,7 @@ def test_the_tied_head_of_a_bit_factored_model_is_the_bit_table():
 
 def test_config_switches_reach_both_model_families():
     from cipherlab.data import load_corpus
-    from cipherlab.train import fit_codec, select_lines
+    from cipherlab.codec import fit_codec, select_lines
 
     for name in ("c1", "c5"):
         config = make_config(name, "smoke", bit_embeddings=True, phase_shuffle=1.0)

@@ -42,7 +42,7 @@ def test_plan_smoke_on_every_configuration(tmp_path, capsys):
 
 def _model(name):
     from cipherlab.data import load_corpus
-    from cipherlab.train import fit_codec, select_lines
+    from cipherlab.codec import fit_codec, select_lines
 
     config = make_config(name, "smoke")
     return fit_codec(config, select_lines(load_corpus(), config)).build_model(config)

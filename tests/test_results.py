@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from cipherlab import attention_maps, results
+from cipherlab.codec import fit_codec, select_lines
 from cipherlab.config import make_config
 from cipherlab.data import load_corpus
-from cipherlab.train import fit_codec, select_lines
 
 SMOKE = results.REPO_RESULTS_DIR / "smoke"
 
@@ -530,6 +530,11 @@ def test_the_results_answers_say_what_the_files_hold():
     assert facts.fewest(p) == "C3" and p["c4"] < p["c1"] == p["c2"] < p["c5"]
     assert facts.fewest({n: r["params"] for n, r in cpu.items()}) == "C3"
     assert set(extended) == {"c2", "c5"}
+    # §7.9 Q4: "it lifted a short C2 probe" (the key-phase embedding raises random-string characters)
+    assert facts.FACTS["res_probe_c2_phase"]() > facts.FACTS["res_probe_c2_two"]() + 10
+    # §7.8 Q3: "all five configurations get ... of all test lines exact" (two seeds each)
+    learned = results.load_learn_runs(results.LEARN_RUN)
+    assert {name for name, _ in learned} == set(results.CONFIG_NAMES) and facts.FACTS["res_learn_seeds"]() == 2
 
 
 def test_the_learn_probes_readme_is_what_its_generator_writes_from_the_records(tmp_path, monkeypatch):

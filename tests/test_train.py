@@ -10,19 +10,8 @@ from torch import nn
 
 from cipherlab.config import make_config
 from cipherlab.data import BucketBatchSampler, collate
-from cipherlab.train import (
-    Batches,
-    CheckpointError,
-    Trainer,
-    TrainingDiverged,
-    WarmupInverseSqrt,
-    load_checkpoint,
-    rng_state,
-    save_checkpoint,
-    seed_everything,
-    sequence_loss,
-    set_rng_state,
-)
+from cipherlab.checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from cipherlab.train import Batches, Trainer, TrainingDiverged, WarmupInverseSqrt, seed_everything, sequence_loss
 
 PAD, BOS, EOS, VOCAB = 0, 1, 2, 12
 
@@ -190,7 +179,7 @@ def test_smoke_training_of_each_configuration_lowers_the_loss(name, sample_dir, 
 
 def test_fewer_training_lines_make_a_different_corpus_but_fewer_eval_lines_do_not(sample_dir):
     from cipherlab.data import load_corpus
-    from cipherlab.train import select_lines
+    from cipherlab.codec import select_lines
 
     corpus = load_corpus(sample_dir)
     limited = select_lines(corpus, make_config("c1", "smoke", max_train_lines=10, max_eval_lines=2))

@@ -108,8 +108,8 @@ def patch_causal_mask(Lt: int, K: int, patch: int, device=None) -> torch.Tensor:
 # What the LocalDecoder's second cross-attention reads: the global encoder's source-patch memory
 # (the course notes' design) or the local encoder's source byte states (one vector per cipher
 # byte, at its own position: the alignment of a positional cipher is then a diagonal).
-# cipherlab's default is "bytes": with "patches" a C5 model at the cpu preset reached 0.74 validation
-# bit accuracy after one epoch (392 steps), with "bytes" 0.83 after 341 steps (chapter 9).
+# cipherlab's default is "bytes": the calibration runs D and F compare the two
+# (results/calibration/calibration.json, chapter 9 section 9.9).
 SOURCE_MEMORIES = ("bytes", "patches")
 
 

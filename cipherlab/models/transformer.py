@@ -16,11 +16,11 @@ Each stack ends with a final norm. C1-C4 differ only in the flags of Seq2SeqTran
     C4  pos_encoding="sinusoidal"  attn_type="mha"                norm="rmsnorm"
 
 Cross-attention is MHA in every configuration, C3 included (C3 groups the K/V heads of the
-self-attention layers only). In C2 it is rotated too
-(``rope_cross_attention=True``, the default): queries at their target positions, keys at their
-source positions, so a cross-attention score depends on target - source position and the
-diagonal alignment can be learned; the sinusoidal configurations get the same information from
-the position code added to both inputs. The BLT (C5) reuses Encoder and Decoder unchanged.
+self-attention layers only). In C2 cross-attention is rotated too (``rope_cross_attention=True``,
+the default): queries at their target positions, keys at their source positions, so a
+cross-attention score depends on target - source position and the diagonal alignment can be
+learned; the sinusoidal configurations get the same information from the position code added
+to both inputs. The BLT (C5) reuses Encoder and Decoder unchanged.
 """
 
 import math

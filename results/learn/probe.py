@@ -31,9 +31,11 @@ from cipherlab.cipher import encrypt  # noqa: E402
 from cipherlab.config import make_config, parse_field  # noqa: E402
 from cipherlab.data import load_corpus, load_pairs  # noqa: E402
 from cipherlab.decode import decrypt_lines  # noqa: E402
-from cipherlab.evaluate import export_checkpoint, load_trained, versions  # noqa: E402
+from cipherlab.checkpoint import export_checkpoint, load_trained  # noqa: E402
+from cipherlab.codec import select_lines  # noqa: E402
+from cipherlab.evaluate import versions  # noqa: E402
 from cipherlab.score import score_predictions  # noqa: E402
-from cipherlab.train import select_lines, train_config  # noqa: E402
+from cipherlab.train import train_config  # noqa: E402
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" + " " * 6
 

@@ -95,7 +95,7 @@ def blocked_rows_in_training(name: str, n_batches: int = BLOCKED_ROW_BATCHES) ->
 
     from cipherlab.config import make_config
     from cipherlab.data import BucketBatchSampler, make_chunks
-    from cipherlab.train import fit_codec, select_lines, teacher_forcing_logits
+    from cipherlab.codec import fit_codec, select_lines, teacher_forcing_logits
 
     config = make_config(name, "cpu", d_model=32, ffn_dim=64)
     corpus = select_lines(load_corpus(), config)

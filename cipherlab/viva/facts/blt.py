@@ -3,7 +3,7 @@
 Every function runs cipherlab's own code (``cipherlab.models.blt``) or reads the BLT and BPE
 benchmark files and ``results/calibration/calibration.json`` (runs D and F compare what the local
 decoder's second cross-attention reads); chapter 7 calls the same functions, so the book and the
-answers show the same numbers. The entropy model is fitted as training fits it (``cipherlab.train.ByteCodec.fit``):
+answers show the same numbers. The entropy model is fitted as training fits it (``cipherlab.codec.ByteCodec.fit``):
 on the cipher bytes of the training split's whole lines, never on validation or test lines.
 """
 
@@ -241,7 +241,7 @@ def c1_params(preset: str) -> int:
     """
     c = make_config("c1", preset)
     if c.src_vocab is None or c.tgt_vocab is None:
-        from cipherlab.train import fit_codec, select_lines
+        from cipherlab.codec import fit_codec, select_lines
         codec = fit_codec(c, select_lines(corpus(), c))
         src_vocab, tgt_vocab = codec.src.vocab_size, codec.tgt.vocab_size
     else:

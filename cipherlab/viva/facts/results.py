@@ -13,15 +13,16 @@ result fails a test instead of leaving a wrong sentence.
 from __future__ import annotations
 
 import functools
+import json
 
 import sacrebleu
 
 from cipherlab.cipher import encrypt
 from cipherlab.config import CONFIG_NAMES, make_config
 from cipherlab.metrics import compute_metrics, levenshtein
-from cipherlab.results import (BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, PRIMARY_RUN, beam_gains,
+from cipherlab.results import (BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN, beam_gains,
                                exact_difference_stderr, exact_lines_stderr, lines_of, load_beam, load_curve,
-                               load_run, metric, rate_difference_stderr, reference)
+                               load_learn_runs, load_run, metric, rate_difference_stderr, reference, run_path)
 
 RUN = PRIMARY_RUN
 # The first sentence of the Brown corpus, and what a model might make of it.
@@ -238,6 +239,28 @@ def _chunk_chars() -> int:
     return next(iter(records().values()))["hyperparameters"]["chunk_chars"]
 
 
+@functools.cache
+def learned() -> dict[tuple[str, int], dict]:
+    """The controlled ablation with the three changes of issue 16 (results/learn/ablation)."""
+    return load_learn_runs(LEARN_RUN)
+
+
+def learned_pct(section: str, measure: str, pick=min) -> float:
+    """``pick`` (min or max) over every configuration and seed of one measure, in percent."""
+    return pct(pick(r[section][measure] for r in learned().values()))
+
+
+def probe_random_chars(name: str) -> float:
+    """Characters right (percent) on random strings of one short probe run in results/learn."""
+    probe = _read_probe(name)
+    return pct(probe["random_strings"]["char_accuracy"])
+
+
+@functools.cache
+def _read_probe(name: str) -> dict:
+    return json.loads((run_path("learn") / f"{name}.json").read_text(encoding="utf-8"))
+
+
 FACTS = {
     # §7.8 Q1: what each metric sees
     "res_demo_chars": lambda: len(SENTENCE),
@@ -332,6 +355,19 @@ FACTS = {
     "res_bytes_bit_max": lambda: max(over_c1_c4("bit_accuracy", scale=100)),
     "res_bits_bit_min": lambda: min(over_c1_c4("bit_accuracy", BITS_RUN, 100)),
     "res_bits_bit_max": lambda: max(over_c1_c4("bit_accuracy", BITS_RUN, 100)),
+    # §7.9 Q4: the key-phase embedding, measured (results/learn)
+    "res_learn_epochs": lambda: next(iter(learned().values()))["epochs"],
+    "res_learn_seeds": lambda: len({seed for _, seed in learned()}),
+    "res_learn_random_chars_min": lambda: learned_pct("random_strings", "char_accuracy"),
+    "res_learn_random_exact_min": lambda: learned_pct("random_strings", "sequence_accuracy"),
+    "res_learn_random_exact_max": lambda: learned_pct("random_strings", "sequence_accuracy", max),
+    "res_learn_random_lines": lambda: next(iter(learned().values()))["random_strings"]["lines"],
+    "res_learn_stdlib_exact_min": lambda: learned_pct("stdlib", "sequence_accuracy"),
+    "res_learn_brown_exact_min": lambda: learned_pct("brown_test_free", "sequence_accuracy"),
+    "res_learn_brown_exact_max": lambda: learned_pct("brown_test_free", "sequence_accuracy", max),
+    "res_learn_brown_lines": lambda: next(iter(learned().values()))["brown_test_free"]["lines"],
+    "res_probe_c2_two": lambda: probe_random_chars("c2-shuffle-bits"),
+    "res_probe_c2_phase": lambda: probe_random_chars("c2-shuffle-bits-phase"),
     # §7.9 Q5: what peak memory means here
     "res_device": lambda: next(iter(records().values()))["device"],
     "res_c1_peak_mib": lambda: peak_mib("c1"),

@@ -1,0 +1,309 @@
+"""Codecs: everything between strings and tensors for one configuration (chapters 6-8).
+
+A codec turns the cipher and the plaintext into what a model reads and writes, and back:
+
+- :class:`SubwordCodec` (C1-C4): the cipher through the source BPE, the plaintext through the
+  target BPE, a :class:`~cipherlab.models.Seq2SeqTransformer`;
+- :class:`ByteCodec` (C5): bytes, no vocabulary, source patches cut by an entropy model, a
+  :class:`~cipherlab.models.blt.BLTModel`.
+
+Each gives datasets and batches for training, source ids and target text for decoding, and
+what a checkpoint must carry to do the same later (``artifacts``) and to recognise itself
+(``identity``). :func:`build_model` builds any of the five models from a ``Config``;
+:func:`select_lines` is the part of the corpus a ``Config`` learns from; and
+:func:`teacher_forcing_logits` is how every model is called on a batch.
+
+In the flow of the package this module comes after the data and the tokenizers and before
+training: ``cipher/data -> tokenizers -> codec -> train -> decode -> evaluate -> results``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from cipherlab.cipher import bits_to_bytes
+from cipherlab.config import Config
+from cipherlab.data import ByteChunkDataset, SubwordChunkDataset, collate
+from cipherlab.models import Seq2SeqTransformer
+from cipherlab.models.blt import BLTModel, ByteEntropyModel, collate_bytes, collate_source, greedy_decode_blt
+from cipherlab.tokenizers import BPETokenizer, get_tokenizers
+from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer
+
+__all__ = [
+    "ByteCodec",
+    "Codec",
+    "SubwordCodec",
+    "build_model",
+    "codec_from_artifacts",
+    "fit_codec",
+    "select_lines",
+    "teacher_forcing_logits",
+]
+
+
+class SubwordCodec:
+    """C1-C4: the cipher through the source BPE, the plaintext through the target BPE.
+
+    A codec is everything between strings and tensors for one configuration: datasets and
+    batches for training, source ids and target text for decoding, and what a checkpoint
+    must carry to do the same later (``artifacts``) and to recognise itself (``identity``).
+    """
+
+    kind = "bpe"
+
+    def __init__(self, src_tokenizer, tgt_tokenizer):
+        self.src, self.tgt = src_tokenizer, tgt_tokenizer
+        self.src_pad_id, self.tgt_pad_id = src_tokenizer.pad_id, tgt_tokenizer.pad_id
+        self.bos_id, self.eos_id = tgt_tokenizer.bos_id, tgt_tokenizer.eos_id
+
+    @classmethod
+    def fit(cls, config: Config, corpus) -> SubwordCodec:
+        """Train (or load from the corpus cache) both tokenizers on the training split only."""
+        return cls(*get_tokenizers(corpus, config.source_mode, config.src_vocab, config.tgt_vocab))
+
+    def build_model(self, config: Config) -> nn.Module:
+        return build_model(config, self)
+
+    @staticmethod
+    def codes(tokenizer) -> list[int | None]:
+        """Each id's byte (a source token of exactly one 8-bit group) or character code (a
+        one-character target token), None for specials and multi-unit tokens: the features of
+        ``Config.bit_embeddings``."""
+        codes = []
+        for i in range(tokenizer.vocab_size):
+            if i in (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id):
+                codes.append(None)
+                continue
+            if tokenizer.unit == "char":
+                text = tokenizer.decode([i])
+                codes.append(ord(text) if len(text) == 1 and ord(text) < 256 else None)
+            else:  # source tokens are strings of bits
+                token = tokenizer._id_to_token[i]
+                codes.append(int(token, 2) if tokenizer.unit == "byte8" and len(token) == 8 else None)
+        return codes
+
+    def dataset(self, chunks):
+        return SubwordChunkDataset(chunks, self.src, self.tgt)
+
+    def collate(self, examples) -> dict[str, torch.Tensor]:
+        return collate(examples, self.src_pad_id, self.tgt_pad_id)
+
+    def encode_source(self, bits: str) -> list[int]:
+        return self.src.encode(bits)
+
+    def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
+        return {"src": collate([(s, []) for s in sources], self.src_pad_id, self.tgt_pad_id)["src"]}
+
+    def greedy_decode(self, model: nn.Module, batch: dict[str, torch.Tensor], max_len: int, step_hook=None) -> torch.Tensor:
+        return model.greedy_decode(batch["src"], self.bos_id, self.eos_id, max_len, use_cache=True, step_hook=step_hook)
+
+    def token_chars(self) -> list[int]:
+        """Plaintext characters of each target id (0 for <pad>/<bos>/<eos>, 1 for <unk>); computed once."""
+        if getattr(self, "_token_chars", None) is None:
+            self._token_chars = [len(self.tgt.decode([i])) for i in range(self.tgt.vocab_size)]
+        return self._token_chars
+
+    def decode_target(self, ids: Sequence[int]) -> str:
+        return self.tgt.decode(ids)
+
+    def artifacts(self) -> dict:
+        """Both tokenizers as the text of their files: a checkpoint can then decrypt on its own."""
+        return {"src_tokenizer": _tokenizer_text(self.src), "tgt_tokenizer": _tokenizer_text(self.tgt)}
+
+    @classmethod
+    def from_artifacts(cls, artifacts: dict, config: Config) -> SubwordCodec:
+        return cls(_tokenizer_from_text(artifacts["src_tokenizer"]), _tokenizer_from_text(artifacts["tgt_tokenizer"]))
+
+    def identity(self) -> dict:
+        return {key: _sha256(text) for key, text in self.artifacts().items()}
+
+
+class ByteCodec:
+    """C5: cipher bytes and plaintext bytes, no vocabulary; source patches from an entropy model.
+
+    The entropy model is counted on the training split's cipher bytes only; its tables and the
+    threshold (a percentile of the training entropies) travel in the checkpoint.
+    """
+
+    kind = "blt"
+
+    def __init__(self, entropy_model, threshold: float, config: Config):
+        self.entropy_model, self.threshold = entropy_model, threshold
+        self.max_patch, self.patch_tgt = config.blt_max_patch, config.blt_patch_tgt
+        self.src_pad_id = self.tgt_pad_id = PAD_ID
+        self.bos_id, self.eos_id = BOS_ID, EOS_ID
+        self.bytes = ByteTokenizer()
+
+    @classmethod
+    def fit(cls, config: Config, corpus) -> ByteCodec:
+        _, cipher = corpus.lines("train")
+        model = ByteEntropyModel().fit(bits_to_bytes(bits) for bits in cipher)
+        return cls(model, model.threshold_at(config.blt_entropy_percentile), config)
+
+    def build_model(self, config: Config) -> nn.Module:
+        return build_model(config, self)
+
+    def dataset(self, chunks):
+        return ByteChunkDataset(chunks)
+
+    def collate(self, examples) -> dict[str, torch.Tensor]:
+        return collate_bytes(
+            examples, self.entropy_model, self.threshold, max_patch=self.max_patch, patch_tgt=self.patch_tgt
+        )
+
+    def encode_source(self, bits: str) -> list[int]:
+        return self.bytes.encode_cipher(bits)
+
+    def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
+        src, src_member = collate_source(sources, self.entropy_model, self.threshold, self.max_patch)
+        return {"src": src, "src_member": src_member}
+
+    def greedy_decode(self, model: nn.Module, batch: dict[str, torch.Tensor], max_len: int, step_hook=None) -> torch.Tensor:
+        return greedy_decode_blt(model, batch["src"], batch["src_member"], max_len, self.bos_id, self.eos_id,
+                                 step_hook=step_hook)
+
+    def token_chars(self) -> list[int]:
+        """Plaintext characters of each target id: 1 for a byte, 0 for PAD/BOS/EOS."""
+        return [1 if i < 256 else 0 for i in range(max(PAD_ID, BOS_ID, EOS_ID) + 1)]
+
+    def decode_target(self, ids: Sequence[int]) -> str:
+        return self.bytes.decode(ids)
+
+    def artifacts(self) -> dict:
+        m = self.entropy_model
+        return {
+            "min_count": m.min_count,
+            "unigram_entropy": m.unigram_entropy,
+            "bigram_table": torch.from_numpy(m.bigram_table),
+            "trigram_table": torch.from_numpy(m.trigram_table),
+            "threshold": self.threshold,
+        }
+
+    @classmethod
+    def from_artifacts(cls, artifacts: dict, config: Config) -> ByteCodec:
+        model = ByteEntropyModel(min_count=artifacts["min_count"])
+        model.unigram_entropy = artifacts["unigram_entropy"]
+        model.bigram_table = artifacts["bigram_table"].numpy()
+        model.trigram_table = artifacts["trigram_table"].numpy()
+        return cls(model, artifacts["threshold"], config)
+
+    def identity(self) -> dict:
+        m = self.entropy_model
+        digest = hashlib.sha256(repr((m.min_count, m.unigram_entropy, self.threshold)).encode())
+        digest.update(m.bigram_table.tobytes())
+        digest.update(m.trigram_table.tobytes())
+        return {"entropy_model": digest.hexdigest()}
+
+
+Codec = SubwordCodec | ByteCodec
+_CODECS = {"bpe": SubwordCodec, "blt": ByteCodec}
+
+
+def fit_codec(config: Config, corpus) -> Codec:
+    """The codec of ``config``, learned from the training split of ``corpus``."""
+    return _CODECS[config.tokenization].fit(config, corpus)
+
+
+def codec_from_artifacts(config: Config, artifacts: dict) -> Codec:
+    """The codec a checkpoint was trained with, rebuilt from the checkpoint alone."""
+    return _CODECS[config.tokenization].from_artifacts(artifacts, config)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _tokenizer_text(tokenizer) -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tokenizer.json"
+        tokenizer.save(path)
+        return path.read_text(encoding="utf-8")
+
+
+def _tokenizer_from_text(text: str):
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tokenizer.json"
+        path.write_text(text, encoding="utf-8")
+        return BPETokenizer.load(path)
+
+
+def build_model(
+    config: Config,
+    codec: Codec | None = None,
+    *,
+    vocab_sizes: tuple[int, int] | None = None,
+    pad_id: int | None = None,
+) -> nn.Module:
+    """The model of ``config``, any of the five, with fresh weights (seed first for the same ones).
+
+    C5 (``tokenization="blt"``) needs nothing else: bytes have no vocabulary. C1-C4 take their
+    (source, target) vocabulary sizes, padding ids and, for ``bit_embeddings``, each id's byte
+    or character code from ``codec``; without a codec, pass ``vocab_sizes`` and ``pad_id``
+    (e.g. bytes on both sides, as chapter 2 does).
+    """
+    if config.tokenization == "blt":
+        return BLTModel(
+            **config.model_hyperparameters(),
+            local_layers=config.blt_local_layers,
+            window=config.blt_window,
+            patch_tgt=config.blt_patch_tgt,
+            source_memory=config.blt_source_memory,
+            bit_embeddings=config.bit_embeddings,
+            phase_embedding=config.phase_embedding,
+        )
+    if codec is not None:
+        vocab_sizes = codec.src.vocab_size, codec.tgt.vocab_size
+        pads = codec.src_pad_id, codec.tgt_pad_id
+        codes = (codec.codes(codec.src), codec.codes(codec.tgt)) if config.bit_embeddings else (None, None)
+    elif vocab_sizes is None or pad_id is None:
+        raise ValueError(f"build_model({config.name}): a {config.tokenization} model needs its codec, "
+                         "or vocab_sizes=(source, target) and pad_id")
+    elif config.bit_embeddings:
+        raise ValueError(f"build_model({config.name}): bit_embeddings need each id's code; pass the codec")
+    else:
+        pads, codes = (pad_id, pad_id), (None, None)
+    return Seq2SeqTransformer(
+        *vocab_sizes,
+        **config.model_hyperparameters(),
+        pos_encoding=config.pos_encoding,
+        attn_type=config.attn_type,
+        n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None,
+        norm=config.norm,
+        rope_cross_attention=config.rope_cross_attention,
+        src_pad_id=pads[0],
+        tgt_pad_id=pads[1],
+        src_codes=codes[0],
+        tgt_codes=codes[1],
+        phase_embedding=config.phase_embedding,
+    )
+
+
+def select_lines(corpus, config: Config):
+    """The corpus limited to the first ``max_train_lines`` training and ``max_eval_lines`` val/test lines.
+
+    Fewer training lines make a different training set: it gets its own digest, so tokenizers
+    and entropy models learned from it are never mistaken for the full corpus's. The val/test
+    limits change nothing that is learned, so they keep the digest.
+    """
+    limits = {"train": config.max_train_lines, "val": config.max_eval_lines, "test": config.max_eval_lines}
+    splits = {name: ids[: limits[name]] for name, ids in corpus.splits.items()}
+    digest = corpus.sha256
+    if config.max_train_lines is not None:
+        digest = _sha256(f"{corpus.sha256}:train[:{config.max_train_lines}]")
+    return dataclasses.replace(corpus, splits=splits, sha256=digest)
+
+
+def teacher_forcing_logits(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``model(src=src, tgt_in=tgt[:, :-1], **extra)``: predict each target token from those before it.
+
+    ``extra`` is every other tensor of the batch, e.g. the BLT's ``src_member``/``tgt_member``.
+    """
+    extra = {key: value for key, value in batch.items() if key not in ("src", "tgt")}
+    return model(src=batch["src"], tgt_in=batch["tgt"][:, :-1], **extra)  # (B, Lt-1, V)

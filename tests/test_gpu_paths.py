@@ -1,0 +1,159 @@
+"""The code paths training takes on a GPU, run on the CPU.
+
+On CUDA, :class:`cipherlab.train.Trainer` steps under bf16 autocast (``cipherlab.device.autocast``);
+no GPU runs in CI, so here the same trainer steps under ``torch.autocast("cpu", dtype=torch.bfloat16)``
+(``bf16=True``) and is compared with the fp32 step. Then one step of the ``assignment`` preset's
+full-size C1 and C5, the models the GPU script (``benchmarks/gpu_run.py``) trains. One thread
+(tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+import torch
+
+from cipherlab.codec import ByteCodec, build_model, fit_codec, select_lines
+from cipherlab.config import CONFIG_NAMES, make_config
+from cipherlab.data import BucketBatchSampler, load_corpus, make_chunks
+from cipherlab.device import autocast
+from cipherlab.train import Batches, Trainer, seed_everything
+from cipherlab.viva.facts.blt import c5_model
+from cipherlab.viva.facts.mha import SRC_VOCAB, TGT_VOCAB
+from cipherlab.viva.facts.mha import model as chapter3_model
+
+
+def test_autocast_is_bf16_on_cuda_only_unless_asked():
+    with autocast("cpu"):
+        assert not torch.is_autocast_enabled("cpu")
+    with autocast(torch.device("cpu"), enabled=True):
+        assert torch.is_autocast_enabled("cpu")
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
+
+
+def _trainer(model, codec, config, chunks, tmp_path, bf16):
+    dataset = codec.dataset(chunks)
+    sampler = BucketBatchSampler(dataset.src_lengths, config.token_budget, config.max_batch_size, shuffle=False)
+    batches = Batches(dataset, sampler, codec.collate)
+    return Trainer(model, batches, batches, config, tmp_path, device=torch.device("cpu"),
+                   tgt_pad_id=codec.tgt_pad_id, bf16=bf16), batches
+
+
+def _one_step(trainer, batches):
+    """(loss of one optimiser step on the first batch, largest weight change it made)."""
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    loss, n_tokens = trainer._step(batches.load(batches.epoch(0)[0], torch.device("cpu")))
+    assert n_tokens > 0
+    moved = max((p.detach() - b).abs().max().item() for p, b in zip(trainer.model.parameters(), before))
+    return loss, moved
+
+
+@pytest.mark.parametrize("name", CONFIG_NAMES)
+def test_one_bf16_training_step_of_each_configuration_is_finite_and_close_to_fp32(name, tmp_path):
+    config = make_config(name, "smoke", dropout=0.0)
+    corpus = select_lines(load_corpus(), config)
+    codec = fit_codec(config, corpus)
+    chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"][:16], config.chunk_chars)
+    seed_everything(config.seed)
+    model = build_model(config, codec)
+    losses = {}
+    for bf16 in (False, True):
+        trainer, batches = _trainer(copy.deepcopy(model), codec, config, chunks, tmp_path / str(bf16), bf16)
+        losses[bf16], moved = _one_step(trainer, batches)
+        assert math.isfinite(losses[bf16]) and moved > 0
+        assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    assert losses[True] == pytest.approx(losses[False], rel=0.02), losses
+
+
+def _short_batch(codec, corpus, lines=2, chars=32):
+    """A batch of ``lines`` chunks of ``chars`` characters: a short stand-in for a full batch."""
+    chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"][:lines], chars)[:lines]
+    dataset = codec.dataset(chunks)
+    return codec.collate([dataset[i] for i in range(len(dataset))])
+
+
+def test_one_bf16_step_of_the_full_size_c1_has_chapter_3s_parameter_count(tmp_path):
+    config = make_config("c1", "assignment")
+    model = build_model(config, vocab_sizes=(SRC_VOCAB, TGT_VOCAB), pad_id=0)
+    assert model.num_params() == chapter3_model("C1").num_params()
+    src = torch.randint(4, SRC_VOCAB, (2, 64))
+    tgt = torch.randint(4, TGT_VOCAB, (2, 17))
+    _full_size_step(model, config, {"src": src, "tgt": tgt}, 0, tmp_path)
+
+
+def test_one_bf16_step_of_the_full_size_c5_has_chapter_7s_parameter_count(tmp_path):
+    config = make_config("c5", "assignment")
+    smoke = make_config("c5", "smoke")
+    corpus = select_lines(load_corpus(), smoke)  # the entropy model does not change the model's size
+    codec = ByteCodec.fit(config, corpus)
+    model = build_model(config, codec)
+    assert model.num_params() == c5_model("assignment").num_params()
+    _full_size_step(model, config, _short_batch(codec, corpus), codec.tgt_pad_id, tmp_path)
+
+
+def _full_size_step(model, config, batch, pad_id, tmp_path):
+    """One bf16 optimiser step of ``model`` on ``batch``: a finite loss, and the weights move."""
+    batches = Batches([None], None, lambda examples: batch)
+    trainer = Trainer(model, batches, batches, config, tmp_path, device=torch.device("cpu"),
+                      tgt_pad_id=pad_id, bf16=True)
+    before = [p.detach().clone() for p in model.parameters()]
+    loss, _ = trainer._step(batch)
+    assert math.isfinite(loss)
+    assert any((p.detach() != b).any() for p, b in zip(model.parameters(), before))
+
+
+# --------------------------------------------------------------------------- benchmarks/gpu_run.py
+
+
+def _gpu_run():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_run.py"
+    spec = importlib.util.spec_from_file_location("gpu_run", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_run_splits_its_budget_across_the_configurations(capsys):
+    gpu_run = _gpu_run()
+    assert gpu_run.main(["--plan", "--budget-minutes", "10", "--overhead", "30"]) == 0
+    shares = json.loads(capsys.readouterr().out)
+    assert [s["config"] for s in shares] == list(CONFIG_NAMES)
+    assert sum(s["train_s"] + s["overhead_s"] for s in shares) == pytest.approx(600)
+    args = gpu_run.parse_args(["--configs", "c1,c5"])
+    assert args.configs == ["c1", "c5"] and args.budget_minutes == 13.0
+    assert gpu_run.training_seconds(100, 2, 20) == 30 and gpu_run.training_seconds(10, 2, 20) == 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--configs", "c1,c9"], "c9"),
+    (["--device", "cpu"], "CUDA device"),
+    (["--budget-minutes", "1"], "too short"),
+    (["--eval-lines", "0"], "at least 1"),
+])
+def test_gpu_run_refuses_bad_arguments(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        _gpu_run().parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_gpu_run_refuses_to_start_without_cuda(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert _gpu_run().main([]) == 2
+    assert "CUDA is not available" in capsys.readouterr().err
+
+
+def test_gpu_run_commands_are_ones_cipherlab_accepts():
+    from cipherlab.__main__ import build_parser
+
+    gpu_run = _gpu_run()
+    args = gpu_run.parse_args(["--data-dir", "data"])
+    parsed = build_parser().parse_args(gpu_run.train_command(args, "c5", 90.0)[3:])  # after "python -m cipherlab"
+    assert (parsed.config, parsed.preset, parsed.time_budget, parsed.device) == ("c5", "assignment", 90.0, "cuda")
+    assert parsed.set == [f"max_eval_lines={args.eval_lines}"]
