@@ -25,8 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("CIPHERLAB_SITE", ROOT / "_build" / "html"))  # the built book
 SHOTS = SITE.parent / "screenshots"
 CHROMIUM = Path(os.environ.get("CIPHERLAB_CHROMIUM", "/usr/bin/chromium"))
-PAGES = sorted(p for p in SITE.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts) \
-    if SITE.is_dir() else []
+
+
+def _is_redirect(path: Path) -> bool:  # index.html only sends the browser on to the first page
+    return 'http-equiv="refresh"' in path.read_text(encoding="utf-8")[:2000].lower()
+
+
+PAGES = sorted(p for p in SITE.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts
+               and not _is_redirect(p)) if SITE.is_dir() else []
 CHAPTERS = [p for p in PAGES if p.parent.name == "book" and re.match(r"\d\d_", p.name)]
 
 
@@ -71,6 +77,16 @@ KNOWN_MISSING = {
         "matplotlib's animation player links its button icons from a CDN",
 }
 
+# MathJax typesets after the page has loaded: wait until it has, where the page loads it.
+WAIT_FOR_MATHJAX = """async () => {
+  for (let i = 0; i < 300; i++) {
+    if (!window.MathJax) return;
+    if (MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; return; }
+    await new Promise(done => setTimeout(done, 100));
+  }
+  throw new Error("MathJax did not start within 30 s");
+}"""
+
 # Script errors known and not the book's own doing, by page: listed so that any other one fails.
 KNOWN_ERRORS = {
     # chapter 1 saves an ipywidgets Output widget; the html-manager of embed-amd.js cannot rebuild it
@@ -93,9 +109,7 @@ class Page:
         self.page.on("requestfailed", lambda r: not any(re.search(k, r.url) for k in KNOWN_MISSING)
                      and self.errors.append(f"failed to load {r.url}: {r.failure}"))
         self.page.goto(path.as_uri(), wait_until="load")
-        # MathJax typesets after load: wait for it where the page has it
-        self.page.wait_for_function("!window.MathJax || (MathJax.startup && MathJax.startup.promise)", timeout=30_000)
-        self.page.evaluate("() => window.MathJax ? MathJax.startup.promise : null")
+        self.page.evaluate(WAIT_FOR_MATHJAX)
 
     def close(self):
         self.context.close()
@@ -118,7 +132,9 @@ def open_page(browser):
 RAW_TEX = r"\$[^$\s][^$]*\$|\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\(frac|sqrt|text|mathrm|sum|top)\b"
 TEXT_NODES = """(pattern) => {
   const re = new RegExp(pattern);
-  const skip = "pre, code, script, style, textarea, mjx-container, .highlight, svg, .cipherlab-explorer";
+  // the flashcards typeset a card's hidden parts when they are revealed (checked in their own test)
+  const skip = "pre, code, script, style, textarea, mjx-container, .highlight, svg, .cipherlab-explorer, " +
+               ".cipherlab-flashcards [hidden]";
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   const found = [];
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
@@ -225,6 +241,11 @@ def test_flashcards_reveal_mark_and_shuffle_on_the_page(open_page):
     assert lead.is_hidden()
     button["reveal"].click()
     assert lead.is_visible() and lead.inner_text().strip()
+    button["reveal"].click()  # the rest of the answer
+    rest = deck.locator(".fc-rest").first
+    page.wait_for_timeout(500)
+    shown = lead.inner_text() + rest.inner_text()
+    assert not re.search(RAW_TEX, shown), f"a revealed card shows raw TeX: {shown[:200]!r}"
     score = status.inner_text()
     button["mark known"].click()
     assert status.inner_text() != score, "marking a card known did not change the score line"
