@@ -356,13 +356,7 @@ FACTS = {
     "res_bits_bit_min": lambda: min(over_c1_c4("bit_accuracy", BITS_RUN, 100)),
     "res_bits_bit_max": lambda: max(over_c1_c4("bit_accuracy", BITS_RUN, 100)),
     # §7.9 Q4: the key-phase embedding, measured (results/learn)
-    "res_learn_epochs": lambda: next(iter(learned().values()))["epochs"],
     "res_learn_seeds": lambda: len({seed for _, seed in learned()}),
-    "res_learn_random_chars_min": lambda: learned_pct("random_strings", "char_accuracy"),
-    "res_learn_random_exact_min": lambda: learned_pct("random_strings", "sequence_accuracy"),
-    "res_learn_random_exact_max": lambda: learned_pct("random_strings", "sequence_accuracy", max),
-    "res_learn_random_lines": lambda: next(iter(learned().values()))["random_strings"]["lines"],
-    "res_learn_stdlib_exact_min": lambda: learned_pct("stdlib", "sequence_accuracy"),
     "res_learn_brown_exact_min": lambda: learned_pct("brown_test_free", "sequence_accuracy"),
     "res_learn_brown_exact_max": lambda: learned_pct("brown_test_free", "sequence_accuracy", max),
     "res_learn_brown_lines": lambda: next(iter(learned().values()))["brown_test_free"]["lines"],
