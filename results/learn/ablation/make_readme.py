@@ -56,7 +56,7 @@ Every run is decoded on
 - **Brown test**: all {n_brown} whole test lines of the split, free greedy decoding (EOS where the
   model puts it) and length-aware greedy.
 
-The seed-0 model of each configuration is committed in `checkpoints/` (safetensors; a test decodes
+`run.sh` reruns the whole ablation (about two hours on 2 cores). The seed-0 model of each configuration is committed in `checkpoints/` (safetensors; a test decodes
 random strings and stdlib lines with each and checks the numbers recorded here).
 """
 
