@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cipherlab.decode import greedy_decode
 from cipherlab.models import Seq2SeqTransformer, SinusoidalPositionalEncoding, causal_mask, padding_mask
 
 PAD, BOS = 0, 1
@@ -112,7 +113,7 @@ def bench_decoding(args, sizes):
     outputs = {}
     for use_cache in (True, False):
         start = time.perf_counter()
-        outputs[use_cache] = model.greedy_decode(src, BOS, never, args.gen_tokens, use_cache=use_cache)
+        outputs[use_cache] = greedy_decode(model, src, BOS, never, args.gen_tokens, use_cache=use_cache)
         seconds = time.perf_counter() - start
         key = "with_cache" if use_cache else "without_cache"
         result[key] = {"seconds": seconds, "tokens_per_s": args.decode_batch * args.gen_tokens / seconds}

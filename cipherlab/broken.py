@@ -29,6 +29,7 @@ from torch import nn
 
 from cipherlab.cipher import KEY
 from cipherlab.data import Chunk
+from cipherlab.decode import greedy_decode
 from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention, padding_mask
 from cipherlab.models.blt import BLTModel, PatchPooling
 from cipherlab.models.blt_patching import patch_membership
@@ -97,7 +98,7 @@ def train_and_decode(model: Seq2SeqTransformer, steps: int = 80, batch: int = 32
     src, tgt = cipher_batch(256, length, seed + 1)
     with torch.no_grad():
         logits = model(src, tgt[:, :-1])
-        greedy = model.greedy_decode(src, BOS_ID, EOS_ID, length, use_cache=False)
+        greedy = greedy_decode(model, src, BOS_ID, EOS_ID, length, use_cache=False)
     plain = tgt[:, 1:-1]
     greedy = F.pad(greedy, (0, length - greedy.size(1)), value=PAD_ID)[:, :length]  # stopped early: wrong
     return {"teacher_forced_loss": F.cross_entropy(logits.transpose(1, 2), tgt[:, 1:]).item(),

@@ -31,8 +31,8 @@ from torch import nn
 from cipherlab.cipher import bits_to_bytes
 from cipherlab.config import Config
 from cipherlab.data import ByteChunkDataset, SubwordChunkDataset, collate
-from cipherlab.models import Seq2SeqTransformer
-from cipherlab.models.blt import BLTModel, ByteEntropyModel, collate_bytes, collate_source, greedy_decode_blt
+from cipherlab.models import ScaledDotProductAttention, Seq2SeqTransformer
+from cipherlab.models.blt import BLTModel, ByteEntropyModel, collate_bytes, collate_source
 from cipherlab.tokenizers import BPETokenizer, get_tokenizers
 from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer
 
@@ -101,9 +101,6 @@ class SubwordCodec:
     def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
         return {"src": collate([(s, []) for s in sources], self.src_pad_id, self.tgt_pad_id)["src"]}
 
-    def greedy_decode(self, model: nn.Module, batch: dict[str, torch.Tensor], max_len: int, step_hook=None) -> torch.Tensor:
-        return model.greedy_decode(batch["src"], self.bos_id, self.eos_id, max_len, use_cache=True, step_hook=step_hook)
-
     def token_chars(self) -> list[int]:
         """Plaintext characters of each target id (0 for <pad>/<bos>/<eos>, 1 for <unk>); computed once."""
         if getattr(self, "_token_chars", None) is None:
@@ -164,10 +161,6 @@ class ByteCodec:
     def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
         src, src_member = collate_source(sources, self.entropy_model, self.threshold, self.max_patch)
         return {"src": src, "src_member": src_member}
-
-    def greedy_decode(self, model: nn.Module, batch: dict[str, torch.Tensor], max_len: int, step_hook=None) -> torch.Tensor:
-        return greedy_decode_blt(model, batch["src"], batch["src_member"], max_len, self.bos_id, self.eos_id,
-                                 step_hook=step_hook)
 
     def token_chars(self) -> list[int]:
         """Plaintext characters of each target id: 1 for a byte, 0 for PAD/BOS/EOS."""
@@ -240,16 +233,20 @@ def build_model(
     *,
     vocab_sizes: tuple[int, int] | None = None,
     pad_id: int | None = None,
+    fused_attention: bool = False,
 ) -> nn.Module:
     """The model of ``config``, any of the five, with fresh weights (seed first for the same ones).
 
     C5 (``tokenization="blt"``) needs nothing else: bytes have no vocabulary. C1-C4 take their
     (source, target) vocabulary sizes, padding ids and, for ``bit_embeddings``, each id's byte
     or character code from ``codec``; without a codec, pass ``vocab_sizes`` and ``pad_id``
-    (e.g. bytes on both sides, as chapter 2 does).
+    (e.g. bytes on both sides, as chapter 2 does). ``fused_attention=True`` runs every attention
+    through ``F.scaled_dot_product_attention`` instead of the scratch maths (the same weights and,
+    up to float rounding, the same outputs; training on CUDA asks for it,
+    :func:`cipherlab.train.fused_attention_on`).
     """
     if config.tokenization == "blt":
-        return BLTModel(
+        model = BLTModel(
             **config.model_hyperparameters(),
             local_layers=config.blt_local_layers,
             window=config.blt_window,
@@ -258,6 +255,10 @@ def build_model(
             bit_embeddings=config.bit_embeddings,
             phase_embedding=config.phase_embedding,
         )
+        for module in model.modules():  # BLTModel takes no fused_attention argument: set each kernel
+            if isinstance(module, ScaledDotProductAttention):
+                module.fused = fused_attention
+        return model
     if codec is not None:
         vocab_sizes = codec.src.vocab_size, codec.tgt.vocab_size
         pads = codec.src_pad_id, codec.tgt_pad_id
@@ -282,6 +283,7 @@ def build_model(
         src_codes=codes[0],
         tgt_codes=codes[1],
         phase_embedding=config.phase_embedding,
+        fused_attention=fused_attention,
     )
 
 

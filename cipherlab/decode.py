@@ -1,22 +1,27 @@
 """From cipher bits to plaintext with a trained model (chapter 8 decodes; chapter 9 evaluates).
 
 Decoding is autoregressive: start from BOS, ask the model for the next token, append the most
-likely one, repeat until EOS. :func:`decode_batch` does that for a whole batch at once through
-the model's own greedy decoder. Each encodes the source once and reuses that memory at every
-step; C1-C4 (``Seq2SeqTransformer.greedy_decode``) also cache the decoder's keys and values,
-so each step processes only the newest token, while C5 (``greedy_decode_blt``) recomputes its
-byte and patch decoder over the prefix. :func:`beam_search` keeps the ``beam_size`` best
-prefixes instead of one; the ablation decodes greedily throughout, beam search is only for the
-book's comparison.
+likely one, repeat until EOS. Every loop here drives both model families through one incremental
+interface: ``model.begin_decoding(...)`` runs the encoder once and returns a
+:class:`~cipherlab.models.transformer.DecodingState`; ``model.decode_step(state, tokens)`` feeds
+one token per row and returns the next-token logits, reading and extending the state's cache
+(C1-C4: the decoder's keys and values; C5: the local decoder's window, the global slots and the
+global decoder's keys and values). ``use_cache=False`` instead recomputes the decoder over the
+whole prefix at every step, the reference the caches are tested against.
 
-Long lines are decoded the way the model was trained: cut into phase-aligned chunks with
-:func:`cipherlab.data.make_chunks`, decoded in length-bucketed batches, and put back in order
-with :func:`cipherlab.data.reassemble` from each chunk's (line, part) metadata.
+- :func:`greedy_decode`: batched greedy decoding; with a ``step_hook`` such as
+  :class:`LengthConstraint`, length-aware greedy decoding.
+- :func:`beam_search`: the ``beam_size`` best prefixes per line, a batch of lines at once.
+- :func:`decode_batch`, :func:`decrypt_chunks`, :func:`decrypt_lines`: a codec's batch, chunks,
+  or whole cipher lines. Long lines are decoded the way the model was trained: cut into
+  phase-aligned chunks with :func:`cipherlab.data.make_chunks`, decoded in length-bucketed batches,
+  and put back in order with :func:`cipherlab.data.reassemble` from each chunk's (line, part) metadata.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -26,8 +31,99 @@ from cipherlab.cipher import check_bits
 from cipherlab.codec import Codec
 from cipherlab.data import BucketBatchSampler, Chunk, make_chunks, reassemble
 from cipherlab.device import autocast
+from cipherlab.models.attention import select_rows
 
-__all__ = ["LengthConstraint", "beam_search", "decode_batch", "decrypt_chunks", "decrypt_lines"]
+__all__ = [
+    "LengthConstraint",
+    "Recomputed",
+    "beam_search",
+    "begin_decoding",
+    "decode_batch",
+    "decode_step",
+    "decrypt_chunks",
+    "decrypt_lines",
+    "greedy_decode",
+]
+
+
+@dataclass
+class Recomputed:
+    """The decoding state without a cache: the encoder's outputs and the prefix fed so far.
+
+    Each step runs the model's ``decode`` over the whole prefix and keeps the last position's
+    logits: the slow, obviously correct reference for the cached ``decode_step`` of both families.
+    """
+
+    encoded: tuple  # what model.decode needs after the prefix: (memory, mask) or (memory, mask, source)
+    prefix: torch.Tensor  # (B, t) tokens fed so far
+
+    def select(self, index: torch.Tensor) -> Recomputed:
+        return select_rows(self, index)
+
+
+def begin_decoding(model: nn.Module, src: torch.Tensor, src_member: torch.Tensor | None = None, *,
+                   use_cache: bool = True):
+    """Encode src (B, Ls) once [with C5's src_member (B, Ks, Ls)]; -> the state :func:`decode_step` reads."""
+    if use_cache:
+        return model.begin_decoding(src) if src_member is None else model.begin_decoding(src, src_member)
+    encoded = model.encode(src) if src_member is None else model.encode_source(src, src_member)
+    return Recomputed(tuple(encoded), src.new_zeros(src.size(0), 0))
+
+
+def decode_step(model: nn.Module, state, tokens: torch.Tensor) -> torch.Tensor:
+    """Feed tokens (B,), one per row, at the next target position; -> next-token logits (B, V)."""
+    if not isinstance(state, Recomputed):
+        return model.decode_step(state, tokens)
+    state.prefix = torch.cat((state.prefix, tokens[:, None]), dim=1)  # (B, t + 1)
+    memory, mask, *source = state.encoded
+    if source:  # C5: its decoder also reads the source (None with source_memory="patches")
+        return model.decode(state.prefix, memory, mask, source=source[0])[:, -1]
+    return model.decode(state.prefix, memory, mask)[:, -1]
+
+
+@torch.no_grad()
+def _limits(max_len: int | Sequence[int], rows: int, device) -> torch.Tensor:
+    """(rows,) the most tokens each row may generate: one ``max_len`` for all, or one per row."""
+    if isinstance(max_len, int):
+        return torch.full((rows,), max_len, dtype=torch.long, device=device)
+    if len(max_len) != rows:
+        raise ValueError(f"max_len has {len(max_len)} entries for {rows} rows; give one per row, or one int")
+    return torch.tensor(list(max_len), dtype=torch.long, device=device)
+
+
+def greedy_decode(model: nn.Module, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int | Sequence[int], *,
+                  src_member: torch.Tensor | None = None, use_cache: bool = True, step_hook=None,
+                  pad_id: int | None = None) -> torch.Tensor:
+    """src (B, Ls) [and C5's src_member] -> (B, <= max_len) generated ids, without BOS.
+
+    Every row starts from BOS and appends its argmax token; a row that has emitted EOS (kept in
+    the output) continues with PAD, and the loop stops once every row has emitted EOS or after
+    max_len tokens (an int, or one limit per row: a row then stops at its own, so a line decodes the
+    same alone and in any batch). PAD (``model.tgt_pad_id`` unless ``pad_id``) is never predicted: it is not a
+    training target. ``step_hook(logits (B, V), ys (B, t)) -> logits`` may change the scores before
+    each argmax (:class:`LengthConstraint` does). ``use_cache=False`` recomputes the whole prefix
+    at every step: the same output, slower.
+    """
+    pad_id = model.tgt_pad_id if pad_id is None else pad_id
+    state = begin_decoding(model, src, src_member, use_cache=use_cache)
+    B = src.size(0)
+    ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    limits = _limits(max_len, B, src.device)
+    for step in range(int(limits.max()) if B else 0):
+        done |= limits <= step  # rows at their own limit generate nothing more
+        if done.all():
+            break
+        logits = decode_step(model, state, ys[:, -1]).clone()  # (B, V)
+        logits[:, pad_id] = float("-inf")
+        if step_hook is not None:
+            logits = step_hook(logits, ys)
+        next_id = logits.argmax(dim=-1).masked_fill(done, pad_id)  # (B,)
+        ys = torch.cat((ys, next_id[:, None]), dim=1)
+        done |= next_id == eos_id
+        if done.all():
+            break
+    return ys[:, 1:]
 
 
 @torch.no_grad()
@@ -36,53 +132,68 @@ def beam_search(
     src: torch.Tensor,
     bos_id: int,
     eos_id: int,
-    max_len: int,
+    max_len: int | Sequence[int],
     beam_size: int = 4,
     src_member: torch.Tensor | None = None,
     pad_id: int | None = None,
-) -> list[int]:
-    """The most likely target ids (without BOS) for one source ``src`` (1, Ls) under beam search.
+    use_cache: bool = True,
+) -> list[list[int]]:
+    """The most likely target ids (without BOS) of every source row of src (B, Ls), by beam search.
 
-    Each step extends every live prefix by every token, keeps the ``beam_size`` prefixes with the
-    highest total log-probability, and retires prefixes that end in EOS. The winner is the
-    retired (or, at ``max_len``, live) prefix with the best log-probability per token, so that
-    short outputs are not preferred merely for having fewer terms to multiply. Needs the
-    model's ``encode(src)`` and ``decode(tgt_in, memory, src_mask)`` (C1-C4), or, given
-    ``src_member`` (1, Ks, Ls), a BLTModel's ``encode_source`` and ``decode`` (C5). No KV cache:
-    the prefix is recomputed each step, which is fine for the lines it is used on.
+    Each line keeps ``beam_size`` prefixes (rows of one batch of B * beam_size): each step extends
+    every live prefix by every token, keeps the line's ``beam_size`` candidates with the highest
+    total log-probability, and retires those that end in EOS. A line stops when it has
+    ``beam_size`` retired prefixes or none live; its rows then leave the batch. The winner is
+    the retired (or, at its ``max_len``, live) prefix with the best log-probability per token, so
+    that short outputs are not preferred merely for having fewer terms to multiply. All lines
+    advance together through :func:`decode_step`, so the encoder runs once per line and each step
+    costs one token per row. ``max_len``: one limit for all lines or one per line; with a limit per
+    line, the result of a line does not depend on the others in the batch.
     """
-    if src_member is None:
-        memory, src_mask = model.encode(src)  # (1, Ls, D), (1, 1, 1, Ls)
-        source = None
-    else:
-        memory, src_mask, source = model.encode_source(src, src_member)
+    if beam_size < 1:
+        raise ValueError(f"beam_size={beam_size}; a beam keeps at least 1 prefix")
     pad_id = model.tgt_pad_id if pad_id is None else pad_id
-    beams = [([bos_id], 0.0)]  # (prefix, total log-probability)
-    finished: list[tuple[list[int], float]] = []
-    for _ in range(max_len):
-        prefixes = torch.tensor([p for p, _ in beams], device=src.device)  # (k, t)
-        k = prefixes.size(0)
-        memory_k, mask_k = memory.expand(k, -1, -1), src_mask.expand(k, -1, -1, -1)
-        if src_member is None:
-            logits = model.decode(prefixes, memory_k, mask_k)[:, -1]  # (k, V)
-        else:
-            source_k = None if source is None else (source[0].expand(k, -1, -1), source[1].expand(k, -1, -1, -1))
-            logits = model.decode(prefixes, memory_k, mask_k, source=source_k)[:, -1]  # (k, V)
-        log_probs = F.log_softmax(logits.float(), dim=-1)
+    B, k, device = src.size(0), beam_size, src.device
+    state = begin_decoding(model, src, src_member, use_cache=use_cache).select(
+        torch.arange(B, device=device).repeat_interleave(k))  # (B * k) rows: k per line
+    ys = torch.full((B * k, 1), bos_id, dtype=torch.long, device=device)  # (B * k, t)
+    scores = torch.full((B, k), float("-inf"), device=device)  # (lines, k) total log-probabilities
+    scores[:, 0] = 0.0  # one live prefix per line to begin with: [BOS]
+    lines = list(range(B))  # the line of each group of k rows still decoding
+    finished: list[list[tuple[list[int], float]]] = [[] for _ in range(B)]
+    limits = _limits(max_len, B, device).tolist()
+    for step in range(1, max(limits, default=0) + 1):  # step: tokens generated after this one
+        log_probs = F.log_softmax(decode_step(model, state, ys[:, -1]).float(), dim=-1)  # (n * k, V)
         log_probs[:, pad_id] = float("-inf")  # PAD is never a prediction
-        scores = log_probs + torch.tensor([s for _, s in beams], device=src.device)[:, None]  # (k, V)
-        top_scores, top_ids = scores.flatten().topk(beam_size)
-        candidates = []
-        for score, flat in zip(top_scores.tolist(), top_ids.tolist()):
-            beam, token = divmod(flat, scores.size(1))
-            candidates.append((beams[beam][0] + [token], score))
-        beams = []
-        for prefix, score in candidates:
-            (finished if prefix[-1] == eos_id else beams).append((prefix, score))
-        if len(finished) >= beam_size or not beams:
+        V = log_probs.size(1)
+        total = (scores.reshape(-1, 1) + log_probs).reshape(len(lines), k * V)  # dead rows stay -inf
+        top_scores, top_ids = total.topk(k, dim=1)  # (n, k)
+        rows = (torch.arange(len(lines), device=device)[:, None] * k + top_ids // V).flatten()
+        tokens = (top_ids % V).flatten()
+        ys = torch.cat((ys[rows], tokens[:, None]), dim=1)
+        state = state.select(rows)
+        ended = (tokens == eos_id).reshape(len(lines), k) & torch.isfinite(top_scores)
+        for n, slot in ended.nonzero().tolist():
+            finished[lines[n]].append((ys[n * k + slot].tolist(), float(top_scores[n, slot])))
+        scores = top_scores.masked_fill(ended, float("-inf"))
+        for n, line in enumerate(lines):  # at its limit: the live prefixes compete too, if none retired
+            if step >= limits[line] and not finished[line]:
+                finished[line] = [(ys[n * k + slot].tolist(), float(scores[n, slot]))
+                                  for slot in range(k) if torch.isfinite(scores[n, slot])]
+        keep = [n for n, line in enumerate(lines)
+                if len(finished[line]) < k and step < limits[line] and bool(torch.isfinite(scores[n]).any())]
+        if len(keep) < len(lines):  # finished lines leave the batch
+            live = torch.tensor(keep, dtype=torch.long, device=device)
+            rows = (live[:, None] * k + torch.arange(k, device=device)).flatten()
+            ys, scores, state = ys[rows], scores[live], state.select(rows)
+            lines = [lines[n] for n in keep]
+        if not lines:
             break
-    best, _ = max(finished or beams, key=lambda b: b[1] / (len(b[0]) - 1))
-    return best[1:]
+    out = []
+    for candidates in finished:
+        best, _ = max(candidates, key=lambda c: c[1] / (len(c[0]) - 1))
+        out.append(best[1:])
+    return out
 
 
 class LengthConstraint:
@@ -120,37 +231,30 @@ def decode_batch(
     model: nn.Module,
     codec: Codec,
     batch: dict[str, torch.Tensor],
-    max_len: int,
+    max_len: int | Sequence[int],
     beam_size: int = 1,
     target_chars: list[int] | None = None,
 ) -> list[list[int]]:
     """Target ids (without BOS, up to and including EOS) for every source row of ``batch``.
 
-    ``beam_size=1`` is greedy decoding, batched, with the model's KV cache. ``target_chars``
-    (greedy only): each row's plaintext length, enforced by :class:`LengthConstraint`.
+    ``beam_size=1`` is greedy decoding, more is beam search, both batched and cached.
+    ``target_chars`` (greedy only): each row's plaintext length, enforced by :class:`LengthConstraint`.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size={beam_size}; use 1 for greedy decoding or more for beam search")
-    if beam_size == 1:
-        hook = None
+    member = batch.get("src_member")  # C5's source patches; C1-C4 have none
+    with autocast(batch["src"].device):
+        if beam_size == 1:
+            hook = None
+            if target_chars is not None:
+                hook = LengthConstraint(codec.token_chars(), target_chars, codec.eos_id, batch["src"].device)
+            out = greedy_decode(model, batch["src"], codec.bos_id, codec.eos_id, max_len, src_member=member,
+                                step_hook=hook, pad_id=codec.tgt_pad_id)  # (B, <= max_len)
+            return [_until_eos(row, codec.eos_id) for row in out.tolist()]
         if target_chars is not None:
-            hook = LengthConstraint(codec.token_chars(), target_chars, codec.eos_id, batch["src"].device)
-        with autocast(batch["src"].device):
-            out = codec.greedy_decode(model, batch, max_len, step_hook=hook)  # (B, <= max_len)
-        return [_until_eos(row, codec.eos_id) for row in out.tolist()]
-    if target_chars is not None:
-        raise ValueError("the length constraint is implemented for greedy decoding (beam_size=1) only")
-    out = []
-    for row in range(batch["src"].size(0)):
-        src = batch["src"][row : row + 1]
-        member = None
-        if codec.kind == "blt":
-            member = batch["src_member"][row : row + 1]
-            real = src[0] != codec.src_pad_id  # drop this row's padding: beam search sees one line
-            src, member = src[:, real], member[:, member[0].any(-1)][:, :, real]
-        out.append(beam_search(model, src, codec.bos_id, codec.eos_id, max_len, beam_size,
-                               src_member=member, pad_id=codec.tgt_pad_id))
-    return out
+            raise ValueError("the length constraint is implemented for greedy decoding (beam_size=1) only")
+        return beam_search(model, batch["src"], codec.bos_id, codec.eos_id, max_len, beam_size,
+                           src_member=member, pad_id=codec.tgt_pad_id)
 
 
 def _until_eos(ids: list[int], eos_id: int) -> list[int]:
@@ -181,7 +285,7 @@ def decrypt_chunks(
     sampler = BucketBatchSampler([len(s) for s in sources], token_budget, max_batch_size, shuffle=False)
     for indices in sampler.epoch_batches(0):
         batch = {key: value.to(device) for key, value in codec.collate_sources([sources[i] for i in indices]).items()}
-        max_len = max(len(todo[i].cipher) // 8 for i in indices) + 1
+        max_len = [len(todo[i].cipher) // 8 + 1 for i in indices]  # per chunk: as it would decode alone
         lengths = [len(todo[i].cipher) // 8 for i in indices] if length_aware else None
         for i, ids in zip(indices, decode_batch(model, codec, batch, max_len, beam_size, lengths)):
             pieces.append((todo[i].line, todo[i].part, codec.decode_target(ids)))

@@ -46,10 +46,12 @@ __all__ = [
     "LENGTH_BINS",
     "char_class",
     "diagnose",
+    "diagnose_checkpoint",
     "error_breakdown",
     "probe",
     "random_strings",
     "register_cli",
+    "report",
     "training_alphabet",
 ]
 
@@ -356,31 +358,46 @@ def report(result: dict) -> str:
 # --------------------------------------------------------------------------- command line
 
 
-def _cmd_doctor(args) -> int:
-    for name in ("lines", "random", "attention_chunks"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
+def diagnose_checkpoint(checkpoint: str | Path, *, data_dir: str | Path | None = None,
+                        outside: str | Path | None = None, device: str | None = None, lines: int = DEFAULT_LINES,
+                        n_random: int = DEFAULT_RANDOM, seed: int = DEFAULT_SEED,
+                        attention_chunks: int = DEFAULT_ATTENTION_CHUNKS) -> dict:
+    """:func:`diagnose` a checkpoint file, with what it is under ``"checkpoint"``: the doctor command.
+
+    ``print(report(diagnose_checkpoint(CK)))`` prints what ``python -m cipherlab doctor --checkpoint CK``
+    prints (chapter 9 runs it so on the committed models). Raises CheckpointError, naming the file,
+    for a checkpoint trained on other data than ``data_dir``'s (its test split would not be held out).
+    """
     started = time.perf_counter()
-    payload = read_payload(args.checkpoint)  # what load_trained reads; the data digest is needed too
-    model, codec, config = model_from_payload(payload, pick_device(args.device))
-    corpus = select_lines(load_corpus(args.data_dir), config)
-    check_data(payload, corpus, args.checkpoint, "its test split would not be held out; pass the --data-dir it was trained with")
-    outside_dir = Path(args.outside) if args.outside else OUTSIDE_DIR
-    outside = load_pairs(outside_dir)
-    result = diagnose(model, codec, config, corpus, outside, lines=args.lines, n_random=args.random,
-                      seed=args.seed, attention_chunks=args.attention_chunks)
+    payload = read_payload(checkpoint)  # what load_trained reads; the data digest is needed too
+    model, codec, config = model_from_payload(payload, pick_device(device))
+    corpus = select_lines(load_corpus(data_dir), config)
+    check_data(payload, corpus, checkpoint, "its test split would not be held out; pass the --data-dir it was trained with")
+    outside_dir = Path(outside) if outside else OUTSIDE_DIR
+    result = diagnose(model, codec, config, corpus, load_pairs(outside_dir), lines=lines, n_random=n_random,
+                      seed=seed, attention_chunks=attention_chunks)
     change = [f"{k}={v}" for k, v in config.components().items()
               if v != {"pos_encoding": "sinusoidal", "attn_type": "mha", "norm": "layernorm",
                        "tokenization": "bpe"}[k]]
     result["checkpoint"] = {
-        "path": str(args.checkpoint), "config": config.name, "preset": config.preset,
+        "path": str(checkpoint), "config": config.name, "preset": config.preset,
         "change": ", ".join(change) or "baseline",
         "source": "bytes" if codec.kind == "blt" else config.source_mode,
         "params": sum(p.numel() for p in model.parameters()), "chunk_chars": config.chunk_chars,
-        "data": str(corpus.data_dir), "outside": outside_dir.name if not args.outside else str(outside_dir),
+        "data": str(corpus.data_dir), "outside": outside_dir.name if not outside else str(outside_dir),
         "device": str(next(model.parameters()).device),
     }
     result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def _cmd_doctor(args) -> int:
+    for name in ("lines", "random", "attention_chunks"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
+    result = diagnose_checkpoint(args.checkpoint, data_dir=args.data_dir, outside=args.outside, device=args.device,
+                                 lines=args.lines, n_random=args.random, seed=args.seed,
+                                 attention_chunks=args.attention_chunks)
     print(report(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -28,6 +28,7 @@ from cipherlab.data import load_corpus, load_pairs
 from cipherlab.decode import decrypt_lines
 from cipherlab.device import pick_device
 from cipherlab.metrics import compute_metrics
+from cipherlab.tables import markdown_table
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -256,9 +257,7 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
         "units (BPE pieces for C1-C4, bytes for C5). Peak memory: CUDA max_memory_allocated on a GPU, "
         "peak resident set size of the process on a CPU.",
         "",
-        "| " + " | ".join(headers) + " |",
-        "|" + "|".join("---" for _ in headers) + "|",
-        *("| " + " | ".join(row) + " |" for row in rows),
+        markdown_table(headers, rows),
         "",
         f"Device: {first.get('device_name') or first['device']}; torch {first['torch_version']}; "
         f"commit {first['git_commit'] or 'unknown'}; seed {first['seed']}.",

@@ -26,7 +26,9 @@ with an ``assert`` beside it, so a changed result fails the chapter instead of r
 - :func:`merge_curves`, :func:`plot_extended`, :func:`extended_table`, :func:`continued_from`,
   :func:`trained_on` and :func:`extension_table`: C2 and C5 trained on, and how, from their records and logs.
 
-The attention maps of the committed models live in :mod:`cipherlab.attention_maps`.
+Every table is laid out by :func:`markdown_table`, the package's one table writer, which lives in
+:mod:`cipherlab.tables` (so that :mod:`cipherlab.evaluate`, earlier in the flow, uses it too) and is
+re-exported here. The attention maps of the committed models live in :mod:`cipherlab.attention_maps`.
 
 Runs are named by their folder under ``results/`` (``"cpu"``, ``"cpu-bits"``, ``"equal-epochs/cpu"``,
 ``"extended/cpu"``); a path works too.
@@ -49,6 +51,7 @@ from pathlib import Path
 from cipherlab.checkpoint import read_log
 from cipherlab.cipher import KEY
 from cipherlab.config import CONFIG_NAMES, make_config
+from cipherlab.tables import markdown_table
 
 __all__ = [
     "ANALYSIS_RUNS",
@@ -595,12 +598,6 @@ def _source_modes(records: dict[str, dict]) -> str:
     """How the run's C1-C4 read the cipher: "bits", "bytes" ("-" for a run without them)."""
     return "/".join(sorted({r["source_mode"] for r in records.values()
                             if r["components"]["tokenization"] == "bpe"})) or "-"
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
-    """A Markdown table from a header row and rows of cells (already formatted)."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    return "\n".join([*lines, *("| " + " | ".join(str(c) for c in row) + " |" for row in rows)])
 
 
 def mode_gains(records: dict[str, dict], bits_records: dict[str, dict], key: str = "bit_accuracy") -> dict[str, float]:

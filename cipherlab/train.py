@@ -31,7 +31,9 @@ The module has two parts:
    together for a ``Config``.
 
 Checkpoint files (save, load, the random-number state, ``log.jsonl``) are
-:mod:`cipherlab.checkpoint`'s; bf16 autocast is :func:`cipherlab.device.autocast`.
+:mod:`cipherlab.checkpoint`'s; bf16 autocast is :func:`cipherlab.device.autocast`. On CUDA,
+:func:`train_config` also builds the model with the fused attention kernel
+(:func:`fused_attention_on`); on a CPU it keeps the scratch maths the book teaches.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ __all__ = [
     "Trainer",
     "TrainingDiverged",
     "WarmupInverseSqrt",
+    "fused_attention_on",
     "make_optimizer",
     "make_scheduler",
     "peak_memory_bytes",
@@ -477,6 +480,15 @@ class RunResult:
     best_checkpoint: Path
 
 
+def fused_attention_on(device: torch.device | str, enabled: bool | None = None) -> bool:
+    """Whether training on ``device`` runs attention through ``F.scaled_dot_product_attention``.
+
+    ``enabled=None``: on CUDA only, like bf16 autocast (:func:`cipherlab.device.autocast`). On a
+    CPU the scratch maths of chapter 2 runs, which is what the book's numbers were measured with.
+    """
+    return torch.device(device).type == "cuda" if enabled is None else enabled
+
+
 def train_config(
     config: Config,
     out_dir: str | os.PathLike,
@@ -507,7 +519,7 @@ def train_config(
         return Batches(dataset, sampler, codec.collate)
 
     seed_everything(config.seed)  # the initial weights depend on the seed alone
-    model = build_model(config, codec)
+    model = build_model(config, codec, fused_attention=fused_attention_on(device))
     trainer = Trainer(
         model,
         batches("train", shuffle=True),

@@ -10,10 +10,11 @@ import torch.nn.functional as F
 
 from cipherlab.cipher import bits_to_bytes
 from cipherlab.data import load_corpus
+from cipherlab.decode import begin_decoding, decode_step, greedy_decode
 from cipherlab.models import blt
 from cipherlab.models.attention import MultiHeadAttention
 from cipherlab.models.blt import (BLTModel, ByteEntropyModel, PatchPooling, WindowedSelfAttention,
-                                  collate_bytes, collate_source, fixed_patch_membership, greedy_decode_blt,
+                                  collate_bytes, collate_source, fixed_patch_membership,
                                   patch_causal_mask, patch_membership)
 from cipherlab.models.norm import LayerNorm
 from cipherlab.models.positional import SinusoidalPositionalEncoding
@@ -319,6 +320,39 @@ def test_decoding_a_prefix_gives_the_teacher_forced_logits():
                                    atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("source_memory", ["bytes", "patches"])
+@pytest.mark.parametrize("patch_tgt, window", [(4, 8), (3, 5), (1, 2)])
+def test_the_decoder_cache_gives_the_logits_of_full_recomputation_byte_by_byte(source_memory, patch_tgt, window):
+    # 25 bytes cross window edges and complete patches at several phases; a padded source row;
+    # phase embeddings and two local layers so that every cached path is used.
+    torch.manual_seed(0)
+    model = tiny_blt(source_memory=source_memory, patch_tgt=patch_tgt, window=window, local_layers=2,
+                     phase_embedding=True)
+    src, member = random_source(2, 23)
+    src[1, 19:] = PAD_ID
+    member[1, :, 19:] = False
+    member = member[:, member.any(-1).any(0)]
+    tgt_in = torch.cat([torch.full((2, 1), BOS_ID), torch.randint(0, 256, (2, 24))], dim=1)
+    memory, memory_mask, source = model.encode_source(src, member)
+    with torch.no_grad():
+        full = model.decode(tgt_in, memory, memory_mask, source=source)
+        state = begin_decoding(model, src, member)
+        steps = torch.stack([decode_step(model, state, tgt_in[:, t]) for t in range(tgt_in.size(1))], dim=1)
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-4)
+    assert state.cache.length == 25 and state.cache.slots.size(1) == 25 // patch_tgt + 1
+    assert state.cache.self_attn[0].length == (25 - 1) % window + 1  # only the last window's bytes are kept
+    assert state.cache.nbytes() > 0
+
+
+def test_cached_and_recomputed_greedy_decoding_of_the_blt_agree():
+    torch.manual_seed(1)
+    model = tiny_blt(patch_tgt=3, window=5)
+    src, member = random_source(3, 17)
+    cached = greedy_decode(model, src, BOS_ID, EOS_ID, 30, src_member=member)
+    assert torch.equal(cached, greedy_decode(model, src, BOS_ID, EOS_ID, 30, src_member=member, use_cache=False))
+    assert cached.size(1) == 30 and not (cached == PAD_ID).any()  # untrained: no row stops early
+
+
 def test_tiny_blt_overfits_real_cipher_lines_and_greedy_decoding_reproduces_them(corpus_pairs):
     pairs = [(p, b) for p, b in corpus_pairs if 24 <= len(p) <= 40][:4]
     assert len(pairs) == 4
@@ -342,7 +376,7 @@ def test_tiny_blt_overfits_real_cipher_lines_and_greedy_decoding_reproduces_them
     model.eval()
     encoder_calls = []
     model.local_encoder.register_forward_hook(lambda *args: encoder_calls.append(1))
-    out = greedy_decode_blt(model, batch["src"], batch["src_member"], max_len=48)
+    out = greedy_decode(model, batch["src"], BOS_ID, EOS_ID, 48, src_member=batch["src_member"])
     assert len(encoder_calls) == 1  # the source is encoded once, then reused at every step
     decoded = [bytes(i for i in row if i < 256).decode("latin-1") for row in out.tolist()]
     assert decoded == [p for p, _ in pairs]

@@ -6,7 +6,7 @@ from torch import nn
 
 from cipherlab.cipher import KEY, DatasetError, encrypt
 from cipherlab.codec import SubwordCodec, teacher_forcing_logits
-from cipherlab.decode import beam_search, decode_batch, decrypt_lines
+from cipherlab.decode import beam_search, decode_batch, decrypt_lines, greedy_decode
 from cipherlab.models import Seq2SeqTransformer
 from cipherlab.train import sequence_loss
 
@@ -55,7 +55,7 @@ def test_greedy_decoding_equals_the_argmax_of_teacher_forcing_once_the_copy_task
 
 def test_beam_search_agrees_with_greedy_on_a_confident_model(copy_model):
     src = torch.tensor([[3, 4, 4, 3, 4, 3, 3, 4]])
-    assert beam_search(copy_model, src, BOS, EOS, max_len=9, beam_size=3) == [*src[0].tolist(), EOS]
+    assert beam_search(copy_model, src, BOS, EOS, max_len=9, beam_size=3) == [[*src[0].tolist(), EOS]]
 
 
 class ScriptedModel(nn.Module):
@@ -73,7 +73,7 @@ class ScriptedModel(nn.Module):
     }
 
     def encode(self, src):
-        return torch.zeros(1, 1, 1), torch.zeros(1, 1, 1, 1, dtype=torch.bool)
+        return torch.zeros(src.size(0), 1, 1), torch.zeros(src.size(0), 1, 1, 1, dtype=torch.bool)
 
     def decode(self, prefixes, memory, src_mask):
         logits = torch.full((prefixes.size(0), prefixes.size(1), 8), -1e9)
@@ -86,12 +86,78 @@ class ScriptedModel(nn.Module):
 def test_beam_search_finds_a_more_probable_output_than_greedy():
     m = ScriptedModel()
     # greedy: A (0.6) then X (0.32) then EOS: p = 0.19; beam: B (0.4) then EOS (0.9): p = 0.36
-    assert beam_search(m, torch.zeros(1, 1, dtype=torch.long), BOS, EOS, max_len=5, beam_size=1) == [m.A, m.X, EOS]
-    assert beam_search(m, torch.zeros(1, 1, dtype=torch.long), BOS, EOS, max_len=5, beam_size=2) == [m.B, EOS]
+    src = torch.zeros(1, 1, dtype=torch.long)
+    assert beam_search(m, src, BOS, EOS, max_len=5, beam_size=1, use_cache=False) == [[m.A, m.X, EOS]]
+    assert beam_search(m, src, BOS, EOS, max_len=5, beam_size=2, use_cache=False) == [[m.B, EOS]]
+    assert beam_search(m, src.expand(3, 1), BOS, EOS, max_len=5, beam_size=2, use_cache=False) == [[m.B, EOS]] * 3
+
+
+def test_batched_beam_search_gives_each_line_what_it_gets_alone():
+    # An untrained model whose EOS logit is always 0 (its output row zeroed): the lines stop at
+    # different steps and the beams disagree with greedy decoding.
+    torch.manual_seed(5)
+    model = Seq2SeqTransformer(5, 5, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64,
+                               dropout=0.0).eval()
+    with torch.no_grad():
+        model.tgt_embed.weight[EOS] = 0.0
+    src = torch.randint(3, 5, (6, 8), generator=torch.Generator().manual_seed(2))
+    src[2, 5:] = PAD  # a shorter line in the batch
+    alone = [beam_search(model, src[i:i + 1, : 5 if i == 2 else 8], BOS, EOS, 10, beam_size=3)[0] for i in range(6)]
+    assert beam_search(model, src, BOS, EOS, 10, beam_size=3) == alone
+    assert len({len(a) for a in alone}) > 1  # lines of several lengths: lines leave the batch at different steps
+    greedy = greedy_decode(model, src, BOS, EOS, 10).tolist()
+    assert beam_search(model, src, BOS, EOS, 10, beam_size=1) == [g[: g.index(EOS) + 1] if EOS in g else g
+                                                                 for g in greedy]
+    assert alone != beam_search(model, src, BOS, EOS, 10, beam_size=1)  # the beams found other lines
+    assert beam_search(model, src, BOS, EOS, 10, beam_size=3, use_cache=False) == alone
+
+
+def test_a_limit_per_row_decodes_each_line_as_it_decodes_alone():
+    # In a batch, a short chunk must not run on to the longest chunk's length: with a limit per row
+    # (decrypt_chunks passes each chunk's characters + 1), greedy and beam search give every line
+    # what it gets alone, whatever the batch.
+    torch.manual_seed(5)
+    model = Seq2SeqTransformer(5, 5, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64,
+                               dropout=0.0).eval()
+    with torch.no_grad():
+        model.tgt_embed.weight[EOS] = -1.0  # EOS is rarely the argmax: most rows run to their limit
+    lengths = [8, 3, 6, 1]
+    src = torch.full((4, 8), PAD)
+    for row, n in enumerate(lengths):
+        src[row, :n] = torch.randint(3, 5, (n,), generator=torch.Generator().manual_seed(row))
+    limits = [n + 1 for n in lengths]
+    greedy = greedy_decode(model, src, BOS, EOS, limits).tolist()
+    for row, n in enumerate(lengths):
+        alone = greedy_decode(model, src[row:row + 1, :n], BOS, EOS, n + 1)[0].tolist()
+        assert [t for t in greedy[row] if t != PAD] == alone and len(alone) <= n + 1
+    assert max(len([t for t in g if t != PAD]) for g in greedy) == 9  # the longest row used its limit
+    beams = beam_search(model, src, BOS, EOS, limits, beam_size=3)
+    assert beams == [beam_search(model, src[row:row + 1, :n], BOS, EOS, n + 1, beam_size=3)[0]
+                     for row, n in enumerate(lengths)]
+    assert [len(b) for b in beams] != [len(b) for b in beam_search(model, src, BOS, EOS, 9, beam_size=3)]
+    with pytest.raises(ValueError, match="max_len has 2 entries for 4 rows"):
+        greedy_decode(model, src, BOS, EOS, [3, 4])
+
+
+class OracleModel(nn.Module):
+    """Decrypts each chunk exactly (phase restarts at every chunk), so any error is in the chunking."""
+
+    tgt_pad_id = 256
+
+    def begin_decoding(self, src):
+        key = torch.tensor(list(KEY))[torch.arange(src.size(1)) % 8]
+        plain = torch.where(src == self.tgt_pad_id, 258, src ^ key)  # EOS where the chunk ends
+        return {"plain": torch.cat([plain, torch.full((src.size(0), 1), 258)], dim=1), "t": 0}
+
+    def decode_step(self, state, tokens):
+        logits = torch.full((tokens.size(0), 259), -1e9)
+        logits[torch.arange(tokens.size(0)), state["plain"][:, state["t"]]] = 0.0
+        state["t"] += 1
+        return logits
 
 
 class OracleCodec:
-    """Decrypts each chunk exactly (phase restarts at every chunk), so any error is in the chunking."""
+    """Bytes in, bytes out, as ByteCodec without entropy patches."""
 
     kind = "oracle"
     bos_id, eos_id, tgt_pad_id = 257, 258, 256
@@ -105,12 +171,6 @@ class OracleCodec:
             src[row, : len(s)] = torch.tensor(s)
         return {"src": src}
 
-    def greedy_decode(self, model, batch, max_len, step_hook=None):
-        src = batch["src"]
-        key = torch.tensor(list(KEY))[torch.arange(src.size(1)) % 8]
-        plain = torch.where(src == self.tgt_pad_id, self.eos_id, src ^ key)
-        return torch.cat([plain, torch.full((src.size(0), 1), self.eos_id)], dim=1)
-
     def decode_target(self, ids):
         return "".join(chr(i) for i in ids if i < 256)
 
@@ -119,7 +179,7 @@ class OracleCodec:
 def test_long_lines_are_decoded_chunk_by_chunk_and_reassembled_in_order(chunk_chars):
     lines = ["The jury said it did find that many of the laws are outmoded.", "", "Hi", "x" * 100, "ab" * 37]
     predicted = decrypt_lines(
-        nn.Identity(), OracleCodec(), [encrypt(x) for x in lines], chunk_chars=chunk_chars,
+        OracleModel(), OracleCodec(), [encrypt(x) for x in lines], chunk_chars=chunk_chars,
         device=torch.device("cpu"), token_budget=40, max_batch_size=3,
     )
     assert predicted == lines
@@ -127,14 +187,14 @@ def test_long_lines_are_decoded_chunk_by_chunk_and_reassembled_in_order(chunk_ch
 
 def test_decrypting_something_that_is_not_bits_names_the_line():
     with pytest.raises(DatasetError, match="input, line 2: character '2' at position 3 is not a bit"):
-        decrypt_lines(nn.Identity(), OracleCodec(), ["01010101", "0102"], chunk_chars=8, device=torch.device("cpu"))
+        decrypt_lines(OracleModel(), OracleCodec(), ["01010101", "0102"], chunk_chars=8, device=torch.device("cpu"))
     with pytest.raises(DatasetError, match="line 1: cipher length 7 is not a multiple of 8"):
-        decrypt_lines(nn.Identity(), OracleCodec(), ["0101010"], chunk_chars=8, device=torch.device("cpu"))
+        decrypt_lines(OracleModel(), OracleCodec(), ["0101010"], chunk_chars=8, device=torch.device("cpu"))
 
 
 @pytest.mark.parametrize("source_memory", ["patches", "bytes"])
-def test_beam_of_one_on_the_byte_latent_transformer_is_greedy_decoding(source_memory):
-    from cipherlab.models.blt import BLTModel, collate_source, greedy_decode_blt
+def test_beam_search_on_the_byte_latent_transformer_batched_and_alone(source_memory):
+    from cipherlab.models.blt import BLTModel, collate_source
     from cipherlab.models.blt_patching import ByteEntropyModel
     from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID
 
@@ -144,13 +204,15 @@ def test_beam_of_one_on_the_byte_latent_transformer_is_greedy_decoding(source_me
     sources = [list(range(40, 52)), list(range(60, 69))]  # two lengths: the second row is padded
     entropy = ByteEntropyModel(min_count=1).fit([bytes(s) for s in sources])
     src, member = collate_source(sources, entropy, entropy.threshold_at(), 6)
-    greedy = greedy_decode_blt(model, src, member, 10, BOS_ID, EOS_ID).tolist()
-    for row in range(2):
+    greedy = greedy_decode(model, src, BOS_ID, EOS_ID, 10, src_member=member).tolist()
+    expected = [g[: g.index(EOS_ID) + 1] if EOS_ID in g else g for g in greedy]
+    assert beam_search(model, src, BOS_ID, EOS_ID, 10, beam_size=1, src_member=member) == expected
+    wide = beam_search(model, src, BOS_ID, EOS_ID, 10, beam_size=3, src_member=member)
+    for row in range(2):  # each line alone, without the other's padding, gets the same beams
         real = src[row] != PAD_ID
-        beam = beam_search(model, src[row:row + 1, real], BOS_ID, EOS_ID, 10, beam_size=1,
-                           src_member=member[row:row + 1][:, member[row].any(-1)][:, :, real], pad_id=PAD_ID)
-        expected = greedy[row][: greedy[row].index(EOS_ID) + 1] if EOS_ID in greedy[row] else greedy[row]
-        assert beam == expected
+        alone = beam_search(model, src[row:row + 1, real], BOS_ID, EOS_ID, 10, beam_size=3,
+                            src_member=member[row:row + 1][:, member[row].any(-1)][:, :, real])
+        assert alone == [wide[row]]
 
 
 def test_length_constraint_forbids_an_early_eos_and_forces_eos_at_the_length():

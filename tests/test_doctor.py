@@ -1,5 +1,7 @@
 """`python -m cipherlab doctor`: cipher or corpus, where the errors are, stopping, cross-attention."""
 
+import contextlib
+import io
 import json
 import shutil
 from types import SimpleNamespace
@@ -8,7 +10,8 @@ import pytest
 
 from cipherlab.__main__ import main
 from cipherlab.attention_maps import committed_checkpoint
-from cipherlab.doctor import CLASSES, char_class, error_breakdown, probe, random_strings, training_alphabet
+from cipherlab.doctor import (CLASSES, char_class, diagnose_checkpoint, error_breakdown, probe, random_strings, report,
+                              training_alphabet)
 from cipherlab.cipher import encrypt
 
 C2 = committed_checkpoint("c2")
@@ -44,18 +47,25 @@ def test_probe_and_breakdown_count_position_by_position():
     assert e["line_length"]["1-50"] | {} == {"chars": 12, "errors": 2, "error_rate": 2 / 12, "lines": 2, "exact_lines": 0}
 
 
-def test_doctor_on_the_committed_c2_model(tmp_path, capsys):
-    out = tmp_path / "doctor.json"
-    assert main(["doctor", "--checkpoint", str(C2), "--json", str(out), *FAST]) == 0
-    report = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def c2_run(tmp_path_factory):
+    """The command on the committed C2 with FAST settings: (what it printed, the JSON it wrote, the JSON's path)."""
+    out = tmp_path_factory.mktemp("doctor") / "doctor.json"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["doctor", "--checkpoint", str(C2), "--json", str(out), *FAST]) == 0
+    return printed.getvalue(), json.loads(out.read_text()), out
+
+
+def test_doctor_on_the_committed_c2_model(c2_run):
+    printed, result, _ = c2_run
     for heading in ("(a) cipher or corpus?", "(b) character error rate", "(c) stopping", "(d) decoder cross-attention"):
-        assert heading in report
-    result = json.loads(out.read_text())
+        assert heading in printed
     a = result["cipher_or_corpus"]
     assert (a["random_strings"]["lines"], a["outside_english"]["lines"], a["test"]["lines"]) == (4, 12, 12)
-    assert a["verdict"] in report
+    assert a["verdict"] in printed
     test = a["test"]
-    assert f"{test['exact_lines']}/12" in report and 0.9 < test["char_accuracy"] <= 1.0
+    assert f"{test['exact_lines']}/12" in printed and 0.9 < test["char_accuracy"] <= 1.0
     assert set(result["alphabet"]) >= set("abcXYZ 0123.,")
     assert result["stopping"]["length-aware greedy"]["wrong_length"] == 0  # the constraint always hits the length
     assert sum(v["chars"] for v in result["errors"]["key_phase"].values()) == test["chars"]
@@ -63,6 +73,16 @@ def test_doctor_on_the_committed_c2_model(tmp_path, capsys):
     assert x["last_layer"] == 1 and len(x["diagonal_per_head"]) == 8 and x["chunks"] == 2
     assert 0.0 <= x["diagonal_mean"] <= x["diagonal_best"] <= x["within_one_best"] <= 1.0 + 1e-6
     assert result["checkpoint"]["config"] == "c2" and result["checkpoint"]["params"] == 970_112
+
+
+def test_the_function_behind_the_command_prints_what_the_command_prints(c2_run):
+    """Chapter 9 runs ``print(report(diagnose_checkpoint(CK)))`` and says it is the command's report."""
+    printed, written, out = c2_run
+    result = diagnose_checkpoint(C2, lines=12, n_random=4, attention_chunks=2)
+    assert result | {"seconds": 0} == written | {"seconds": 0}  # the same numbers, but for the time taken
+    lines = printed.splitlines()
+    assert report(result).splitlines()[:-1] == lines[:-2]  # less the timing line, and "wrote OUT"
+    assert lines[-1] == f"wrote {out}"
 
 
 def test_doctor_help(capsys):

@@ -2,25 +2,30 @@
 
 On CUDA, :class:`cipherlab.train.Trainer` steps under bf16 autocast (``cipherlab.device.autocast``);
 no GPU runs in CI, so here the same trainer steps under ``torch.autocast("cpu", dtype=torch.bfloat16)``
-(``bf16=True``) and is compared with the fp32 step. Then one step of the ``assignment`` preset's
-full-size C1 and C5, the models the GPU script (``benchmarks/gpu_run.py``) trains. One thread
-(tests/conftest.py).
+(``bf16=True``) and is compared with the fp32 step. On CUDA the model is also built with the fused
+attention kernel (``F.scaled_dot_product_attention``, :func:`cipherlab.train.fused_attention_on`):
+here the decision is checked and one fused step of each configuration is compared with the scratch
+maths. Then one step of the ``assignment`` preset's full-size C1 and C5, the models the GPU script
+(``benchmarks/gpu_run.py``) trains. One thread (tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 
 import pytest
 import torch
 
+import cipherlab.train
 from cipherlab.codec import ByteCodec, build_model, fit_codec, select_lines
 from cipherlab.config import CONFIG_NAMES, make_config
 from cipherlab.data import BucketBatchSampler, load_corpus, make_chunks
 from cipherlab.device import autocast
-from cipherlab.train import Batches, Trainer, seed_everything
+from cipherlab.models import ScaledDotProductAttention
+from cipherlab.train import Batches, Trainer, fused_attention_on, seed_everything
 from cipherlab.viva.facts.blt import c5_model
 from cipherlab.viva.facts.mha import SRC_VOCAB, TGT_VOCAB
 from cipherlab.viva.facts.mha import model as chapter3_model
@@ -52,12 +57,18 @@ def _one_step(trainer, batches):
     return loss, moved
 
 
-@pytest.mark.parametrize("name", CONFIG_NAMES)
-def test_one_bf16_training_step_of_each_configuration_is_finite_and_close_to_fp32(name, tmp_path):
+@functools.cache
+def _smoke(name):
+    """(config without dropout, codec, 16 lines of training chunks) of one configuration's smoke run."""
     config = make_config(name, "smoke", dropout=0.0)
     corpus = select_lines(load_corpus(), config)
-    codec = fit_codec(config, corpus)
     chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"][:16], config.chunk_chars)
+    return config, fit_codec(config, corpus), chunks
+
+
+@pytest.mark.parametrize("name", CONFIG_NAMES)
+def test_one_bf16_training_step_of_each_configuration_is_finite_and_close_to_fp32(name, tmp_path):
+    config, codec, chunks = _smoke(name)
     seed_everything(config.seed)
     model = build_model(config, codec)
     losses = {}
@@ -67,6 +78,65 @@ def test_one_bf16_training_step_of_each_configuration_is_finite_and_close_to_fp3
         assert math.isfinite(losses[bf16]) and moved > 0
         assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
     assert losses[True] == pytest.approx(losses[False], rel=0.02), losses
+
+
+def test_training_runs_the_fused_attention_kernel_on_cuda_only_unless_asked():
+    assert fused_attention_on("cuda") and fused_attention_on(torch.device("cuda:1"))
+    assert not fused_attention_on("cpu") and not fused_attention_on("mps")
+    assert fused_attention_on("cpu", enabled=True) and not fused_attention_on("cuda", enabled=False)
+
+
+class _Built(Exception):
+    """Raised by the stand-in build_model: train_config got as far as building its model."""
+
+
+@pytest.mark.parametrize("device, fused", [("cuda", True), ("cpu", False)])
+def test_train_config_builds_the_fused_model_on_cuda_and_the_scratch_one_on_cpu(device, fused, monkeypatch, tmp_path):
+    """What a CUDA run builds, without CUDA: the device is a stand-in, training stops at the model."""
+    asked = {}
+
+    def build(config, codec, **kwargs):
+        asked.update(kwargs)
+        raise _Built
+
+    monkeypatch.setattr(cipherlab.train, "pick_device", lambda preference: torch.device(device))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device: None)
+    monkeypatch.setattr(cipherlab.train, "load_corpus", lambda data_dir: None)  # no data needed to get there
+    monkeypatch.setattr(cipherlab.train, "select_lines", lambda corpus, config: None)
+    monkeypatch.setattr(cipherlab.train, "fit_codec", lambda config, corpus: None)
+    monkeypatch.setattr(cipherlab.train, "build_model", build)
+    with pytest.raises(_Built):
+        cipherlab.train.train_config(make_config("c1", "smoke"), tmp_path, device=device)
+    assert asked == {"fused_attention": fused}
+
+
+def _kernels(model) -> set[bool]:
+    """The ``fused`` flags of every attention kernel in ``model``."""
+    kernels = [m for m in model.modules() if isinstance(m, ScaledDotProductAttention)]
+    assert kernels
+    return {m.fused for m in kernels}
+
+
+@pytest.mark.parametrize("name", CONFIG_NAMES)
+def test_one_fused_training_step_of_each_configuration_matches_the_scratch_maths(name, tmp_path):
+    """The step a CUDA run takes (fused kernel, then also bf16) against the CPU's scratch fp32 step."""
+    config, codec, chunks = _smoke(name)
+    models, losses, grads = {}, {}, {}
+    for fused in (False, True):
+        seed_everything(config.seed)
+        models[fused] = build_model(config, codec, fused_attention=fused)
+        assert _kernels(models[fused]) == {fused}
+    for a, b in zip(models[False].parameters(), models[True].parameters()):
+        assert torch.equal(a, b)  # the same weights: the flag changes only the kernel
+    for fused, bf16 in ((False, False), (True, False), (True, True)):
+        trainer, batches = _trainer(copy.deepcopy(models[fused]), codec, config, chunks, tmp_path / f"{fused}{bf16}",
+                                    bf16)
+        losses[fused, bf16], _ = _one_step(trainer, batches)
+        grads[fused, bf16] = [p.grad for p in trainer.model.parameters()]
+    assert losses[True, False] == pytest.approx(losses[False, False], rel=1e-5)
+    for scratch, fused in zip(grads[False, False], grads[True, False]):
+        torch.testing.assert_close(fused, scratch, rtol=1e-3, atol=1e-6)
+    assert math.isfinite(losses[True, True]) and losses[True, True] == pytest.approx(losses[False, False], rel=0.02)
 
 
 def _short_batch(codec, corpus, lines=2, chars=32):

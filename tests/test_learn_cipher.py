@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from cipherlab.cipher import encrypt
 from cipherlab.config import make_config
 from cipherlab.data import Chunk, phase_shuffle, shuffle_chunks
+from cipherlab.decode import greedy_decode
 from cipherlab.models.blt import BLTModel
 from cipherlab.models.embedding import BitFactoredEmbedding, bit_features
 from cipherlab.models.transformer import Seq2SeqTransformer
@@ -94,7 +95,7 @@ def test_cached_greedy_decoding_equals_full_recomputation_with_phase_and_bit_emb
                                ffn_dim=32, dropout=0.0, pos_encoding="rope", src_codes=codes, tgt_codes=codes,
                                phase_embedding=True).eval()
     src = torch.randint(3, len(codes), (2, 11))
-    fast = model.greedy_decode(src, 1, 2, 12)
+    fast = greedy_decode(model, src, 1, 2, 12)
     ys = torch.ones(2, 1, dtype=torch.long)
     with torch.no_grad():
         for _ in range(fast.size(1)):

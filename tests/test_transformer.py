@@ -6,6 +6,7 @@ from torch import nn
 
 from cipherlab.models.attention import GroupedQueryAttention, MultiHeadAttention
 from cipherlab.models.norm import RMSNorm
+from cipherlab.decode import greedy_decode
 from cipherlab.models.transformer import (Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights,
                                           kv_cache_bytes)
 
@@ -83,8 +84,8 @@ def test_greedy_decoding_with_and_without_cache_agree(name):
     model = tiny_model(name)
     src = _ids(4, 10, 40)
     src[1, 7:] = PAD
-    cached = model.greedy_decode(src, BOS, EOS, max_len=12, use_cache=True)
-    assert torch.equal(cached, model.greedy_decode(src, BOS, EOS, max_len=12, use_cache=False))
+    cached = greedy_decode(model, src, BOS, EOS, max_len=12, use_cache=True)
+    assert torch.equal(cached, greedy_decode(model, src, BOS, EOS, max_len=12, use_cache=False))
     assert cached.shape == (4, 12) and not (cached == PAD).any()
 
 
@@ -102,10 +103,10 @@ def test_greedy_decode_stops_when_every_row_has_emitted_eos_and_pads_finished_ro
         return logits
 
     model.decode = scripted_decode
-    out = model.greedy_decode(_ids(2, 5, 40), BOS, EOS, max_len=10)
+    out = greedy_decode(model, _ids(2, 5, 40), BOS, EOS, max_len=10)
     assert out.tolist() == [[5, EOS, PAD, PAD], [5, 6, 8, EOS]]
-    assert model.greedy_decode(_ids(2, 5, 40), BOS, EOS, max_len=10, use_cache=False).tolist() == out.tolist()
-    assert model.greedy_decode(_ids(2, 5, 40), BOS, EOS, max_len=3).tolist() == [[5, EOS, PAD], [5, 6, 8]]
+    assert greedy_decode(model, _ids(2, 5, 40), BOS, EOS, max_len=10, use_cache=False).tolist() == out.tolist()
+    assert greedy_decode(model, _ids(2, 5, 40), BOS, EOS, max_len=3).tolist() == [[5, EOS, PAD], [5, 6, 8]]
 
 
 @pytest.mark.parametrize("name, n_kv", [("C1", 4), ("C3", 2)])
@@ -241,8 +242,8 @@ def test_rope_in_cross_attention_decodes_the_same_with_and_without_the_cache(cro
                                pos_encoding="rope", rope_cross_attention=cross).eval()
     assert (model.decoder.layers[0].cross_attn.rope is not None) == cross
     src = torch.randint(3, 20, (3, 9))
-    cached = model.greedy_decode(src, 1, 2, 12, use_cache=True)
-    assert torch.equal(cached, model.greedy_decode(src, 1, 2, 12, use_cache=False))
+    cached = greedy_decode(model, src, 1, 2, 12, use_cache=True)
+    assert torch.equal(cached, greedy_decode(model, src, 1, 2, 12, use_cache=False))
 
 
 def test_cross_attention_rope_scores_depend_on_target_minus_source_position():

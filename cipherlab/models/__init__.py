@@ -7,19 +7,19 @@
 """
 
 from .attention import (GroupedQueryAttention, KVCache, MultiHeadAttention, ScaledDotProductAttention,
-                        causal_mask, make_attention, padding_mask, repeat_kv)
+                        causal_mask, make_attention, padding_mask, repeat_kv, select_rows)
 from .norm import LayerNorm, RMSNorm, make_norm
 from .positional import (AbsolutePositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding,
                          SinusoidalPositionalEncoding, interleaved_to_half_split, rotate_half)
-from .transformer import (Decoder, DecoderCache, DecoderLayer, Encoder, EncoderLayer, FeedForward,
+from .transformer import (Decoder, DecoderCache, DecoderLayer, DecodingState, Encoder, EncoderLayer, FeedForward,
                           Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights, kv_cache_bytes)
 
 __all__ = [
     "ScaledDotProductAttention", "MultiHeadAttention", "GroupedQueryAttention", "KVCache",
-    "padding_mask", "causal_mask", "repeat_kv", "make_attention",
+    "padding_mask", "causal_mask", "repeat_kv", "make_attention", "select_rows",
     "AbsolutePositionalEncoding", "SinusoidalPositionalEncoding", "LearnedPositionalEncoding", "RotaryPositionalEmbedding",
     "rotate_half", "interleaved_to_half_split",
     "LayerNorm", "RMSNorm", "make_norm",
-    "FeedForward", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "DecoderCache",
+    "FeedForward", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "DecoderCache", "DecodingState",
     "Seq2SeqTransformer", "init_transformer_weights", "kv_cache_bytes", "cross_kv_cache_bytes",
 ]

@@ -12,6 +12,7 @@ the KV cache). The mask convention used everywhere in cipherlab:
 path below inverts the mask before calling it.)
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -132,6 +133,30 @@ class KVCache:
             v = torch.cat((self.v, v), dim=2)
         self.k, self.v = k, v
         return k, v
+
+
+def select_rows(value, index: torch.Tensor):
+    """``value`` with the batch rows ``index`` (1-D long) of every tensor inside it, in that order.
+
+    Beam search keeps ``beam_size`` rows per line and, after each step, continues the rows that
+    won; the encoder outputs and every cache (KVCache, the decoders' caches, lists and tuples of
+    them) must follow. Tensors are indexed along dimension 0, the batch; ints, floats, bools and
+    None pass through; anything else is a TypeError naming its type.
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.Tensor):
+        return value.index_select(0, index)
+    if isinstance(value, list):
+        return [select_rows(v, index) for v in value]
+    if isinstance(value, tuple):
+        return tuple(select_rows(v, index) for v in value)
+    if isinstance(value, dict):
+        return {key: select_rows(v, index) for key, v in value.items()}
+    if dataclasses.is_dataclass(value):
+        return dataclasses.replace(
+            value, **{f.name: select_rows(getattr(value, f.name), index) for f in dataclasses.fields(value)})
+    raise TypeError(f"select_rows: cannot select batch rows of a {type(value).__name__}")
 
 
 def _divisors(n: int) -> list[int]:

@@ -53,9 +53,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cipherlab.config import Config
 from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
-from .attention import MultiHeadAttention, causal_mask
+from dataclasses import dataclass
+
+from .attention import KVCache, MultiHeadAttention, causal_mask
 from .embedding import BitFactoredEmbedding, KeyPhaseEmbedding
 from .blt_patching import (
     DEFAULT_MAX_PATCH,
@@ -70,13 +73,13 @@ from .blt_patching import (
 )
 from .norm import make_norm
 from .positional import SinusoidalPositionalEncoding
-from .transformer import Decoder, Encoder, FeedForward, init_transformer_weights
+from .transformer import Decoder, DecoderCache, DecodingState, Encoder, FeedForward, init_transformer_weights
 
 __all__ = [
     "DEFAULT_MAX_PATCH", "DEFAULT_MIN_COUNT", "DEFAULT_PATCH_TGT", "DEFAULT_PERCENTILE",
     "ByteEntropyModel", "collate_bytes", "collate_source", "fixed_patch_membership", "patch_membership",
     "patch_causal_mask", "WindowedSelfAttention", "LocalTransformerLayer", "PatchPooling", "LocalEncoder",
-    "LocalDecoderLayer", "LocalDecoder", "BLTModel", "greedy_decode_blt", "SOURCE_MEMORIES",
+    "LocalDecoderLayer", "LocalDecoder", "BLTModel", "BLTDecoderCache", "SOURCE_MEMORIES",
 ]
 
 NORM = "layernorm"  # C5 changes the tokenisation only; every other component is C1's
@@ -219,9 +222,10 @@ def byte_embedding(d_model: int, bit_embeddings: bool = False) -> nn.Module:
     return BitFactoredEmbedding([*range(256), *[None] * (VOCAB_SIZE - 256)], d_model)
 
 
-def _with_phase(x: torch.Tensor, phase_embed) -> torch.Tensor:
-    """x (B, L, D) plus the key-phase vector of each position 0 .. L - 1 (``Config.phase_embedding``)."""
-    return x if phase_embed is None else x + phase_embed(x.size(1), 0, x.device)
+def _with_phase(x: torch.Tensor, phase_embed, offset: int = 0) -> torch.Tensor:
+    """x (B, L, D) plus the key-phase vector of each position offset .. offset + L - 1
+    (``Config.phase_embedding``)."""
+    return x if phase_embed is None else x + phase_embed(x.size(1), offset, x.device)
 
 
 class LocalEncoder(nn.Module):
@@ -286,6 +290,23 @@ class LocalDecoderLayer(nn.Module):
         x = x + self.dropout(self.memory_attn(self.norm3(x), memory, memory, memory_mask))
         return x + self.dropout(self.ffn(self.norm4(x)))
 
+    def step(self, x, position, self_cache, g, g_cache, memory, memory_mask, memory_cache):
+        """forward for one new byte x (B, 1, D) at target position ``position``, with caches.
+
+        self_cache holds the keys/values of the earlier bytes of this byte's window; it is emptied
+        when a new window begins, because no byte reads across a window edge. g (B, S, D) is every
+        global slot built so far, and they are exactly the slots this byte may read: a slot is added
+        as soon as its patch is complete, and (i + 1) // P of the patch-causal mask is then the newest
+        one. g_cache and memory_cache are static caches of their projected keys/values.
+        """
+        if position % self.self_attn.window == 0:
+            self_cache.k = self_cache.v = None
+        h = self.norm1(x)
+        x = x + self.dropout(self.self_attn.attn(h, h, h, None, self_cache))
+        x = x + self.dropout(self.global_attn(self.norm2(x), g, g, None, g_cache))
+        x = x + self.dropout(self.memory_attn(self.norm3(x), memory, memory, memory_mask, memory_cache))
+        return x + self.dropout(self.ffn(self.norm4(x)))
+
 
 class LocalDecoder(nn.Module):
     """Target bytes -> per-byte logits over the 259 byte ids.
@@ -306,15 +327,50 @@ class LocalDecoder(nn.Module):
             LocalDecoderLayer(d_model, n_heads, ffn_dim, window, dropout) for _ in range(n_layers))
         self.final_norm = make_norm(NORM, d_model)
 
-    def embed_bytes(self, tgt_in: torch.Tensor) -> torch.Tensor:
-        """tgt_in (B, Lt) -> byte vectors with positions (B, Lt, D)."""
-        return self.pos(_with_phase(self.embed(tgt_in) * math.sqrt(self.d_model), self.phase_embed))
+    def embed_bytes(self, tgt_in: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """tgt_in (B, Lt) at positions offset .. offset + Lt - 1 -> byte vectors with positions (B, Lt, D)."""
+        x = _with_phase(self.embed(tgt_in) * math.sqrt(self.d_model), self.phase_embed, offset)
+        return self.pos(x, offset)
 
     def forward(self, h, pad, g, g_mask, memory, memory_mask):
         """h (B, Lt, D) from embed_bytes, pad (B, Lt), the rest as LocalDecoderLayer -> (B, Lt, V)."""
         for layer in self.layers:
             h = layer(h, pad, g, g_mask, memory, memory_mask)
         return F.linear(self.final_norm(h), self.embed.weight)  # (B, Lt, V): tied output head
+
+    def step(self, x, position, cache: "BLTDecoderCache", memory, memory_mask) -> torch.Tensor:
+        """forward for one new byte x (B, 1, D) at ``position``, reading ``cache`` -> logits (B, 1, V)."""
+        for i, layer in enumerate(self.layers):
+            x = layer.step(x, position, cache.self_attn[i], cache.slots, cache.global_attn[i],
+                           memory, memory_mask, cache.memory_attn[i])
+        return F.linear(self.final_norm(x), self.embed.weight)
+
+
+@dataclass
+class BLTDecoderCache:
+    """What C5 keeps between incremental decoding steps (:meth:`BLTModel.decode_step`).
+
+    The global side: the global decoder's own :class:`DecoderCache` (one position per slot) and
+    its outputs, the slots g_0 .. g_{S-1}; the embedded bytes of the target patch in progress
+    wait in ``patch`` until it is complete and can be pooled into the next slot. The local side,
+    one entry per LocalDecoder layer: the self-attention keys/values of the current window,
+    the projected slots (rebuilt when a slot is added) and the projected source (made once).
+    """
+
+    global_cache: DecoderCache
+    self_attn: list[KVCache]
+    global_attn: list[KVCache]
+    memory_attn: list[KVCache]
+    slots: torch.Tensor | None = None  # (B, S, D)
+    patch: torch.Tensor | None = None  # (B, n < patch_tgt, D)
+    length: int = 0  # target bytes fed so far: the position of the next one
+
+    def nbytes(self) -> int:
+        """Bytes held by every tensor of the cache."""
+        caches = [*self.global_cache.self_attn, *self.global_cache.cross_attn, *self.self_attn,
+                  *self.global_attn, *self.memory_attn]
+        extra = sum(t.nbytes for t in (self.slots, self.patch) if t is not None)
+        return sum(c.nbytes for c in caches) + extra
 
 
 class BLTModel(nn.Module):
@@ -326,13 +382,14 @@ class BLTModel(nn.Module):
     patches of tgt_in; the model builds it when it is None, and ``collate_bytes``
     returns the same tensor so a DataLoader can build it off the training loop.  The global encoder and decoder are
     ``cipherlab.models.transformer.Encoder`` / ``Decoder`` with C1's settings (LayerNorm,
-    MHA, sinusoidal positions, here at patch level).  Call ``model.eval()`` before
-    ``greedy_decode_blt``: dropout is not switched off for you.
+    MHA, sinusoidal positions, here at patch level).  Call ``model.eval()`` before decoding
+    (``cipherlab.decode``): dropout is not switched off for you.
     """
 
     def __init__(self, d_model: int = 256, n_heads: int = 8, enc_layers: int = 4, dec_layers: int = 4,
-                 ffn_dim: int = 1024, dropout: float = 0.1, local_layers: int = 1, window: int = 128,
-                 patch_tgt: int = DEFAULT_PATCH_TGT, max_len: int = 4096, source_memory: str = "bytes",
+                 ffn_dim: int = 1024, dropout: float = 0.1, local_layers: int = Config.blt_local_layers,
+                 window: int = Config.blt_window, patch_tgt: int = DEFAULT_PATCH_TGT, max_len: int = 4096,
+                 source_memory: str = Config.blt_source_memory,
                  bit_embeddings: bool = False, phase_embedding: bool = False):
         super().__init__()
         if patch_tgt < 1:
@@ -340,6 +397,7 @@ class BLTModel(nn.Module):
         if source_memory not in SOURCE_MEMORIES:
             raise ValueError(f"BLTModel: source_memory={source_memory!r}; expected one of {SOURCE_MEMORIES}")
         self.d_model, self.patch_tgt, self.source_memory = d_model, patch_tgt, source_memory
+        self.tgt_pad_id = PAD_ID  # the decoding loops never predict it (as Seq2SeqTransformer.tgt_pad_id)
         local = dict(d_model=d_model, n_heads=n_heads, ffn_dim=ffn_dim, n_layers=local_layers,
                      window=window, dropout=dropout, max_len=max_len, bit_embeddings=bit_embeddings,
                      phase_embedding=phase_embedding)
@@ -412,6 +470,51 @@ class BLTModel(nn.Module):
             read, read_mask = memory, memory_mask
         return self.local_decoder(h, tgt_in == PAD_ID, g, g_mask, read, read_mask)
 
+    def begin_decoding(self, src: torch.Tensor, src_member: torch.Tensor) -> DecodingState:
+        """Encode the source once, build the start slot g_0; then call :meth:`decode_step` byte by byte.
+
+        The decoding loops are in :mod:`cipherlab.decode`, shared with C1-C4.
+        """
+        memory, memory_mask, source = self.encode_source(src, src_member)
+        n = len(self.local_decoder.layers)
+        cache = BLTDecoderCache(self.global_decoder.new_cache(), [KVCache() for _ in range(n)],
+                                [KVCache(static=True) for _ in range(n)], [KVCache(static=True) for _ in range(n)])
+        state = DecodingState(memory, memory_mask, cache, source)
+        self._add_slot(state, self.start_patch.expand(src.size(0), 1, self.d_model))
+        return state
+
+    def _add_slot(self, state: DecodingState, slot: torch.Tensor) -> None:
+        """Run one new slot (B, 1, D) through the global decoder (causal over slots, so the earlier
+        slots' outputs do not change) and append its output to the cache's slots."""
+        cache = state.cache
+        j = 0 if cache.slots is None else cache.slots.size(1)  # its slot index and patch position
+        g = self.global_decoder(self.patch_pos(slot, j), state.memory, None, state.memory_mask, cache.global_cache)
+        cache.slots = g if cache.slots is None else torch.cat((cache.slots, g), dim=1)
+        for projected in cache.global_attn:  # the local layers project the slots again at the next byte
+            projected.k = projected.v = None
+
+    def decode_step(self, state: DecodingState, tokens: torch.Tensor) -> torch.Tensor:
+        """Feed tokens (B,), the bytes at target position ``state.cache.length``; -> next-byte logits (B, V).
+
+        Equal to the last position of :meth:`decode` over the whole prefix (``test_blt`` checks it
+        byte by byte), at the cost of one byte: the byte is embedded; if it completes a target patch,
+        the patch is pooled and becomes the next global slot; then it runs through the local decoder
+        against the cached window, slots and source.
+        """
+        _check_ids(tokens[:, None], VOCAB_SIZE - 1, "tokens")
+        cache = state.cache
+        position = cache.length
+        x = self.local_decoder.embed_bytes(tokens[:, None], position)  # (B, 1, D)
+        cache.patch = x if cache.patch is None else torch.cat((cache.patch, x), dim=1)
+        cache.length += 1
+        if cache.patch.size(1) == self.patch_tgt:  # bytes position + 1 - P .. position: a complete patch
+            whole = torch.ones(x.size(0), 1, self.patch_tgt, dtype=torch.bool, device=x.device)
+            pooled, _ = self.tgt_pooling(cache.patch, whole)  # (B, 1, D)
+            self._add_slot(state, pooled)
+            cache.patch = None
+        read, read_mask = state.source if self.source_memory == "bytes" else (state.memory, state.memory_mask)
+        return self.local_decoder.step(x, position, cache, read, read_mask)[:, -1]
+
     def forward(self, src, src_member, tgt_in, tgt_member=None) -> torch.Tensor:
         memory, memory_mask, source = self.encode_source(src, src_member)
         return self.decode(tgt_in, memory, memory_mask, tgt_member, source)
@@ -419,31 +522,3 @@ class BLTModel(nn.Module):
     def num_params(self) -> int:
         """Trainable parameters; the tied output head is counted once."""
         return sum(p.numel() for p in self.parameters())
-
-
-@torch.no_grad()
-def greedy_decode_blt(model: BLTModel, src: torch.Tensor, src_member: torch.Tensor, max_len: int,
-                      bos_id: int = BOS_ID, eos_id: int = EOS_ID, step_hook=None) -> torch.Tensor:
-    """src (B, Ls), src_member (B, Ks, Ls) -> (B, <= max_len) generated byte ids, without BOS.
-
-    The encoder runs once; its memory is reused at every step, and the decoder side is
-    recomputed over the whole prefix (no cache: target patches and the patch-causal
-    mask are cheap to rebuild, and the prefix is at most a chunk long).  Same output
-    convention as ``Seq2SeqTransformer.greedy_decode``: a row keeps its EOS, then PAD;
-    PAD is never predicted; the loop stops when every row has emitted EOS.
-    """
-    memory, memory_mask, source = model.encode_source(src, src_member)
-    B = src.size(0)
-    ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
-    done = torch.zeros(B, dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
-        logits = model.decode(ys, memory, memory_mask, source=source)[:, -1]  # (B, V)
-        logits[:, PAD_ID] = float("-inf")
-        if step_hook is not None:  # e.g. cipherlab.decode.LengthConstraint
-            logits = step_hook(logits, ys)
-        next_id = logits.argmax(dim=-1).masked_fill(done, PAD_ID)  # (B,)
-        ys = torch.cat((ys, next_id[:, None]), dim=1)
-        done |= next_id == eos_id
-        if done.all():
-            break
-    return ys[:, 1:]

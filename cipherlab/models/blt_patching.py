@@ -39,14 +39,16 @@ import numpy as np
 import torch
 
 from cipherlab.cipher import bits_to_bytes
+from cipherlab.config import Config
 from cipherlab.data import collate
 from cipherlab.tokenizers.bytes import PAD_ID
 
 N_BYTES = 256                  # byte values 0..255; PAD/BOS/EOS never reach the entropy model
 DEFAULT_MIN_COUNT = 10         # a context seen fewer times backs off to a shorter one
-DEFAULT_PERCENTILE = 75.0      # threshold = this percentile of the training entropies (seed 000 §4.3)
-DEFAULT_MAX_PATCH = 12         # longest source patch (seed 000 §4.3)
-DEFAULT_PATCH_TGT = 4          # fixed target patch size
+# The defaults of the configuration, defined once, in cipherlab.config.Config (seed 000 §4.3):
+DEFAULT_PERCENTILE = Config.blt_entropy_percentile  # threshold = this percentile of the training entropies
+DEFAULT_MAX_PATCH = Config.blt_max_patch            # longest source patch
+DEFAULT_PATCH_TGT = Config.blt_patch_tgt            # fixed target patch size
 
 
 def as_byte_array(seq, where: str = "sequence") -> np.ndarray:

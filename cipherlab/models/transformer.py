@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import KVCache, MultiHeadAttention, causal_mask, make_attention, padding_mask
+from .attention import KVCache, MultiHeadAttention, causal_mask, make_attention, padding_mask, select_rows
 from .norm import make_norm
 from .embedding import BitFactoredEmbedding, KeyPhaseEmbedding
 from .positional import LearnedPositionalEncoding, RotaryPositionalEmbedding, SinusoidalPositionalEncoding
@@ -141,6 +141,26 @@ class DecoderCache:
                 "cross_attn": sum(c.nbytes for c in self.cross_attn)}
 
 
+@dataclass
+class DecodingState:
+    """One batch's incremental decoding, between two calls of a model's ``decode_step``.
+
+    The encoder runs once, in ``begin_decoding``: ``memory`` and ``memory_mask`` are its output
+    and key-padding mask, reused at every step. ``cache`` holds what the decoder side keeps: a
+    :class:`DecoderCache` for C1-C4, a ``BLTDecoderCache`` for C5. ``source``: C5's source byte
+    states and mask (``source_memory="bytes"``), None otherwise. :meth:`select` keeps the batch
+    rows a beam search continues (:func:`cipherlab.decode.beam_search`).
+    """
+
+    memory: torch.Tensor  # (B, Ls, D), or (B, Ks, D) source patches for C5
+    memory_mask: torch.Tensor  # (B, 1, 1, Ls)
+    cache: object
+    source: tuple | None = None
+
+    def select(self, index: torch.Tensor) -> "DecodingState":
+        return select_rows(self, index)
+
+
 class Decoder(nn.Module):
     """n_layers DecoderLayers and a final norm: (B, Lt, D) target embeddings + memory -> (B, Lt, D).
 
@@ -204,8 +224,8 @@ class Seq2SeqTransformer(nn.Module):
     the target embedding matrix itself (weight tying). ``src_codes``/``tgt_codes`` (token id ->
     byte or character code, None for a special or multi-character token) make the tables
     bit-factored (``cipherlab.models.embedding``); ``phase_embedding`` adds a learned vector per
-    key phase (position mod 8) to both sides' embeddings. Call model.eval() before
-    greedy_decode: dropout is not switched off.
+    key phase (position mod 8) to both sides' embeddings. Call model.eval() before decoding
+    (``cipherlab.decode``): dropout is not switched off for you.
     """
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model=256, n_heads=8, enc_layers=4, dec_layers=4,
@@ -269,35 +289,22 @@ class Seq2SeqTransformer(nn.Module):
         memory, src_mask = self.encode(src)
         return self.decode(tgt_in, memory, src_mask)
 
-    @torch.no_grad()
-    def greedy_decode(self, src, bos_id, eos_id, max_len, use_cache=True, step_hook=None):
-        """src (B, Ls) -> (B, <= max_len) generated ids, without BOS.
+    def begin_decoding(self, src) -> DecodingState:
+        """Encode src (B, Ls) once and start an empty decoder cache; then call :meth:`decode_step`.
 
-        Every row starts from BOS and appends its argmax token; a row that has emitted
-        EOS (kept in the output) continues with PAD, and the loop stops once every row
-        has emitted EOS or after max_len tokens. PAD is never predicted: it is not a
-        training target, and masking it as a key is what would make cached and uncached
-        decoding differ. use_cache=False recomputes the whole prefix at every step.
-        step_hook(logits (B, V), ys (B, t)) -> logits may change the scores before each argmax
-        (cipherlab.decode.LengthConstraint uses it).
+        The decoding loops (greedy, length-aware, beam search) are in :mod:`cipherlab.decode`; they
+        drive every model family through these two methods.
         """
         memory, src_mask = self.encode(src)
-        B = src.size(0)
-        ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
-        done = torch.zeros(B, dtype=torch.bool, device=src.device)
-        cache = self.decoder.new_cache() if use_cache else None
-        for _ in range(max_len):
-            step_in = ys[:, -1:] if use_cache else ys
-            logits = self.decode(step_in, memory, src_mask, cache)[:, -1]  # (B, V)
-            logits[:, self.tgt_pad_id] = float("-inf")
-            if step_hook is not None:
-                logits = step_hook(logits, ys)
-            next_id = logits.argmax(dim=-1).masked_fill(done, self.tgt_pad_id)  # (B,)
-            ys = torch.cat((ys, next_id[:, None]), dim=1)
-            done |= next_id == eos_id
-            if done.all():
-                break
-        return ys[:, 1:]
+        return DecodingState(memory, src_mask, self.decoder.new_cache())
+
+    def decode_step(self, state: DecodingState, tokens: torch.Tensor) -> torch.Tensor:
+        """Feed tokens (B,), the ids at target position ``state.cache.length``; -> next-token logits (B, V).
+
+        Only the new position runs through the decoder: its self-attention reads the cached keys and
+        values of the earlier positions, and its cross-attention the memory projected at the first step.
+        """
+        return self.decode(tokens[:, None], state.memory, state.memory_mask, state.cache)[:, -1]
 
     def num_params(self) -> int:
         """Trainable parameters; the tied output head is counted once (it is tgt_embed)."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cipherlab.tables import markdown_table
+
 HERE = Path(__file__).resolve().parent
 
 INTRO = """# Learning the cipher, not the corpus: first probes
@@ -59,8 +61,7 @@ def main() -> None:
     records = [json.loads(p.read_text()) for p in sorted(HERE.glob("*.json"))]
     headers = ["run", "epochs", "random strings: characters % / exact", "stdlib: bit % / exact %",
                "Brown test: bit % / exact %", "Brown test, free decoding: bit % / exact %"]
-    lines = [INTRO.format(reference=reference()), "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(row(r)) + " |" for r in records]
+    lines = [INTRO.format(reference=reference()), markdown_table(headers, [row(r) for r in records])]
     lines += ["", "Commands: the `command` field of each record. Goals (issue 16): random strings "
               "≥ 99.9 % of characters and ≥ 95 % exact; English outside the corpus ≥ 99.9 % bits and "
               "≥ 90 % exact; Brown test ≥ 99.9 % bits and ≥ 95 % exact with free decoding.", ""]

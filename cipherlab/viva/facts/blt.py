@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from cipherlab.cipher import bits_to_bytes
+from cipherlab.codec import build_model
 from cipherlab.config import Config, make_config
 from cipherlab.data import CHUNK_CHARS, load_corpus
 from cipherlab.models.blt import BLTModel, ByteEntropyModel, WindowedSelfAttention, fixed_patch_membership
-from cipherlab.models.transformer import Seq2SeqTransformer
 from cipherlab.tokenizers.bytes import PAD_ID, VOCAB_SIZE
 from cipherlab.viva.facts.positional import calibration_bits, calibration_lines, calibration_run, scored_step
 
@@ -224,11 +224,9 @@ def worst_leak(model: BLTModel, mask_fn, tgt: torch.Tensor, memory, memory_mask,
 
 @functools.lru_cache(maxsize=None)
 def c5_model(preset: str) -> BLTModel:
-    """C5 at ``preset``'s sizes, built as training builds it (``ByteCodec.build_model``), seeded."""
-    c = make_config("c5", preset)
+    """C5 at ``preset``'s sizes, built as training builds it (:func:`cipherlab.codec.build_model`), seeded."""
     torch.manual_seed(0)
-    return BLTModel(**c.model_hyperparameters(), local_layers=c.blt_local_layers, window=c.blt_window,
-                    patch_tgt=c.blt_patch_tgt, source_memory=c.blt_source_memory)
+    return build_model(make_config("c5", preset))
 
 
 @functools.lru_cache(maxsize=None)
@@ -242,11 +240,8 @@ def c1_params(preset: str) -> int:
     c = make_config("c1", preset)
     if c.src_vocab is None or c.tgt_vocab is None:
         from cipherlab.codec import fit_codec, select_lines
-        codec = fit_codec(c, select_lines(corpus(), c))
-        src_vocab, tgt_vocab = codec.src.vocab_size, codec.tgt.vocab_size
-    else:
-        src_vocab, tgt_vocab = c.src_vocab, c.tgt_vocab
-    return Seq2SeqTransformer(src_vocab, tgt_vocab, **c.model_hyperparameters()).num_params()
+        return build_model(c, fit_codec(c, select_lines(corpus(), c))).num_params()
+    return build_model(c, vocab_sizes=(c.src_vocab, c.tgt_vocab), pad_id=0).num_params()
 
 
 def c5_parts(preset: str) -> dict:

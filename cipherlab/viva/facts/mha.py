@@ -13,6 +13,7 @@ import functools
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from cipherlab.decode import greedy_decode
 from cipherlab.models.attention import MultiHeadAttention, repeat_kv
 from cipherlab.models.transformer import Seq2SeqTransformer, cross_kv_cache_bytes, kv_cache_bytes
 from cipherlab.results import EQUAL_EPOCHS_RUN, PRIMARY_RUN, load_run, metric, single_change_rows
@@ -123,7 +124,7 @@ def decode_flops(m: Seq2SeqTransformer, src: torch.Tensor, steps: int, use_cache
         m.encode(src)
     encoder = counter.get_total_flops()
     with FlopCounterMode(display=False) as counter:
-        m.greedy_decode(src, bos_id=1, eos_id=-1, max_len=steps, use_cache=use_cache)
+        greedy_decode(m, src, bos_id=1, eos_id=-1, max_len=steps, use_cache=use_cache)
     return counter.get_total_flops() - encoder
 
 

@@ -19,6 +19,7 @@ import torch
 
 from cipherlab.config import make_config
 from cipherlab.data import CHUNK_CHARS
+from cipherlab.decode import greedy_decode
 from cipherlab.models.attention import MultiHeadAttention, causal_mask
 from cipherlab.models.positional import (LearnedPositionalEncoding, RotaryPositionalEmbedding,
                                          SinusoidalPositionalEncoding, interleaved_to_half_split,
@@ -273,7 +274,7 @@ def padding_shift_check(shift: int = KEY_PERIOD, n_chunks: int = 4) -> dict:
         memory, _ = model.encode(ids)
         memory_shifted, _ = model.encode(shifted)
         for name, src in (("as is", ids), ("shifted", shifted)):
-            out = model.greedy_decode(src, codec.bos_id, codec.eos_id, config.chunk_chars + 1)
+            out = greedy_decode(model, src, codec.bos_id, codec.eos_id, config.chunk_chars + 1)
             texts[name] = [codec.decode_target([t for t in row.tolist() if t not in (codec.eos_id, codec.tgt_pad_id)])
                            .ljust(config.chunk_chars)[:config.chunk_chars] for row in out]
     plains = [chunk.plain for chunk in chunks]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 
 import sacrebleu
 
@@ -156,6 +157,23 @@ def beam_slowdown(config: str) -> float:
 def decode_lps(config: str) -> float:
     """Lines per second the committed model decoded its test lines at (greedy, its own record)."""
     return records(EXTENDED_RUN)[config]["decode_lines_per_s"]
+
+
+@functools.cache
+def decode_benchmark() -> dict:
+    """benchmarks/results/decode.json (``benchmarks/bench_decode.py``): the committed ablation models decoding."""
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
+    return json.loads(path.read_text(encoding="utf-8"))["configurations"]
+
+
+def bench_lps(config: str, decoding: str = "greedy") -> float:
+    """Lines per second of ``config``'s committed ablation model in decode.json ("greedy", "beam4", ...)."""
+    return decode_benchmark()[config]["lines_per_second"][decoding]["lines_per_s"]
+
+
+def bench_beam_cost() -> list[float]:
+    """How many times greedy decoding's time batched, cached beam search took, per configuration."""
+    return [bench_lps(c) / bench_lps(c, f"beam{r['beam']['beam_size']}") for c, r in decode_benchmark().items()]
 
 
 def extended_c5_minus_c2() -> float:
@@ -316,6 +334,14 @@ FACTS = {
     "res_cached_positions": lambda: _chunk_chars() + 1,
     "res_c2_decode_lps": lambda: decode_lps("c2"),
     "res_c5_decode_lps": lambda: decode_lps("c5"),
+    "res_bench_lines": lambda: decode_benchmark()["c5"]["lines_per_second"]["lines"],
+    "res_bench_c1_lps": lambda: bench_lps("c1"),
+    "res_bench_c2_lps": lambda: bench_lps("c2"),
+    "res_bench_c5_lps": lambda: bench_lps("c5"),
+    "res_bench_c5_cache_bytes": lambda: decode_benchmark()["c5"]["cache"]["target_tokens"],
+    "res_bench_c5_cache_speedup": lambda: decode_benchmark()["c5"]["cache"]["speedup"],
+    "res_bench_beam_cost_min": lambda: min(bench_beam_cost()),
+    "res_bench_beam_cost_max": lambda: max(bench_beam_cost()),
     # §7.9 Q1: what one change at a time guarantees
     "res_seeds": lambda: len({r["seed"] for r in records().values()}),
     "res_c1_exact_se": lambda: pct(exact_lines_stderr(records()["c1"])),
@@ -344,7 +370,6 @@ FACTS = {
     "res_ext_c2_epochs": lambda: records(EXTENDED_RUN)["c2"]["epochs"],
     "res_equal_c5_exact": lambda: against_c1("c5", "sequence_accuracy"),
     "res_equal_c5_se": lambda: se_against_c1("c5"),
-    "res_c5_decode_slowdown": lambda: decode_lps("c2") / decode_lps("c5"),
     "res_c5_epoch_ratio": lambda: epoch_ratio("c5"),
     "res_c1_bit": lambda: bit_pct("c1"),
     "res_bits_c1_bit": lambda: bit_pct("c1", BITS_RUN),

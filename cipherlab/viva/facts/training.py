@@ -6,6 +6,7 @@ Every function runs cipherlab's own code (``cipherlab.models.transformer``, ``ci
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import random
@@ -15,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cipherlab.codec import fit_codec, select_lines
+from cipherlab.codec import build_model, fit_codec, select_lines
 from cipherlab.config import make_config
 from cipherlab.data import CHUNK_CHARS, BucketBatchSampler, ByteChunkDataset, load_corpus, make_chunks, padding_waste
 from cipherlab.models.transformer import Seq2SeqTransformer
@@ -34,8 +35,7 @@ CONFIDENT_MARGIN = 20.0  # logit of the correct token minus every other logit, f
 def assignment_model() -> Seq2SeqTransformer:
     """A freshly initialised C1 model at the assignment's sizes and vocabularies, seeded."""
     torch.manual_seed(0)
-    c = ASSIGNMENT
-    return Seq2SeqTransformer(c.src_vocab, c.tgt_vocab, **c.model_hyperparameters())
+    return build_model(ASSIGNMENT, vocab_sizes=(ASSIGNMENT.src_vocab, ASSIGNMENT.tgt_vocab), pad_id=0)
 
 
 def tying_saves() -> int:
@@ -68,8 +68,8 @@ def init_scales(embed_std: float, batch: int = 4, length: int = 64, seed: int = 
     """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = Seq2SeqTransformer(ASSIGNMENT.src_vocab, ASSIGNMENT.tgt_vocab,
-                                   **{**ASSIGNMENT.model_hyperparameters(), "dropout": 0.0})
+        model = build_model(dataclasses.replace(ASSIGNMENT, dropout=0.0),
+                            vocab_sizes=(ASSIGNMENT.src_vocab, ASSIGNMENT.tgt_vocab), pad_id=0)
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for table in (model.src_embed, model.tgt_embed):
@@ -273,7 +273,7 @@ def sample_lengths(n_lines: int = SAMPLE_LINES) -> dict:
     """Source lengths of the chunks of the first ``n_lines`` training lines: in bytes, and in BPE tokens.
 
     The BPE tokens are those of the ``smoke`` preset's bits-mode source tokenizer (small and quick
-    to learn; the assignment's 1024-token one takes over a minute to learn and encode on a CPU).
+    to learn; the assignment's 1024-token one is far slower to learn and encode on a CPU).
     """
     corpus = load_corpus()
     smoke = make_config("c1", "smoke")
