@@ -25,6 +25,7 @@ from cipherlab.config import CONFIG_NAMES, make_config
 from cipherlab.data import BucketBatchSampler, load_corpus, make_chunks
 from cipherlab.device import autocast
 from cipherlab.models import ScaledDotProductAttention
+from cipherlab.models.blt import BLTModel
 from cipherlab.train import Batches, Trainer, fused_attention_on, seed_everything
 from cipherlab.viva.facts.blt import c5_model
 from cipherlab.viva.facts.mha import SRC_VOCAB, TGT_VOCAB
@@ -162,6 +163,10 @@ def test_one_bf16_step_of_the_full_size_c5_has_chapter_7s_parameter_count(tmp_pa
     codec = ByteCodec.fit(config, corpus)
     model = build_model(config, codec)
     assert model.num_params() == c5_model("assignment").num_params()
+    by_hand = BLTModel(**config.model_hyperparameters(), local_layers=config.blt_local_layers,
+                       window=config.blt_window, patch_tgt=config.blt_patch_tgt,
+                       source_memory=config.blt_source_memory)  # not through build_model: an independent count
+    assert model.num_params() == by_hand.num_params()
     _full_size_step(model, config, _short_batch(codec, corpus), codec.tgt_pad_id, tmp_path)
 
 
