@@ -67,15 +67,7 @@ def browser():
 
 # Files a page asks for and does not get, known and not the book's own doing (each is a defect to
 # fix upstream or in the chapter, listed here so that any new one fails):
-KNOWN_MISSING = {
-    # ipywidgets' html-manager (embed-amd.js) asks for its icon fonts next to the page, on pages
-    # that carry saved widget state (tqdm's bars, chapter 10's kernel-only deck); no icon is shown
-    r"/@jupyter-widgets/html-manager/dist/[0-9a-f]+\.(woff2?|ttf)$":
-        "ipywidgets' icon fonts, requested relative to the page",
-    # matplotlib's to_jshtml() player (chapter 4) links Font Awesome 4.4 from a CDN for its buttons
-    r"^https://maxcdn\.bootstrapcdn\.com/font-awesome/":
-        "matplotlib's animation player links its button icons from a CDN",
-}
+KNOWN_MISSING: dict[str, str] = {}  # none: widget icon fonts and the player's icons are self-hosted (_vendor/README.md)
 
 # MathJax typesets after the page has loaded: wait until it has, where the page loads it.
 WAIT_FOR_MATHJAX = """async () => {
@@ -88,10 +80,7 @@ WAIT_FOR_MATHJAX = """async () => {
 }"""
 
 # Script errors known and not the book's own doing, by page: listed so that any other one fails.
-KNOWN_ERRORS = {
-    # chapter 1 saves an ipywidgets Output widget; the html-manager of embed-amd.js cannot rebuild it
-    "01_task.html": r"^uncaught: Cannot read properties of undefined \(reading 'Queue'\)$",
-}
+KNOWN_ERRORS: dict[str, str] = {}  # none: chapter 1's widget is a Text and an HTML widget, no Output
 
 
 class Page:
