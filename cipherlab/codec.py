@@ -58,15 +58,17 @@ class SubwordCodec:
 
     kind = "bpe"
 
-    def __init__(self, src_tokenizer, tgt_tokenizer):
+    def __init__(self, src_tokenizer, tgt_tokenizer, source_eos: bool = False):
         self.src, self.tgt = src_tokenizer, tgt_tokenizer
+        self.source_eos = source_eos  # Config.source_eos: every source ends with the source EOS token
         self.src_pad_id, self.tgt_pad_id = src_tokenizer.pad_id, tgt_tokenizer.pad_id
         self.bos_id, self.eos_id = tgt_tokenizer.bos_id, tgt_tokenizer.eos_id
 
     @classmethod
     def fit(cls, config: Config, corpus) -> SubwordCodec:
         """Train (or load from the corpus cache) both tokenizers on the training split only."""
-        return cls(*get_tokenizers(corpus, config.source_mode, config.src_vocab, config.tgt_vocab))
+        return cls(*get_tokenizers(corpus, config.source_mode, config.src_vocab, config.tgt_vocab),
+                   source_eos=config.source_eos)
 
     def build_model(self, config: Config) -> nn.Module:
         return build_model(config, self)
@@ -90,13 +92,13 @@ class SubwordCodec:
         return codes
 
     def dataset(self, chunks):
-        return SubwordChunkDataset(chunks, self.src, self.tgt)
+        return SubwordChunkDataset(chunks, self.src, self.tgt, self.source_eos)
 
     def collate(self, examples) -> dict[str, torch.Tensor]:
         return collate(examples, self.src_pad_id, self.tgt_pad_id)
 
     def encode_source(self, bits: str) -> list[int]:
-        return self.src.encode(bits)
+        return [*self.src.encode(bits), *([self.src.eos_id] if self.source_eos else [])]
 
     def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
         return {"src": collate([(s, []) for s in sources], self.src_pad_id, self.tgt_pad_id)["src"]}
@@ -116,7 +118,8 @@ class SubwordCodec:
 
     @classmethod
     def from_artifacts(cls, artifacts: dict, config: Config) -> SubwordCodec:
-        return cls(_tokenizer_from_text(artifacts["src_tokenizer"]), _tokenizer_from_text(artifacts["tgt_tokenizer"]))
+        return cls(_tokenizer_from_text(artifacts["src_tokenizer"]), _tokenizer_from_text(artifacts["tgt_tokenizer"]),
+                   source_eos=config.source_eos)
 
     def identity(self) -> dict:
         return {key: _sha256(text) for key, text in self.artifacts().items()}
@@ -134,6 +137,7 @@ class ByteCodec:
     def __init__(self, entropy_model, threshold: float, config: Config):
         self.entropy_model, self.threshold = entropy_model, threshold
         self.max_patch, self.patch_tgt = config.blt_max_patch, config.blt_patch_tgt
+        self.source_eos = config.source_eos  # every source ends with EOS, in a patch of its own
         self.src_pad_id = self.tgt_pad_id = PAD_ID
         self.bos_id, self.eos_id = BOS_ID, EOS_ID
         self.bytes = ByteTokenizer()
@@ -152,14 +156,15 @@ class ByteCodec:
 
     def collate(self, examples) -> dict[str, torch.Tensor]:
         return collate_bytes(
-            examples, self.entropy_model, self.threshold, max_patch=self.max_patch, patch_tgt=self.patch_tgt
+            examples, self.entropy_model, self.threshold, max_patch=self.max_patch, patch_tgt=self.patch_tgt,
+            source_eos=self.source_eos,
         )
 
     def encode_source(self, bits: str) -> list[int]:
         return self.bytes.encode_cipher(bits)
 
     def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
-        src, src_member = collate_source(sources, self.entropy_model, self.threshold, self.max_patch)
+        src, src_member = collate_source(sources, self.entropy_model, self.threshold, self.max_patch, self.source_eos)
         return {"src": src, "src_member": src_member}
 
     def token_chars(self) -> list[int]:

@@ -34,11 +34,15 @@ __all__ = [
     "COMPONENTS",
     "CONFIG_NAMES",
     "PRESETS",
+    "RECIPES",
+    "DEFAULT_RECIPE",
     "Config",
     "ConfigError",
     "config_from_dict",
     "make_config",
     "parse_field",
+    "recipe_caveats",
+    "recipe_of",
 ]
 
 
@@ -86,6 +90,10 @@ class Config:
     max_eval_lines: int | None = None  # use only the first N val and test lines (None: all)
     # --- learning the cipher rather than the corpus (shared by all five; see cipherlab.data.phase_shuffle) ---
     phase_shuffle: float = 0.0  # share of training chunks replaced by a phase-preserving shuffle (0..1)
+    case_flip: float = 0.0  # with phase_shuffle: chance that each letter of a shuffled chunk flips case (bit 5 of its cipher byte too)
+    # end every cipher sequence with an end-of-source token: the decoder's EOS then lines up with a token
+    # (target position n reads source position n) instead of with the absence of one
+    source_eos: bool = False
     bit_embeddings: bool = False  # byte/character embeddings (and the tied head) linear in the 8 bits
     phase_embedding: bool = False  # add a learned vector per key phase (position mod 8) to the embeddings
 
@@ -130,6 +138,13 @@ class Config:
                 raise ConfigError(f"{field}={value}: must be at least 1 (a run with {field} {value} trains nothing)")
         if not 0.0 <= self.phase_shuffle <= 1.0:
             raise ConfigError(f"phase_shuffle={self.phase_shuffle}: a share of the training chunks, 0 to 1")
+        if not 0.0 <= self.case_flip <= 1.0:
+            raise ConfigError(f"case_flip={self.case_flip}: a probability per letter, 0 to 1")
+        if self.case_flip and not self.phase_shuffle:
+            raise ConfigError(
+                f"case_flip={self.case_flip} with phase_shuffle=0: case flips apply to the shuffled "
+                "chunks only; set phase_shuffle above 0 too"
+            )
         if self.chunk_chars % 8:
             raise ConfigError(
                 f"chunk_chars={self.chunk_chars} is not a multiple of 8: chunks would start "
@@ -157,9 +172,14 @@ class Config:
         """The four fields the ablation varies, e.g. ``{"pos_encoding": "rope", ...}``."""
         return {field: getattr(self, field) for field in COMPONENTS}
 
+    @property
+    def recipe(self) -> str:
+        """The training recipe these fields make: ``cipher``, ``shuffles``, ``notes`` or ``custom``."""
+        return recipe_of(self)
+
     def to_dict(self) -> dict:
-        """Plain-Python form (for checkpoints and results files)."""
-        return dataclasses.asdict(self)
+        """Plain-Python form (for checkpoints and results files), with the recipe's name."""
+        return {**dataclasses.asdict(self), "recipe": self.recipe}
 
 
 # Fields the ablation varies, and the values each may take.
@@ -247,26 +267,91 @@ PRESETS = {
 }
 
 
-def make_config(name: str, preset: str = "assignment", **overrides) -> Config:
-    """Configuration ``name`` (c1..c5) sized by ``preset``; ``overrides`` win over both.
+# A *recipe* is how the five are trained: the same for all five and for every preset, so it never
+# confounds the ablation. "cipher" is the default: it learns the cipher rather than the corpus.
+# "notes" is the course notes' own training; "shuffles" the first recipe that learned the cipher
+# (results/learn/ablation), kept so its records keep a name.
+RECIPES = {
+    "cipher": dict(
+        phase_shuffle=1.0,  # every training chunk a phase-preserving shuffle: no English left to lean on
+        case_flip=0.5,  # ... and each of its letters in either case: upper case is no longer rare
+        source_eos=True,  # the decoder's EOS reads a source token, not the absence of one
+        bit_embeddings=True,  # bytes and characters embedded (and scored) linearly in their 8 bits
+        phase_embedding=True,  # a learned vector per key phase, position mod 8
+        select_on="val_accuracy",  # the loss of a bit-linear head is the wrong signal (see select_on)
+    ),
+    "shuffles": dict(
+        phase_shuffle=1.0, case_flip=0.0, source_eos=False, bit_embeddings=True, phase_embedding=True,
+        select_on="val_accuracy",
+    ),
+    "notes": dict(
+        phase_shuffle=0.0, case_flip=0.0, source_eos=False, bit_embeddings=False, phase_embedding=False,
+        select_on="val_loss",
+    ),
+}
+DEFAULT_RECIPE = "cipher"
+
+
+def recipe_of(config: Config) -> str:
+    """The name of the recipe ``config`` was trained with, or ``"custom"`` when its recipe fields
+    match none of :data:`RECIPES` (a run that changed one of them).
+
+    >>> recipe_of(make_config("c1", "cpu")), recipe_of(make_config("c1", "cpu", recipe="notes"))
+    ('cipher', 'notes')
+    """
+    for name, fields in RECIPES.items():
+        if all(getattr(config, field) == value for field, value in fields.items()):
+            return name
+    return "custom"
+
+
+def recipe_caveats(config: Config) -> list[str]:
+    """What of the recipe a configuration's tokenization cannot take, one sentence each (empty
+    when it takes all of it). Training records carry these, so nothing is dropped silently."""
+    notes = []
+    if config.tokenization == "bpe" and config.source_mode == "bits":
+        if config.bit_embeddings:
+            notes.append(
+                "bit_embeddings: the source tokens are BPE pieces of the bit string, not whole bytes, so each "
+                "source token keeps a free embedding row; only the target characters are bit-factored"
+            )
+        if config.phase_embedding:
+            notes.append(
+                "phase_embedding: source token i is not character i of a bits-mode BPE, so the source's key-phase "
+                "vectors follow token positions, not characters; the target side's follow characters"
+            )
+    if config.tokenization == "bpe" and config.tgt_vocab is not None and config.bit_embeddings:
+        notes.append(
+            "bit_embeddings: target BPE tokens longer than one character keep a free embedding row"
+        )
+    return notes
+
+
+def make_config(name: str, preset: str = "assignment", recipe: str = DEFAULT_RECIPE, **overrides) -> Config:
+    """Configuration ``name`` (c1..c5) sized by ``preset``, trained by ``recipe``; ``overrides``
+    win over all three.
 
     >>> make_config("c3", "cpu").attn_type, make_config("c3", "cpu").d_model
     ('gqa', 128)
+    >>> make_config("c1", "cpu").phase_shuffle, make_config("c1", "cpu", recipe="notes").phase_shuffle
+    (1.0, 0.0)
     """
-    name, preset = name.lower(), preset.lower()
+    name, preset, recipe = name.lower(), preset.lower(), recipe.lower()
     _check_choice("configuration", name, CONFIG_NAMES)
     _check_choice("preset", preset, tuple(PRESETS))
+    _check_choice("recipe", recipe, tuple(RECIPES))
     fields = {f.name for f in dataclasses.fields(Config)}
     unknown = sorted(set(overrides) - fields)
     if unknown:
         raise ConfigError(f"unknown Config field(s) {unknown}; the fields are {sorted(fields)}")
-    values = {**PRESETS[preset], **_VARIANTS[name], **overrides}
+    values = {**PRESETS[preset], **RECIPES[recipe], **_VARIANTS[name], **overrides}
     return Config(name=name, preset=preset, **values)
 
 
 def config_from_dict(values: dict) -> Config:
     """Rebuild a Config saved with :meth:`Config.to_dict` (e.g. read from a checkpoint)."""
     values = dict(values)
+    values.pop("recipe", None)  # a name computed from the fields (Config.recipe), not a field
     values["betas"] = tuple(values["betas"])
     fields = {f.name for f in dataclasses.fields(Config)}
     unknown = sorted(set(values) - fields)

@@ -338,13 +338,41 @@ def phase_shuffle(chunk: Chunk, rng: random.Random) -> Chunk:
     return Chunk(chunk.line, chunk.part, plain, cipher)
 
 
-def shuffle_chunks(chunks: Sequence[Chunk], share: float, seed: int) -> list[Chunk]:
+# Bit 5 (value 0x20) of a character code is its case for an ASCII letter; in the 8-bit groups of
+# the cipher, written most significant bit first, it is the third bit.
+CASE_BIT = 0x20
+_CASE_BIT_INDEX = 8 - CASE_BIT.bit_length()
+
+
+def case_flip(chunk: Chunk, probability: float, rng: random.Random) -> Chunk:
+    """A copy of ``chunk`` in which each ASCII letter has its case flipped with ``probability``,
+    and bit 5 of that character's 8-bit cipher group with it.
+
+    Upper and lower case of a letter differ in bit 5 alone, and XOR acts on each bit by itself:
+    ``(p ^ 0x20) ^ k == (p ^ k) ^ 0x20`` for any key byte ``k``. So a flipped pair is still a
+    valid pair of the cipher, and no knowledge of the key is used. Upper case is rare in English
+    (a few percent of Brown's letters); after flips, both cases of every letter meet every key
+    phase equally often.
+    """
+    if probability <= 0:
+        return chunk
+    plain, groups = list(chunk.plain), [chunk.cipher[8 * i: 8 * i + 8] for i in range(len(chunk.plain))]
+    for i, ch in enumerate(plain):
+        if ch.isascii() and ch.isalpha() and rng.random() < probability:
+            plain[i] = ch.swapcase()
+            g = groups[i]
+            groups[i] = g[:_CASE_BIT_INDEX] + ("1" if g[_CASE_BIT_INDEX] == "0" else "0") + g[_CASE_BIT_INDEX + 1:]
+    return Chunk(chunk.line, chunk.part, "".join(plain), "".join(groups))
+
+
+def shuffle_chunks(chunks: Sequence[Chunk], share: float, seed: int, flip_case: float = 0.0) -> list[Chunk]:
     """Replace a ``share`` of the chunks (chosen with ``seed``) by their phase-preserving
-    shuffles (:func:`phase_shuffle`); drawn once, so every epoch sees the same copies."""
+    shuffles (:func:`phase_shuffle`), each letter of a shuffled copy then case-flipped with
+    probability ``flip_case`` (:func:`case_flip`); drawn once, so every epoch sees the same copies."""
     if share <= 0:
         return list(chunks)
     rng = random.Random(seed)
-    return [phase_shuffle(c, rng) if rng.random() < share else c for c in chunks]
+    return [case_flip(phase_shuffle(c, rng), flip_case, rng) if rng.random() < share else c for c in chunks]
 
 
 def reassemble(pieces: Iterable[tuple[int, int, str]]) -> dict[int, str]:
@@ -372,11 +400,12 @@ def reassemble(pieces: Iterable[tuple[int, int, str]]) -> dict[int, str]:
 class SubwordChunkDataset(Dataset):
     """C1-C4: (source token ids, [BOS] + target token ids + [EOS]) for each chunk."""
 
-    def __init__(self, chunks: Sequence[Chunk], src_tokenizer, tgt_tokenizer):
+    def __init__(self, chunks: Sequence[Chunk], src_tokenizer, tgt_tokenizer, source_eos: bool = False):
         self.chunks = list(chunks)
         bos, eos = tgt_tokenizer.bos_id, tgt_tokenizer.eos_id
+        end = [src_tokenizer.eos_id] if source_eos else []  # Config.source_eos
         self.examples = [
-            (src_tokenizer.encode(c.cipher), [bos, *tgt_tokenizer.encode(c.plain), eos]) for c in self.chunks
+            ([*src_tokenizer.encode(c.cipher), *end], [bos, *tgt_tokenizer.encode(c.plain), eos]) for c in self.chunks
         ]
         self.src_lengths = [len(src) for src, _ in self.examples]
 
@@ -388,7 +417,8 @@ class SubwordChunkDataset(Dataset):
 
 
 class ByteChunkDataset(Dataset):
-    """C5: (cipher byte values, [BOS] + plaintext bytes + [EOS]) for each chunk; ids as tokenizers.bytes."""
+    """C5: (cipher byte values, [BOS] + plaintext bytes + [EOS]) for each chunk; ids as tokenizers.bytes.
+    (With ``Config.source_eos`` the collate function ends each source with EOS, in a patch of its own.)"""
 
     def __init__(self, chunks: Sequence[Chunk]):
         from .tokenizers.bytes import BOS_ID, EOS_ID

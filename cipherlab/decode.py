@@ -81,7 +81,6 @@ def decode_step(model: nn.Module, state, tokens: torch.Tensor) -> torch.Tensor:
     return model.decode(state.prefix, memory, mask)[:, -1]
 
 
-@torch.no_grad()
 def _limits(max_len: int | Sequence[int], rows: int, device) -> torch.Tensor:
     """(rows,) the most tokens each row may generate: one ``max_len`` for all, or one per row."""
     if isinstance(max_len, int):
@@ -91,6 +90,7 @@ def _limits(max_len: int | Sequence[int], rows: int, device) -> torch.Tensor:
     return torch.tensor(list(max_len), dtype=torch.long, device=device)
 
 
+@torch.inference_mode()  # no autograd graph: each step's cached keys and values would keep it alive
 def greedy_decode(model: nn.Module, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int | Sequence[int], *,
                   src_member: torch.Tensor | None = None, use_cache: bool = True, step_hook=None,
                   pad_id: int | None = None) -> torch.Tensor:
@@ -126,7 +126,7 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, bos_id: int, eos_id: int,
     return ys[:, 1:]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search(
     model: nn.Module,
     src: torch.Tensor,

@@ -85,14 +85,15 @@ __all__ = [
 NORM = "layernorm"  # C5 changes the tokenisation only; every other component is C1's
 
 
-def _check_ids(ids: torch.Tensor, allowed_max: int, name: str) -> None:
-    """Raise ValueError naming the first id of ``ids`` (B, L) outside 0..allowed_max and not PAD."""
-    bad = ((ids < 0) | (ids > allowed_max)) & (ids != PAD_ID)
+def _check_ids(ids: torch.Tensor, allowed_max: int, name: str, also: int | None = None) -> None:
+    """Raise ValueError naming the first id of ``ids`` (B, L) outside 0..allowed_max and not PAD
+    (nor ``also``: the EOS that ends a source under ``Config.source_eos``)."""
+    bad = ((ids < 0) | (ids > allowed_max)) & (ids != PAD_ID) & (ids != (PAD_ID if also is None else also))
     if bool(bad.any()):
         b, i = (int(x) for x in bad.nonzero()[0])
         raise ValueError(
             f"{name}[{b}, {i}] = {int(ids[b, i])} is not a valid id here (0..{allowed_max}, or PAD={PAD_ID}); "
-            f"source ids are cipher byte values 0..255, target ids are plaintext bytes plus "
+            f"source ids are cipher byte values 0..255 (and EOS={EOS_ID} at the end), target ids are plaintext bytes plus "
             f"BOS={BOS_ID}/EOS={EOS_ID}"
         )
 
@@ -419,7 +420,7 @@ class BLTModel(nn.Module):
         """-> memory, memory_mask as :meth:`encode`, and what the local decoder's second
         cross-attention reads: ``None`` with source_memory="patches" (it reads the memory), or
         (source byte states (B, Ls, D), their padding mask (B, 1, 1, Ls)) with "bytes"."""
-        _check_ids(src, 255, "src")
+        _check_ids(src, 255, "src", also=EOS_ID)
         if src_member.dim() != 3 or src_member.shape[0] != src.shape[0] or src_member.shape[2] != src.shape[1]:
             raise ValueError(f"src_member has shape {tuple(src_member.shape)}, expected (B, Ks, Ls) with "
                              f"(B, Ls) = {tuple(src.shape)}; build it with collate_bytes or collate_source")

@@ -41,7 +41,7 @@ import torch
 from cipherlab.cipher import bits_to_bytes
 from cipherlab.config import Config
 from cipherlab.data import collate
-from cipherlab.tokenizers.bytes import PAD_ID
+from cipherlab.tokenizers.bytes import EOS_ID, PAD_ID
 
 N_BYTES = 256                  # byte values 0..255; PAD/BOS/EOS never reach the entropy model
 DEFAULT_MIN_COUNT = 10         # a context seen fewer times backs off to a shorter one
@@ -240,20 +240,27 @@ def collate_source(
     entropy_model: ByteEntropyModel,
     threshold: float,
     max_patch: int = DEFAULT_MAX_PATCH,
+    source_eos: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sources -> (src (B, Ls) long, PAD-padded; src_member (B, Ks, Ls) bool).
 
     Each source is either a cipher bit string ('0'/'1', grouped 8 bits -> one byte;
     a length that is not a multiple of 8 raises ``cipher.DatasetError``, a ValueError)
     or its byte values.  Ls is at least 1, so a batch of empty lines still has a shape.
+    ``source_eos`` (``Config.source_eos``) ends every source with EOS_ID in a patch of its own,
+    after the entropy patches of its bytes.
     """
     arrays = [as_byte_array(bits_to_bytes(s) if isinstance(s, str) else s, f"source {b}")
               for b, s in enumerate(sources)]
     starts = [entropy_model.patch_boundaries(a, threshold, max_patch) for a in arrays]
-    padded = collate([(a.tolist(), []) for a in arrays], PAD_ID, PAD_ID)["src"]
+    rows = [a.tolist() for a in arrays]
+    if source_eos:
+        starts = [[*(st if a.size else []), a.size] for st, a in zip(starts, arrays)]
+        rows = [[*row, EOS_ID] for row in rows]
+    padded = collate([(row, []) for row in rows], PAD_ID, PAD_ID)["src"]
     if padded.size(1) == 0:
         padded = torch.full((len(arrays), 1), PAD_ID, dtype=torch.long)
-    return padded, patch_membership(starts, [a.size for a in arrays], padded.size(1))
+    return padded, patch_membership(starts, [len(row) for row in rows], padded.size(1))
 
 
 def collate_bytes(
@@ -263,6 +270,7 @@ def collate_bytes(
     *,
     max_patch: int = DEFAULT_MAX_PATCH,
     patch_tgt: int = DEFAULT_PATCH_TGT,
+    source_eos: bool = False,
 ) -> dict[str, torch.Tensor]:
     """Batch ``(cipher, [BOS] + plain bytes + [EOS])`` pairs for the BLT (cipher as in collate_source).
 
@@ -275,7 +283,7 @@ def collate_bytes(
                               computes itself when it is not given one)
     Teacher forcing: ``model(src, src_member, tgt[:, :-1])`` predicts ``tgt[:, 1:]``.
     """
-    src, src_member = collate_source([s for s, _ in batch], entropy_model, threshold, max_patch)
+    src, src_member = collate_source([s for s, _ in batch], entropy_model, threshold, max_patch, source_eos)
     tgt = collate([([], t) for _, t in batch], PAD_ID, PAD_ID)["tgt"]
     tgt_member = fixed_patch_membership(tgt[:, :-1] != PAD_ID, patch_tgt)
     return {"src": src, "src_member": src_member, "tgt": tgt, "tgt_member": tgt_member}

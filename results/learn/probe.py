@@ -37,12 +37,8 @@ from cipherlab.evaluate import versions  # noqa: E402
 from cipherlab.score import score_predictions  # noqa: E402
 from cipherlab.train import train_config  # noqa: E402
 
-ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" + " " * 6
-
-
-def random_strings(n: int = 30, seed: int = 2026) -> list[str]:
-    rng = random.Random(seed)
-    return ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(40, 120))).strip() or "a" for _ in range(n)]
+from cipherlab.config import recipe_caveats  # noqa: E402
+from cipherlab.probes import probe_sets  # noqa: E402
 
 
 def probe(model, codec, config, plain: list[str], cipher: list[str], length_aware: bool) -> dict:
@@ -80,6 +76,9 @@ def main(argv=None) -> int:
     parser.add_argument("--export", help="also export best.pt as this .safetensors file (relative to the repository)")
     parser.add_argument("--eval-only", action="store_true", help="probe runs/learn/<name>/best.pt again, no training")
     parser.add_argument("--resume", action="store_true", help="continue runs/learn/<name>/last.pt where it stopped")
+    parser.add_argument("--recipe", default="cipher", help="the training recipe (cipherlab.config.RECIPES)")
+    parser.add_argument("--more-sets", action="store_true",
+                        help="also decode random strings over the training alphabet, upper case and long lines")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     overrides = {}
@@ -88,7 +87,7 @@ def main(argv=None) -> int:
         overrides[field] = parse_field(field, value)
     if args.epochs is not None:
         overrides["max_epochs"] = args.epochs
-    config = make_config(args.config, "cpu", time_budget_s=60 * args.minutes, seed=args.seed, **overrides)
+    config = make_config(args.config, "cpu", args.recipe, time_budget_s=60 * args.minutes, seed=args.seed, **overrides)
     name = args.name or args.config
     out = ROOT / "runs" / "learn" / name
     started = time.monotonic()
@@ -112,9 +111,8 @@ def main(argv=None) -> int:
 
     corpus = load_corpus() if args.all_test else select_lines(load_corpus(), config)
     brown_plain, brown_cipher = corpus.lines("test")
-    stdlib_plain, stdlib_cipher = load_pairs(ROOT / "data" / "stdlib")
-    rand_plain = random_strings(args.random)
-    rand_cipher = [encrypt(t) for t in rand_plain]
+    sets = probe_sets(n_random=args.random)
+    cipher_of = {name: [encrypt(t) for t in lines] for name, lines in sets.items()}
     record = {
         "name": name, "config": args.config, "preset": "cpu", "overrides": overrides,
         "command": shlex.join(["python", "results/learn/probe.py", *(argv if argv is not None else sys.argv[1:])]),
@@ -123,8 +121,11 @@ def main(argv=None) -> int:
         # optimiser steps only, over every epoch (a resumed run's wall_seconds counts only its own call)
         "train_seconds": sum(json.loads(line)["seconds"] for line in (out / "log.jsonl").read_text().splitlines()
                              if line.strip()),
-        "random_strings": probe(model, codec, config, rand_plain, rand_cipher, True),
-        "stdlib": probe(model, codec, config, stdlib_plain, stdlib_cipher, True),
+        "recipe": config.recipe, "recipe_caveats": recipe_caveats(config),
+        "random_strings": probe(model, codec, config, sets["random_letters"], cipher_of["random_letters"], True),
+        "stdlib": probe(model, codec, config, sets["stdlib"], cipher_of["stdlib"], True),
+        **({name: probe(model, codec, config, sets[name], cipher_of[name], True)
+            for name in ("random_alphabet", "stdlib_upper", "stdlib_long")} if args.more_sets else {}),
         "brown_test": probe(model, codec, config, brown_plain, brown_cipher, True),
         "brown_test_free": probe(model, codec, config, brown_plain, brown_cipher, False),
         "hyperparameters": config.to_dict(), **versions(),
