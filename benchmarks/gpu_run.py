@@ -3,6 +3,8 @@
     python benchmarks/gpu_run.py                     # 13 minutes in all -> results/assignment/
     python benchmarks/gpu_run.py --budget-minutes 30 --configs c1,c5
     python benchmarks/gpu_run.py --plan              # print the time plan; needs no GPU
+    python benchmarks/gpu_run.py --cpu-check --results-dir /tmp/check --runs-dir /tmp/check
+                                                     # every step on a CPU, tiny sizes: a minute
 
 The budget is the device time of the whole run. Each configuration trains in its own process
 (``python -m cipherlab train``, so peak memory is its own) for its share of what is left,
@@ -12,8 +14,13 @@ leaves unused goes to the next. Validation and test use the first ``--eval-lines
 stays a small part of a short budget. Each ``results/assignment/c*.json`` names the GPU
 (``device_name``, from ``torch.cuda.get_device_name``); ``gpu_run.json`` beside them records
 the plan, what each configuration took and the command (a configuration whose budget ended
-inside its first epoch has no best.pt, hence no record, and is reported as failed). Refuses to start without CUDA: on a
-CPU use ``python -m cipherlab ablate --preset cpu``.
+inside its first epoch has no best.pt, hence no record, and is reported as failed), with each
+configuration's measured seconds per epoch (from its ``log.jsonl``). Every configuration trains
+with the default recipe (``cipherlab.config.RECIPES``) unless ``--recipe`` names another.
+Refuses to start without CUDA: on a CPU use ``python -m cipherlab ablate --preset cpu``, or
+``--cpu-check``, which runs every step of this script on the CPU with the ``smoke`` preset's
+sizes, 40 training lines, one epoch and 4 evaluation lines, so that the first GPU run cannot fail
+on a typo (``tests/test_gpu_paths.py`` runs it).
 """
 
 from __future__ import annotations
@@ -26,9 +33,17 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cipherlab.config import DEFAULT_RECIPE, RECIPES  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("c1", "c2", "c3", "c4", "c5")
 PRESET = "assignment"
+# --cpu-check: the smoke preset's sizes on the assignment preset's tokenization, 40 lines, one epoch
+CPU_CHECK = dict(d_model=32, n_heads=4, n_kv_heads=2, enc_layers=1, dec_layers=1, ffn_dim=64, blt_window=32,
+                 src_vocab=64, tgt_vocab=128, chunk_chars=32, max_train_lines=40, token_budget=2048,
+                 max_batch_size=32, warmup_steps=20, max_epochs=1)
+CPU_CHECK_EVAL_LINES = 4
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,12 +60,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data-dir", help="folder with brown_plain.txt (default: the repository's data/)")
     p.add_argument("--device", default="cuda", help="a CUDA device, default cuda")
     p.add_argument("--plan", action="store_true", help="print the time plan and exit (no GPU needed)")
+    p.add_argument("--recipe", default=DEFAULT_RECIPE, choices=list(RECIPES),
+                   help="the training recipe of all five (default: %(default)s)")
+    p.add_argument("--cpu-check", action="store_true",
+                   help="run every step on the CPU with tiny sizes and data (a minute; no GPU needed)")
     args = p.parse_args(argv)
     args.configs = [c.strip().lower() for c in args.configs.split(",") if c.strip()]
+    if args.cpu_check:
+        args.device, args.eval_lines = "cpu", min(args.eval_lines, CPU_CHECK_EVAL_LINES)
     unknown = [c for c in args.configs if c not in CONFIGS]
     if unknown or not args.configs:
         p.error(f"--configs {','.join(args.configs)}: expected some of {','.join(CONFIGS)}")
-    if not args.device.startswith("cuda"):
+    if not args.device.startswith("cuda") and not args.cpu_check:
         p.error(f"--device {args.device}: this script trains on a CUDA device (cuda, cuda:1, ...)")
     if args.eval_lines < 1:
         p.error(f"--eval-lines {args.eval_lines}: at least 1")
@@ -60,6 +81,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--budget-minutes {args.budget_minutes}: too short for {len(args.configs)} configurations "
                 f"({args.overhead:.0f} s overhead and at least 30 s of training each)")
     return args
+
+
+def epoch_seconds(log: Path) -> list[float]:
+    """Training seconds of each epoch of a run, read from its ``log.jsonl`` (empty when there is none)."""
+    if not log.is_file():
+        return []
+    return [json.loads(line)["seconds"] for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def training_seconds(remaining_s: float, configs_left: int, overhead_s: float) -> float:
@@ -79,8 +107,10 @@ def train_command(args: argparse.Namespace, config: str, budget_s: float) -> lis
         sys.executable, "-m", "cipherlab", "train", "--config", config, "--preset", PRESET,
         "--device", args.device, "--time-budget", f"{budget_s:.0f}", "--overwrite",
         "--out", str(Path(args.runs_dir) / PRESET / config), "--results-dir", args.results_dir,
-        "--set", f"max_eval_lines={args.eval_lines}",
+        "--set", f"max_eval_lines={args.eval_lines}", "--recipe", args.recipe,
     ]  # fmt: skip
+    if args.cpu_check:
+        command += [arg for field, value in CPU_CHECK.items() for arg in ("--set", f"{field}={value}")]
     return command + (["--data-dir", args.data_dir] if args.data_dir else [])
 
 
@@ -91,13 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import torch
 
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() and not args.cpu_check:
         print(f"gpu_run.py: CUDA is not available here (torch {torch.__version__}, built for CUDA "
               f"{torch.version.cuda or 'none'}); this script trains the assignment preset on one GPU. "
               "On a CPU run `python -m cipherlab ablate --preset cpu`; `--plan` prints the time plan anywhere.",
               file=sys.stderr)
         return 2
-    device_name = torch.cuda.get_device_name(torch.device(args.device))
+    device_name = "cpu (--cpu-check)" if args.cpu_check else torch.cuda.get_device_name(torch.device(args.device))
     total = args.budget_minutes * 60
     started = time.monotonic()
     runs = []
@@ -117,10 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         except subprocess.TimeoutExpired:
             rc = "timeout"
         runs.append({"config": config, "train_budget_s": budget, "seconds": time.monotonic() - t0,
-                     "returncode": rc, "record": record.is_file(), "command": shlex.join(command)})
+                     "returncode": rc, "record": record.is_file(), "command": shlex.join(command),
+                     "epoch_seconds": epoch_seconds(ROOT / args.runs_dir / PRESET / config / "log.jsonl")})
     folder = ROOT / args.results_dir / PRESET
     folder.mkdir(parents=True, exist_ok=True)
-    summary = {"device_name": device_name, "budget_s": total, "seconds": time.monotonic() - started,
+    summary = {"device_name": device_name, "recipe": args.recipe, "cpu_check": args.cpu_check, "budget_s": total, "seconds": time.monotonic() - started,
                "torch": torch.__version__, "command": shlex.join([sys.executable, *sys.argv]), "runs": runs}
     (folder / "gpu_run.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     failed = [r["config"] for r in runs if r.get("returncode") != 0 or not r.get("record")]

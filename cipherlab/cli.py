@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from cipherlab.cipher import check_bits
-from cipherlab.config import CONFIG_NAMES, PRESETS, make_config, parse_field
+from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, make_config, parse_field, recipe_caveats
 from cipherlab.decode import decrypt_lines
 from cipherlab.checkpoint import export_checkpoint, load_trained
 from cipherlab.evaluate import evaluate_checkpoint, results_record, write_results, write_table
@@ -52,7 +52,9 @@ def _cmd_train(args) -> int:
     overrides = _mode(args)
     if args.time_budget is not None:
         overrides["time_budget_s"] = args.time_budget or None
-    config = make_config(args.config, args.preset, **overrides)
+    config = make_config(args.config, args.preset, args.recipe, **overrides)
+    for caveat in recipe_caveats(config):
+        print(f"note: {config.name} ({config.preset} preset) cannot take all of the recipe: {caveat}", file=sys.stderr)
     out = Path(args.out) if args.out else Path("runs") / config.run_name / config.name
     if (out / "last.pt").exists() and not (args.resume or args.overwrite):
         raise FileExistsError(
@@ -71,8 +73,10 @@ def _cmd_train(args) -> int:
         print(f"stopped by the time budget during epoch 1; continue with --resume (state in {out / 'last.pt'})")
         return 0
     print(
-        f"{config.name}: {fit.stopped} after {fit.epochs} epochs; best validation loss "
-        f"{fit.best_val_loss:.4f} at epoch {fit.best_epoch}. Evaluating {run.best_checkpoint} on the test lines"
+        f"{config.name} ({config.recipe} recipe): {fit.stopped} after {fit.epochs} epochs; best.pt is epoch "
+        f"{fit.best_epoch}, " + (f"validation token accuracy {fit.best_val_accuracy:.4f}"
+                                 if config.select_on == "val_accuracy" else f"validation loss {fit.best_val_loss:.4f}")
+        + f". Evaluating {run.best_checkpoint} on the test lines"
     )
     metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device)
     record = results_record(config, run, metrics)
@@ -151,7 +155,7 @@ def _cmd_decrypt(args) -> int:
 def _cmd_ablate(args) -> int:
     preset = args.preset.lower()
     names = [name.strip().lower() for name in args.configs.split(",")]
-    configs = [make_config(name, preset, **_mode(args)) for name in names]  # fail early
+    configs = [make_config(name, preset, args.recipe, **_mode(args)) for name in names]  # fail early
     run_name = configs[0].run_name
     started = time.monotonic()
     failed = []
@@ -161,7 +165,7 @@ def _cmd_ablate(args) -> int:
         command = [
             sys.executable, "-m", "cipherlab", "train", "--config", name, "--preset", preset,
             "--out", str(Path(args.runs_dir) / run_name / name), "--results-dir", args.results_dir,
-            "--resume" if args.resume else "--overwrite",
+            "--resume" if args.resume else "--overwrite", "--recipe", args.recipe,
         ]  # fmt: skip
         for item in args.set or []:
             command += ["--set", item]
@@ -202,6 +206,18 @@ def _add_source_mode(p: argparse.ArgumentParser) -> None:
         help="how C1-C4 tokenize the cipher: BPE over bits (the course notes) or over 8-bit groups; "
         "a mode other than the preset's own sends runs and results to <preset>-<mode> folders "
         "(default: the preset's: bytes for cpu, bits for smoke and assignment)",
+    )
+
+
+def _add_recipe(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--recipe",
+        default=DEFAULT_RECIPE,
+        choices=list(RECIPES),
+        help="how the five are trained (cipherlab/config.py RECIPES): 'cipher' learns the cipher rather than "
+        "the corpus (shuffled, case-flipped chunks, an end-of-source token, bit-factored and key-phase "
+        "embeddings, best.pt on validation accuracy); 'notes' is the course notes' own training; a recipe "
+        "other than the default sends runs and results to <preset>-<recipe> folders (default: %(default)s)",
     )
 
 
@@ -254,6 +270,7 @@ def register_cli(subparsers) -> None:
                    help="where <preset>/<config>.json and the table go (default: %(default)s; "
                    "--results-dir results refreshes the committed reference results on purpose)")
     _add_source_mode(p)
+    _add_recipe(p)
     _add_set(p)
     _add_common(p)
     p.set_defaults(func=_cmd_train)
@@ -315,6 +332,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--results-dir", default="runs",
                    help="(default: %(default)s; --results-dir results refreshes the committed results)")
     _add_source_mode(p)
+    _add_recipe(p)
     _add_set(p)
     _add_common(p)
     p.set_defaults(func=_cmd_ablate)

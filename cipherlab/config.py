@@ -91,6 +91,7 @@ class Config:
     # --- learning the cipher rather than the corpus (shared by all five; see cipherlab.data.phase_shuffle) ---
     phase_shuffle: float = 0.0  # share of training chunks replaced by a phase-preserving shuffle (0..1)
     case_flip: float = 0.0  # with phase_shuffle: chance that each letter of a shuffled chunk flips case (bit 5 of its cipher byte too)
+    substitution: float = 0.0  # with phase_shuffle: chance that each character of a shuffled chunk becomes a random one of the alphabet
     # end every cipher sequence with an end-of-source token: the decoder's EOS then lines up with a token
     # (target position n reads source position n) instead of with the absence of one
     source_eos: bool = False
@@ -140,11 +141,14 @@ class Config:
             raise ConfigError(f"phase_shuffle={self.phase_shuffle}: a share of the training chunks, 0 to 1")
         if not 0.0 <= self.case_flip <= 1.0:
             raise ConfigError(f"case_flip={self.case_flip}: a probability per letter, 0 to 1")
-        if self.case_flip and not self.phase_shuffle:
-            raise ConfigError(
-                f"case_flip={self.case_flip} with phase_shuffle=0: case flips apply to the shuffled "
-                "chunks only; set phase_shuffle above 0 too"
-            )
+        if not 0.0 <= self.substitution <= 1.0:
+            raise ConfigError(f"substitution={self.substitution}: a probability per character, 0 to 1")
+        for field in ("case_flip", "substitution"):
+            if getattr(self, field) and not self.phase_shuffle:
+                raise ConfigError(
+                    f"{field}={getattr(self, field)} with phase_shuffle=0: it applies to the shuffled "
+                    "chunks only; set phase_shuffle above 0 too"
+                )
         if self.chunk_chars % 8:
             raise ConfigError(
                 f"chunk_chars={self.chunk_chars} is not a multiple of 8: chunks would start "
@@ -153,9 +157,11 @@ class Config:
 
     @property
     def run_name(self) -> str:
-        """Folder of this preset's runs and results: ``cpu``, or ``cpu-bits`` for a source mode not the preset's own."""
+        """Folder of this preset's runs and results: ``cpu``; ``cpu-bits`` for a source mode not the preset's
+        own; ``cpu-notes`` for a named recipe other than the default."""
         own = PRESETS[self.preset].get("source_mode", "bits")
-        return self.preset if self.source_mode == own else f"{self.preset}-{self.source_mode}"
+        name = self.preset if self.source_mode == own else f"{self.preset}-{self.source_mode}"
+        return name if self.recipe in (DEFAULT_RECIPE, "custom") else f"{name}-{self.recipe}"
 
     def model_hyperparameters(self) -> dict:
         """Sizes and dropout, as both model classes take them; the same for all five configurations."""
@@ -275,18 +281,19 @@ RECIPES = {
     "cipher": dict(
         phase_shuffle=1.0,  # every training chunk a phase-preserving shuffle: no English left to lean on
         case_flip=0.5,  # ... and each of its letters in either case: upper case is no longer rare
+        substitution=0.0,
         source_eos=True,  # the decoder's EOS reads a source token, not the absence of one
         bit_embeddings=True,  # bytes and characters embedded (and scored) linearly in their 8 bits
         phase_embedding=True,  # a learned vector per key phase, position mod 8
         select_on="val_accuracy",  # the loss of a bit-linear head is the wrong signal (see select_on)
     ),
     "shuffles": dict(
-        phase_shuffle=1.0, case_flip=0.0, source_eos=False, bit_embeddings=True, phase_embedding=True,
-        select_on="val_accuracy",
+        phase_shuffle=1.0, case_flip=0.0, substitution=0.0, source_eos=False, bit_embeddings=True,
+        phase_embedding=True, select_on="val_accuracy",
     ),
     "notes": dict(
-        phase_shuffle=0.0, case_flip=0.0, source_eos=False, bit_embeddings=False, phase_embedding=False,
-        select_on="val_loss",
+        phase_shuffle=0.0, case_flip=0.0, substitution=0.0, source_eos=False, bit_embeddings=False,
+        phase_embedding=False, select_on="val_loss",
     ),
 }
 DEFAULT_RECIPE = "cipher"

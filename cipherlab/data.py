@@ -365,14 +365,43 @@ def case_flip(chunk: Chunk, probability: float, rng: random.Random) -> Chunk:
     return Chunk(chunk.line, chunk.part, "".join(plain), "".join(groups))
 
 
-def shuffle_chunks(chunks: Sequence[Chunk], share: float, seed: int, flip_case: float = 0.0) -> list[Chunk]:
+def substitute(chunk: Chunk, probability: float, alphabet: str, rng: random.Random) -> Chunk:
+    """A copy of ``chunk`` in which each character is replaced, with ``probability``, by one drawn
+    uniformly from ``alphabet``, and its 8-bit cipher group XORed with the same mask.
+
+    :func:`case_flip` generalised: replacing character ``p`` by ``q`` is XOR with the mask
+    ``m = p ^ q``, and ``(p ^ m) ^ k == (p ^ k) ^ m``, so the new pair is valid without the key.
+    A character that English almost never uses (``{``, ``*``) then meets every key phase as often
+    as any other.
+    """
+    if probability <= 0:
+        return chunk
+    plain, groups = list(chunk.plain), [chunk.cipher[8 * i: 8 * i + 8] for i in range(len(chunk.plain))]
+    for i, ch in enumerate(plain):
+        if rng.random() < probability:
+            new = rng.choice(alphabet)
+            mask = ord(ch) ^ ord(new)
+            plain[i], groups[i] = new, format(int(groups[i], 2) ^ mask, "08b")
+    return Chunk(chunk.line, chunk.part, "".join(plain), "".join(groups))
+
+
+def shuffle_chunks(chunks: Sequence[Chunk], share: float, seed: int, flip_case: float = 0.0,
+                   substitution: float = 0.0, alphabet: str | None = None) -> list[Chunk]:
     """Replace a ``share`` of the chunks (chosen with ``seed``) by their phase-preserving
-    shuffles (:func:`phase_shuffle`), each letter of a shuffled copy then case-flipped with
-    probability ``flip_case`` (:func:`case_flip`); drawn once, so every epoch sees the same copies."""
+    shuffles (:func:`phase_shuffle`); each letter of a shuffled copy is then case-flipped with
+    probability ``flip_case`` (:func:`case_flip`) and each character replaced with probability
+    ``substitution`` by one of ``alphabet`` (:func:`substitute`; default: every character of
+    ``chunks``). Drawn once, so every epoch sees the same copies."""
     if share <= 0:
         return list(chunks)
+    if substitution > 0 and alphabet is None:
+        alphabet = "".join(sorted({ch for c in chunks for ch in c.plain}))
     rng = random.Random(seed)
-    return [case_flip(phase_shuffle(c, rng), flip_case, rng) if rng.random() < share else c for c in chunks]
+
+    def augment(c: Chunk) -> Chunk:
+        return substitute(case_flip(phase_shuffle(c, rng), flip_case, rng), substitution, alphabet, rng)
+
+    return [augment(c) if rng.random() < share else c for c in chunks]
 
 
 def reassemble(pieces: Iterable[tuple[int, int, str]]) -> dict[int, str]:

@@ -511,7 +511,8 @@ def train_config(
     def batches(split: str, shuffle: bool) -> Batches:
         chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits[split], config.chunk_chars)
         if split == "train":  # validation stays English: best.pt is chosen on real text
-            chunks = shuffle_chunks(chunks, config.phase_shuffle, config.seed, config.case_flip)
+            chunks = shuffle_chunks(chunks, config.phase_shuffle, config.seed, config.case_flip,
+                                    config.substitution)
         dataset = codec.dataset(chunks)
         sampler = BucketBatchSampler(
             dataset.src_lengths, config.token_budget, config.max_batch_size, shuffle=shuffle, seed=config.seed

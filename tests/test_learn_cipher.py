@@ -115,3 +115,131 @@ def test_the_blt_takes_phase_and_bit_embeddings():
     member = fixed_patch_membership(torch.ones(1, 12, dtype=torch.bool), 4)
     tgt_in = torch.tensor([[257, *range(65, 72)]])
     assert model(src, member, tgt_in).shape == (1, 8, 259)
+
+
+# --------------------------------------------------------------------------- the default recipe
+
+
+@settings(max_examples=60, deadline=None)
+@given(TEXT, st.integers(0, 2**32 - 1), st.sampled_from([0.0, 0.5, 1.0]))
+def test_a_case_flip_is_still_a_valid_cipher_pair_that_changes_letters_only(text, seed, probability):
+    from cipherlab.data import case_flip
+
+    chunk = Chunk(2, 0, text, encrypt(text))
+    flipped = case_flip(chunk, probability, random.Random(seed))
+    assert encrypt(flipped.plain) == flipped.cipher  # (p ^ 0x20) ^ k == (p ^ k) ^ 0x20: no key needed
+    assert flipped.plain.lower() == text.lower() and (flipped.line, flipped.part) == (2, 0)
+    assert all(a == b for a, b in zip(flipped.plain, text) if not (b.isascii() and b.isalpha()))
+    if probability == 1.0:
+        assert flipped.plain == text.swapcase()
+    if probability == 0.0:
+        assert flipped == chunk
+
+
+def test_case_flips_apply_to_the_shuffled_copies_and_need_shuffles():
+    import pytest
+    from cipherlab.config import ConfigError
+
+    text = "the quick brown fox jumps over the lazy dog and again"
+    chunks = [Chunk(i, 0, text, encrypt(text)) for i in range(200)]
+    mixed = shuffle_chunks(chunks, 1.0, seed=0, flip_case=0.5)
+    upper = sum(ch.isupper() for c in mixed for ch in c.plain)
+    letters = sum(ch.isalpha() for c in mixed for ch in c.plain)
+    assert 0.45 < upper / letters < 0.55 and all(encrypt(c.plain) == c.cipher for c in mixed)
+    with pytest.raises(ConfigError, match="phase_shuffle"):
+        make_config("c1", "cpu", phase_shuffle=0.0)  # the default recipe's case flips need shuffles
+
+
+def test_every_preset_gives_the_recipe_and_notes_is_one_argument_away():
+    from cipherlab.config import CONFIG_NAMES, PRESETS, RECIPES, config_from_dict, recipe_of
+
+    for preset in PRESETS:
+        for name in CONFIG_NAMES:
+            config = make_config(name, preset)
+            assert config.recipe == "cipher" and config.phase_shuffle == 1.0 and config.source_eos
+            notes = make_config(name, preset, recipe="notes")
+            assert notes.recipe == "notes" and not (notes.phase_shuffle or notes.bit_embeddings or notes.source_eos)
+            assert config_from_dict(config.to_dict()) == config and config.to_dict()["recipe"] == "cipher"
+    assert make_config("c1", "cpu", case_flip=0.25).recipe == "custom"
+    assert make_config("c1", "cpu", recipe="notes").run_name == "cpu-notes" and make_config("c1", "cpu").run_name == "cpu"
+    # a record written before recipes existed (no "recipe" key) names the recipe its fields make
+    old = make_config("c2", "cpu", recipe="shuffles").to_dict()
+    old.pop("recipe"), old.pop("case_flip"), old.pop("source_eos")
+    assert recipe_of(config_from_dict(old)) == "shuffles" and set(RECIPES) == {"cipher", "shuffles", "notes"}
+
+
+def test_the_bits_mode_bpe_says_what_of_the_recipe_it_cannot_take():
+    from cipherlab.config import recipe_caveats
+
+    assert recipe_caveats(make_config("c1", "cpu")) == [] and recipe_caveats(make_config("c5", "assignment")) == []
+    caveats = recipe_caveats(make_config("c1", "assignment"))
+    assert any("bit_embeddings" in c and "BPE" in c for c in caveats)
+    assert any("phase_embedding" in c for c in caveats)
+
+
+def test_the_end_of_source_token_ends_every_source_of_both_codecs():
+    from cipherlab.codec import fit_codec, select_lines
+    from cipherlab.data import load_corpus, make_chunks
+
+    corpus = load_corpus()
+    for name in ("c1", "c5"):
+        for source_eos in (True, False):
+            config = make_config(name, "smoke", source_eos=source_eos)
+            codec = fit_codec(config, select_lines(corpus, config))
+            chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"][:3], config.chunk_chars)
+            batch = codec.collate([codec.dataset(chunks)[i] for i in range(len(chunks))])
+            sources = [codec.encode_source(c.cipher) for c in chunks]
+            alone = codec.collate_sources(sources)
+            assert torch.equal(alone["src"], batch["src"])  # training and decoding see the same source
+            eos = codec.src.eos_id if name == "c1" else codec.eos_id
+            lengths = (batch["src"] != codec.src_pad_id).sum(1)
+            last = batch["src"][torch.arange(len(chunks)), lengths - 1]
+            assert bool((last == eos).all()) == source_eos, (name, source_eos)
+            if name == "c5" and source_eos:  # EOS is a patch of its own: the last patch of each row
+                member = batch["src_member"]
+                for b, n in enumerate(lengths.tolist()):
+                    k = int(member[b, :, n - 1].float().argmax())
+                    assert member[b, k].sum() == 1 and not member[b, k + 1:].any()
+
+
+def test_an_empty_source_is_one_end_of_source_token():
+    from cipherlab.models.blt_patching import ByteEntropyModel, collate_source
+    from cipherlab.tokenizers.bytes import EOS_ID
+
+    entropy = ByteEntropyModel().fit([bytes(range(40)) * 3])
+    src, member = collate_source(["", "01000001"], entropy, entropy.threshold_at(), source_eos=True)
+    assert src[0].tolist() == [EOS_ID, 256] and src[1].tolist() == [65, EOS_ID]
+    assert member[0, 0].tolist() == [True, False] and member[1, :, 1].sum() == 1
+
+
+def test_decoding_builds_no_autograd_graph():
+    torch.manual_seed(0)
+    codes = [None, None, None, *range(32, 127)]
+    model = Seq2SeqTransformer(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
+                               ffn_dim=32, dropout=0.0, src_codes=codes, tgt_codes=codes).eval()
+    out = greedy_decode(model, torch.randint(3, len(codes), (2, 5)), 1, 2, 6)
+    assert not out.requires_grad and torch.is_inference(out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(TEXT, st.integers(0, 2**32 - 1), st.sampled_from([0.0, 0.3, 1.0]))
+def test_a_substitution_is_still_a_valid_cipher_pair_over_the_alphabet(text, seed, probability):
+    from cipherlab.data import substitute
+
+    alphabet = "{}*#abcXYZ "
+    chunk = Chunk(0, 4, text, encrypt(text))
+    out = substitute(chunk, probability, alphabet, random.Random(seed))
+    assert encrypt(out.plain) == out.cipher and len(out.plain) == len(text)  # the mask needs no key
+    if probability == 1.0:
+        assert set(out.plain) <= set(alphabet)
+    if probability == 0.0:
+        assert out == chunk
+
+
+def test_substitutions_spread_rare_characters_and_draw_nothing_when_off():
+    text = "the quick brown fox jumps over the lazy dog {and} again *"
+    chunks = [Chunk(i, 0, text, encrypt(text)) for i in range(300)]
+    assert shuffle_chunks(chunks, 1.0, seed=3, flip_case=0.5) == shuffle_chunks(chunks, 1.0, 3, 0.5, 0.0)
+    mixed = shuffle_chunks(chunks, 1.0, seed=3, substitution=0.5)
+    braces = sum(c.plain.count("{") for c in mixed)
+    assert braces > 1.3 * 300 and all(encrypt(c.plain) == c.cipher for c in mixed)
