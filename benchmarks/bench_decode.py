@@ -14,6 +14,11 @@ ablation (``results/learn/ablation/checkpoints/c1..c5.safetensors``, seed 0):
    the same lines.
 3. **Lines per second** of each configuration on the first ``--lines`` test lines: free greedy,
    length-aware greedy and beam ``--beam``, batched.
+4. **Autograd off.** Length-aware greedy decoding of the first ``--lines`` test lines by C1 and C5,
+   each in a fresh process (peak resident memory is a per-process high-water mark), as shipped
+   (``cipherlab.decode`` runs under ``torch.inference_mode()``) and with autograd on as before
+   (the undecorated functions, under ``torch.enable_grad()``): seconds and peak RSS, ``--repeats``
+   processes of each, interleaved.
 
 Each timing is the median of ``--repeats`` runs. The runs of one comparison are interleaved, so
 machine load hits both alike; the JSON records the load average, and ratios are what to read.
@@ -40,7 +45,7 @@ from cipherlab.data import load_corpus
 from cipherlab.decode import decrypt_lines, greedy_decode
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKPOINTS = ROOT / "results" / "learn" / "ablation" / "checkpoints"
+CHECKPOINTS = ROOT / "results" / "checkpoints"  # the reference ablation's seed-0 models
 RESULTS = Path(__file__).resolve().parent / "results" / "decode.json"
 TARGETS = {"c5_cache_speedup": 3.0, "batched_beam_speedup": 3.0}
 
@@ -102,6 +107,48 @@ def cache_benchmark(model, codec, n_bytes, batch, repeats):
     }
 
 
+_ONE_RUN = """
+import json, resource, sys, time, torch
+import cipherlab.decode as D
+from cipherlab.checkpoint import load_trained
+from cipherlab.codec import select_lines
+from cipherlab.data import load_corpus
+torch.set_num_threads(1)
+checkpoint, lines, autograd = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+model, codec, config = load_trained(checkpoint, "cpu")
+cipher = select_lines(load_corpus(), config).lines("test")[1][:lines]
+if autograd:  # decoding as it was before: no inference mode, autograd recording every step
+    D.greedy_decode, D.beam_search = D.greedy_decode.__wrapped__, D.beam_search.__wrapped__
+started = time.perf_counter()
+with torch.enable_grad() if autograd else torch.inference_mode():
+    out = D.decrypt_lines(model, codec, cipher, chunk_chars=config.chunk_chars, device="cpu", length_aware=True)
+seconds = time.perf_counter() - started
+print(json.dumps({"seconds": seconds, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "lines_per_s": len(cipher) / seconds, "output": out}))
+"""
+
+
+def autograd_benchmark(name: str, lines: int, repeats: int) -> dict:
+    """Seconds and peak RSS of length-aware greedy decoding with autograd on and under inference mode."""
+    import subprocess
+
+    runs = {"autograd_on": [], "inference_mode": []}
+    for _ in range(repeats):
+        for label, flag in (("autograd_on", "1"), ("inference_mode", "0")):
+            done = subprocess.run([sys.executable, "-c", _ONE_RUN, str(CHECKPOINTS / f"{name}.safetensors"),
+                                   str(lines), flag], capture_output=True, text=True, check=True, cwd=ROOT)
+            runs[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    summary = {label: {"seconds_median": statistics.median(r["seconds"] for r in rs),
+                       "peak_rss_mib_median": statistics.median(r["peak_rss_mib"] for r in rs),
+                       "lines_per_s_median": statistics.median(r["lines_per_s"] for r in rs)}
+               for label, rs in runs.items()}
+    on, off = summary["autograd_on"], summary["inference_mode"]
+    return {"lines": lines, "processes_each": repeats, **summary,
+            "slowdown_with_autograd": on["seconds_median"] / off["seconds_median"],
+            "memory_ratio_with_autograd": on["peak_rss_mib_median"] / off["peak_rss_mib_median"],
+            "same_lines": all(r["output"] == runs["inference_mode"][0]["output"] for rs in runs.values() for r in rs)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache-bytes", type=int, default=256)
@@ -151,6 +198,9 @@ def main():
             speeds[label] = {"seconds": seconds, "lines_per_s": len(lines) / seconds}
         record["lines_per_second"] = {"lines": len(lines), **speeds}
         print(name, "speed", speeds, flush=True)
+        if name in ("c1", "c5"):
+            record["autograd"] = autograd_benchmark(name, args.lines, args.repeats)
+            print(name, "autograd", {k: v for k, v in record["autograd"].items()}, flush=True)
         out["configurations"][name] = record
     c5 = out["configurations"]["c5"]
     out["met"] = {

@@ -305,7 +305,7 @@ def attention_table(summary: list[dict]) -> str:
 
 
 def committed_checkpoint(config: str) -> Path:
-    """Where the committed model of a configuration lives: ``results/checkpoints/<config>.safetensors``."""
+    """Where the committed model of a configuration lives: ``results/notes/checkpoints/<config>.safetensors``."""
     from cipherlab.results import results_dir
 
     return results_dir() / "checkpoints" / f"{config}.safetensors"

@@ -235,7 +235,7 @@ PRESETS = {
     ),
     # About 15 minutes per configuration on a 2-core CPU (14 of training, then the test lines).
     # The cipher is positional -- plaintext byte i is cipher byte i XOR key byte i mod 8 -- so a
-    # small model (each results/cpu/c*.json records its parameter count) learns it when the
+    # small model (each results/notes/cpu/c*.json records its parameter count) learns it when the
     # alignment is one-to-one and short: C1-C4 read whole cipher bytes (source_mode "bytes") and
     # both BPEs learn no merges (vocab None), so source token i and target token i are the same
     # character; with 512/1000-token BPEs instead, C1 learns far less in the same minutes (the

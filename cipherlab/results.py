@@ -30,8 +30,8 @@ Every table is laid out by :func:`markdown_table`, the package's one table write
 :mod:`cipherlab.tables` (so that :mod:`cipherlab.evaluate`, earlier in the flow, uses it too) and is
 re-exported here. The attention maps of the committed models live in :mod:`cipherlab.attention_maps`.
 
-Runs are named by their folder under ``results/`` (``"cpu"``, ``"cpu-bits"``, ``"equal-epochs/cpu"``,
-``"extended/cpu"``); a path works too.
+Runs are named by their folder under ``results/`` (``"notes/cpu"``, ``"notes/cpu-bits"``, ``"notes/equal-epochs/cpu"``,
+``"notes/extended/cpu"``); a path works too.
 ``$CIPHERLAB_RESULTS_DIR`` points the names at another results folder.
 """
 
@@ -138,10 +138,10 @@ __all__ = [
 
 RESULTS_ENV = "CIPHERLAB_RESULTS_DIR"
 REPO_RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
-PRIMARY_RUN = "cpu"  # the committed reference run: C1-C4 read the cipher in bytes mode
-BITS_RUN = "cpu-bits"  # the same preset with the course notes' bits mode for C1-C4
-EQUAL_EPOCHS_RUN = "equal-epochs/cpu"  # every cpu run continued (--resume) to the same number of epochs
-EXTENDED_RUN = "extended/cpu"  # C2 and C5 trained on further (--resume): the committed models
+PRIMARY_RUN = "notes/cpu"  # the course notes recipe's reference run: C1-C4 read the cipher in bytes mode
+BITS_RUN = "notes/cpu-bits"  # the same preset with the course notes' bits mode for C1-C4
+EQUAL_EPOCHS_RUN = "notes/equal-epochs/cpu"  # every cpu run continued (--resume) to the same number of epochs
+EXTENDED_RUN = "notes/extended/cpu"  # C2 and C5 trained on further (--resume): the committed models
 PERIOD = len(KEY)  # the cipher's key length: characters 8 apart share a key byte
 # results/analysis.py names each entry of errors.json after the runs/ folder it read ("cpu-long/c2")
 ANALYSIS_RUNS = {PRIMARY_RUN: "cpu", BITS_RUN: "cpu-bits", EQUAL_EPOCHS_RUN: "cpu-5ep", EXTENDED_RUN: "cpu-long"}
@@ -158,7 +158,7 @@ def results_dir() -> Path:
 
 
 def run_path(run: str | os.PathLike) -> Path:
-    """The folder of a run: a name such as ``"cpu"`` or ``"extended/cpu"`` lives in :func:`results_dir`;
+    """The folder of a run: a name such as ``"cpu"`` or ``"notes/extended/cpu"`` lives in :func:`results_dir`;
     a ``Path``, an absolute path, or a relative one that exists only from the working directory, is a path."""
     if isinstance(run, str) and not Path(run).is_absolute():
         named = results_dir() / run
@@ -196,7 +196,7 @@ def _read_record(path: Path, name: str) -> dict:
 def load_run(folder: str | os.PathLike) -> dict[str, dict]:
     """Every ``c1.json`` ... ``c5.json`` of a run, as ``{"c1": record, ...}`` in configuration order.
 
-    A configuration without a file is left out (``cpu-bits`` has only C1-C4). Raises
+    A configuration without a file is left out (``notes/cpu-bits`` has only C1-C4). Raises
     FileNotFoundError when the folder or all five files are missing, and ValueError naming the
     file for one that is not valid JSON or lacks a field of cipherlab's records.
     """
@@ -227,9 +227,9 @@ LEARN_GOALS = (
 
 
 def load_learn_runs(folder: str | os.PathLike = LEARN_RUN) -> dict[tuple[str, int], dict]:
-    """The records ``<config>-seed<k>.json`` of a learn run, as ``{(config, seed): record}`` in order."""
+    """The records ``[<prefix>-]<config>-seed<k>.json`` of a learn run, as ``{(config, seed): record}`` in order."""
     path = run_path(folder)
-    files = sorted(path.glob("c*-seed*.json"))
+    files = sorted(path.glob("*c[1-5]*-seed*.json"))
     if not files:
         raise _missing(path / "c1-seed0.json", "python results/learn/probe.py, see results/learn/ablation/README.md")
     records = {}
@@ -280,9 +280,101 @@ def learn_tables(runs: dict[tuple[str, int], dict]) -> tuple[str, str]:
     """(every run, the goals) of a learn ablation as two Markdown tables."""
     seeds = " / ".join(f"seed {s}" for s in sorted({seed for _, seed in runs}))
     every = markdown_table(list(LEARN_HEADERS), [learn_row(r) for r in runs.values()])
-    goals = markdown_table(["goal (issue 16)", "target %", *(f"{n.upper()}: {seeds}" for n in CONFIG_NAMES)],
+    goals = markdown_table(["goal", "target %", *(f"{n.upper()}: {seeds}" for n in CONFIG_NAMES)],
                            [learn_goal_row(runs, goal) for goal in LEARN_GOALS])
     return every, goals
+
+
+# The reference ablation: the default recipe, the cpu preset, two seeds (results/reference, written by
+# results/learn/probe.py). Its goals: the limit is 100 % on any text. (record section, measure, at
+# least, label); a goal is met when every seed meets it.
+REFERENCE_RUN = "reference"
+REFERENCE_GOALS = (
+    ("random_letters", "char_accuracy", 0.9999, "random strings, letters and space: characters"),
+    ("random_letters", "sequence_accuracy", 0.99, "random strings, letters and space: exact"),
+    ("random_alphabet", "char_accuracy", 0.9999, "random strings, training alphabet: characters"),
+    ("random_alphabet", "sequence_accuracy", 0.99, "random strings, training alphabet: exact"),
+    ("stdlib", "char_accuracy", 0.9999, "docstring English: characters"),
+    ("stdlib", "sequence_accuracy", 0.98, "docstring English: exact"),
+    ("stdlib_upper", "char_accuracy", 0.9999, "the same in upper case: characters"),
+    ("stdlib_upper", "sequence_accuracy", 0.98, "the same in upper case: exact"),
+    ("stdlib_long", "char_accuracy", 0.9999, "2,600-character lines: characters"),
+    ("stdlib_long", "sequence_accuracy", 0.98, "2,600-character lines: exact"),
+    ("brown_test_free", "bit_accuracy", 0.9999, "Brown, all test lines, free decoding: bits"),
+    ("brown_test_free", "sequence_accuracy", 0.99, "Brown, all test lines, free decoding: exact"),
+)
+# record sections: the probe records call the letters set "random_strings"
+_SECTION = {"random_letters": "random_strings"}
+REFERENCE_SETS = (("random_letters", "random letters"), ("random_alphabet", "random alphabet"),
+                  ("stdlib", "docstrings"), ("stdlib_upper", "upper case"), ("stdlib_long", "long lines"),
+                  ("brown_test_free", "Brown free"), ("brown_test", "Brown length-aware"))
+
+
+def section(record: dict, name: str) -> dict:
+    """One probe set of a learn or reference record (``random_letters`` is stored as ``random_strings``)."""
+    return record[_SECTION.get(name, name)]
+
+
+def reference_row(record: dict) -> list[str]:
+    """One run of the reference ablation: epochs, minutes, then characters % / exact lines of every set."""
+    cells = [record["config"].upper(), str(record["seed"]), str(record["epochs"]), str(record["best_epoch"]),
+             f"{record['train_seconds'] / 60:.1f}"]
+    for name, _label in REFERENCE_SETS:
+        part = section(record, name)
+        cells.append(f"{100 * part['char_accuracy']:.3f} / {part['exact_lines']} of {part['lines']}")
+    return cells
+
+
+def reference_tables(runs: dict[tuple[str, int], dict], goals: tuple = REFERENCE_GOALS) -> tuple[str, str]:
+    """(every run, the goals) of the reference ablation as two Markdown tables."""
+    headers = ["config", "seed", "epochs", "best epoch", "training minutes",
+               *(f"{label}: characters % / exact" for _name, label in REFERENCE_SETS)]
+    every = markdown_table(headers, [reference_row(r) for r in runs.values()])
+    seeds = " / ".join(f"seed {s}" for s in sorted({seed for _, seed in runs}))
+    rows = []
+    for name, measure, least, label in goals:
+        values: dict[str, list[float]] = {}
+        for (config, _seed), record in runs.items():
+            values.setdefault(config, []).append(section(record, name)[measure])
+        cells = [" / ".join(f"{100 * v:.{2 if measure == 'sequence_accuracy' else 3}f}" for v in values[c])
+                 + (" (met)" if min(values[c]) >= least else " (not met)") if c in values else "not run"
+                 for c in CONFIG_NAMES]
+        rows.append([label, f"≥ {100 * least:.2f}", *cells])
+    return every, markdown_table(["goal", "target %", *(f"{n.upper()}: {seeds}" for n in CONFIG_NAMES)], rows)
+
+
+def mcnemar(a: str, b: str) -> tuple[int, int, float]:
+    """McNemar's exact test of two models scored on the same lines: ``a`` and ``b`` are per-line
+    outcomes (``"1"`` exact, ``"0"`` not, as the records' ``exact_by_line``). Returns (lines only ``a``
+    got right, lines only ``b`` got right, the two-sided p-value). Only the discordant lines carry
+    information; under the null each is equally likely to go either way.
+
+    >>> mcnemar("1110", "1000")
+    (2, 0, 0.5)
+    """
+    if len(a) != len(b):
+        raise ValueError(f"per-line outcomes of {len(a)} and {len(b)} lines: not the same lines")
+    only_a = sum(x == "1" and y == "0" for x, y in zip(a, b))
+    only_b = sum(x == "0" and y == "1" for x, y in zip(a, b))
+    n, k = only_a + only_b, min(only_a, only_b)
+    p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
+    return only_a, only_b, p
+
+
+def recipe_comparison(before: dict[tuple[str, int], dict], after: dict[tuple[str, int], dict],
+                      sets: tuple = ("random_letters", "stdlib", "brown_test_free")) -> str:
+    """Two learn ablations scored on the same lines, configuration by configuration and seed by seed:
+    exact lines before -> after on each set, with McNemar's exact p-value of the paired outcomes."""
+    labels = dict(REFERENCE_SETS)
+    rows = []
+    for key in sorted(set(before) & set(after)):
+        cells = [key[0].upper(), str(key[1])]
+        for name in sets:
+            x, y = section(before[key], name), section(after[key], name)
+            only_x, only_y, p = mcnemar(x["exact_by_line"], y["exact_by_line"])
+            cells.append(f"{x['exact_lines']} → {y['exact_lines']} of {x['lines']} (+{only_y} −{only_x}, p = {p:.2g})")
+        rows.append(cells)
+    return markdown_table(["config", "seed", *(f"{labels[n]}: exact lines" for n in sets)], rows)
 
 
 def _missing(path: Path, made_by: str) -> FileNotFoundError:
@@ -765,20 +857,20 @@ def load_errors(folder: str | os.PathLike = PRIMARY_RUN) -> dict:
 
 
 def error_entry(errors: dict | None, run: str, config: str) -> dict | None:
-    """The ``errors.json`` entry of one configuration of a run (``"cpu"``, ``"extended/cpu"``); None when
-    ``errors`` is None (no analysis given) or the analysis did not cover that model (equal-epochs/cpu)."""
+    """The ``errors.json`` entry of one configuration of a run (``"cpu"``, ``"notes/extended/cpu"``); None when
+    ``errors`` is None (no analysis given) or the analysis did not cover that model (notes/equal-epochs/cpu)."""
     return None if errors is None else errors.get(f"{ANALYSIS_RUNS.get(run, run)}/{config}")
 
 
 def entry_label(key: str) -> str:
-    """``"cpu-long/c2"`` -> ``"C2, extended/cpu"``: an ``errors.json`` key named like the results folders."""
+    """``"cpu-long/c2"`` -> ``"C2, notes/extended/cpu"``: an ``errors.json`` key named like the results folders."""
     folder, config = key.rsplit("/", 1)
     runs = {analysed: run for run, analysed in ANALYSIS_RUNS.items()}
     return f"{config.upper()}, {runs.get(folder, folder)}"
 
 
 def target_rows(runs: dict[str, dict[str, dict]], errors: dict | None = None) -> list[dict]:
-    """Every model of ``runs`` (``{"cpu": records, "extended/cpu": records}``) under each decoding, with its targets.
+    """Every model of ``runs`` (``{"cpu": records, "notes/extended/cpu": records}``) under each decoding, with its targets.
 
     Decodings: ``"free"`` (the record's own test metrics) and ``"length-aware"`` (from ``errors``,
     where it has the model). Each row: config, run, epochs, decoding, metrics and ``checks``, a list
@@ -893,7 +985,7 @@ def plot_extended(curves: dict[str, tuple[list[dict] | None, list[dict] | None]]
 
 def extended_table(stages: dict[str, dict[str, dict]], errors: dict | None = None) -> str:
     """Each configuration of the last stage through every stage (``{"cpu": records, ...,
-    "extended/cpu": records}``, oldest first): epochs, best validation loss, and the test metrics with free
+    "notes/extended/cpu": records}``, oldest first): epochs, best validation loss, and the test metrics with free
     and (from ``errors``) length-aware greedy decoding."""
     last = list(stages.values())[-1]
     rows = []

@@ -1,6 +1,6 @@
 """Where the reference models still err, and what length-aware greedy decoding changes.
 
-    python results/analysis.py                      # every runs/cpu*/c*/best.pt -> results/cpu/errors.json
+    python results/analysis.py                      # every runs/cpu*/c*/best.pt -> results/notes/cpu/errors.json
 
 For each trained configuration it decrypts the test lines again, greedy as the results do, both
 freely and length-aware (EOS exactly at the length the cipher fixes; metrics of both), and counts, over the predictions whose length is right, the wrong characters at each position
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs-dir", default="runs")
     parser.add_argument("--pattern", default="cpu*/c*/best.pt", help="which checkpoints under --runs-dir")
-    parser.add_argument("--out", default=str(ROOT / "results" / "cpu" / "errors.json"))
+    parser.add_argument("--out", default=str(ROOT / "results" / "notes" / "cpu" / "errors.json"))
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     report = {"about": {"command": shlex.join(["python", "results/analysis.py", *(sys.argv[1:] if argv is None else argv)]),

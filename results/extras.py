@@ -6,13 +6,13 @@ Run from the repository root after `python -m cipherlab ablate --preset cpu` has
     python results/extras.py --runs-dir runs --configs c2,c5 --beam 4
 
 It writes
-- results/checkpoints/<config>.safetensors: the trained model (weights, configuration and
+- results/notes/checkpoints/<config>.safetensors: the trained model (weights, configuration and
   tokenizers or entropy model; no optimiser state, no pickle), read by `load_trained`;
-- results/checkpoints/<config>.sample.json: the first test lines and their length-aware greedy
+- results/notes/checkpoints/<config>.sample.json: the first test lines and their length-aware greedy
   decryption by the exported model (tests/test_checkpoints.py checks it still decodes them so);
-- results/cpu/beam.json: greedy and beam-search metrics of the same exported model on the
+- results/notes/cpu/beam.json: greedy and beam-search metrics of the same exported model on the
   first 50 test lines (beam search decodes one chunk at a time);
-- results/cpu/generalisation.json: greedy metrics on every line of data/stdlib, English the
+- results/notes/cpu/generalisation.json: greedy metrics on every line of data/stdlib, English the
   models never saw (Python standard-library docstrings, letters and spaces only).
 Each file records the command that made it, the commit and the versions.
 """
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     beam, general = {"about": about}, {"about": {**about, "data": "data/stdlib (all lines)"}}
     for name in names:
         best = Path(args.runs_dir) / (args.run or args.preset) / name / "best.pt"
-        exported = export_checkpoint(best, ROOT / "results" / "checkpoints" / f"{name}.safetensors")
+        exported = export_checkpoint(best, ROOT / "results" / "notes" / "checkpoints" / f"{name}.safetensors")
         print(f"{name}: exported {best} -> {exported} ({exported.stat().st_size / 2**20:.1f} MiB)", flush=True)
         model, codec, config = load_trained(exported, "cpu")
         plain, cipher = select_lines(load_corpus(), config).lines("test")

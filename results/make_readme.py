@@ -63,12 +63,12 @@ def _against_c1(records: dict) -> str:
 
 
 def main() -> int:
-    cpu = R.load_run("cpu")
-    bits = R.load_run("cpu-bits") if (ROOT / "results" / "cpu-bits").is_dir() else {}
-    extended = R.load_run("extended/cpu") if (ROOT / "results" / "extended" / "cpu").is_dir() else {}
-    errors = _load(ROOT / "results" / "cpu" / "errors.json") or {}
-    beam = R.load_beam("cpu")
-    general = R.load_generalisation("cpu")
+    cpu = R.load_run("notes/cpu")
+    bits = R.load_run("notes/cpu-bits") if (ROOT / "results" / "notes/cpu-bits").is_dir() else {}
+    extended = R.load_run("notes/extended/cpu") if (ROOT / "results" / "notes" / "extended" / "cpu").is_dir() else {}
+    errors = _load(ROOT / "results" / "notes" / "cpu" / "errors.json") or {}
+    beam = R.load_beam("notes/cpu")
+    general = R.load_generalisation("notes/cpu")
     any_record = next(iter(cpu.values()))
     hp = any_record["hyperparameters"]
     lines = []
@@ -79,21 +79,21 @@ def main() -> int:
       "folder; the commands that made each file are recorded inside it (`command`, `git_commit`, "
       "`versions`, `wall_seconds`).\n")
     w("## What was run\n")
-    w(f"- **Controlled ablation** (`results/cpu/`): `python -m cipherlab ablate --preset cpu` — "
+    w(f"- **Controlled ablation** (`results/notes/cpu/`): `python -m cipherlab ablate --preset cpu` — "
       f"d_model {hp['d_model']}, {hp['n_heads']} heads ({hp['n_kv_heads']} KV heads for C3), "
       f"{hp['enc_layers']}+{hp['dec_layers']} layers, FFN {hp['ffn_dim']}, {hp['chunk_chars']}-character chunks, "
       f"{hp['max_train_lines']} training lines, {any_record['test']['lines']} whole test lines, greedy decoding, "
       f"C1–C4 reading whole cipher bytes with merge-free vocabularies, "
       f"a {hp['time_budget_s'] / 60:.0f}-minute wall-clock budget per configuration, seed {hp['seed']}.")
-    w(f"- **Bits mode** (`results/cpu-bits/`): the same with the course notes' tokenization, "
+    w(f"- **Bits mode** (`results/notes/cpu-bits/`): the same with the course notes' tokenization, "
       f"`--source-mode bits --set src_vocab=512` (C1–C4).")
-    w("- **Equal epochs** (`results/equal-epochs/cpu/`): each controlled run continued to five epochs "
+    w("- **Equal epochs** (`results/notes/equal-epochs/cpu/`): each controlled run continued to five epochs "
       "(`train --resume --set max_epochs=5 --time-budget 0`).")
-    w("- **Extended C2 and C5** (`results/extended/cpu/`): the five-epoch runs continued for 15 more minutes "
+    w("- **Extended C2 and C5** (`results/notes/extended/cpu/`): the five-epoch runs continued for 15 more minutes "
       "(`train --resume --set max_epochs=100 --time-budget 900`), the same learning-rate schedule carried "
-      "on; these are the committed models `results/checkpoints/c2.safetensors` and `c5.safetensors`.")
-    w("- **Length-aware decoding, error analysis** (`results/cpu/errors.json`): `python results/analysis.py`.")
-    w("- **Greedy vs beam, generalisation** (`results/cpu/beam.json`, `generalisation.json`): "
+      "on; these are the committed models `results/notes/checkpoints/c2.safetensors` and `c5.safetensors`.")
+    w("- **Length-aware decoding, error analysis** (`results/notes/cpu/errors.json`): `python results/analysis.py`.")
+    w("- **Greedy vs beam, generalisation** (`results/notes/cpu/beam.json`, `generalisation.json`): "
       "`python results/extras.py --run cpu-long` on the committed models.")
     w("- **Calibration** (`results/calibration/`): the 6-minute validation runs that chose the preset.\n")
     w(f"Machine: {any_record['device']} (a 2-core Intel Xeon virtual machine, 23 GiB; "
@@ -102,7 +102,7 @@ def main() -> int:
       "budget bought different numbers of epochs; `epochs` and `s/epoch` are in the table.\n")
 
     w("## The controlled ablation\n")
-    w(R.comparison_table("cpu", "cpu-bits" if bits else None))
+    w(R.comparison_table("notes/cpu", "notes/cpu-bits" if bits else None))
     w("")
     w(markdown_table(["config", "epochs", "best epoch", "stopped by", "test lines", "bit acc", "exact lines", "target"],
                      [[name.upper(), r["epochs"], r["best_epoch"], r["stopped"], r["test"]["lines"],
@@ -111,7 +111,7 @@ def main() -> int:
                       for name, r in cpu.items()]))
     w("")
 
-    equal = R.load_run("equal-epochs/cpu") if (ROOT / "results" / "equal-epochs" / "cpu").is_dir() else {}
+    equal = R.load_run("notes/equal-epochs/cpu") if (ROOT / "results" / "notes" / "equal-epochs" / "cpu").is_dir() else {}
     if equal:
         w("## The same ablation at equal epochs\n")
         w("The wall-clock budget bought each configuration a different number of epochs on the shared "
@@ -186,7 +186,7 @@ def main() -> int:
     learn_dir = ROOT / "results" / R.LEARN_RUN
     if learn_dir.is_dir():
         runs = R.load_learn_runs(learn_dir)
-        w("## Learning the cipher, not the corpus (issue 16)\n")
+        w("## Learning the cipher, not the corpus\n")
         w("The models above learned Brown English and use the cipher as a hint: on random strings they get "
           "most characters wrong. `results/learn/ablation/` holds the controlled ablation of three changes to "
           "the shared data pipeline and embeddings (phase-preserving shuffles, bit-factored embeddings, a "
@@ -259,15 +259,15 @@ def main() -> int:
 
     w("## Reproduce\n")
     w("```bash")
-    w("OMP_NUM_THREADS=1 python -m cipherlab ablate --preset cpu                        # results/cpu")
+    w("OMP_NUM_THREADS=1 python -m cipherlab ablate --preset cpu                        # results/notes/cpu")
     w("OMP_NUM_THREADS=1 python -m cipherlab ablate --preset cpu --configs c1,c2,c3,c4 \\")
-    w("    --source-mode bits --set src_vocab=512                                        # results/cpu-bits")
+    w("    --source-mode bits --set src_vocab=512                                        # results/notes/cpu-bits")
     w("for c in c1 c2 c3 c4 c5; do mkdir -p runs/cpu-5ep && cp -r runs/cpu/$c runs/cpu-5ep/$c")
     w("  OMP_NUM_THREADS=1 python -m cipherlab train --config $c --preset cpu --resume --set max_epochs=5 \\")
-    w("      --time-budget 0 --out runs/cpu-5ep/$c --results-dir results/equal-epochs; done   # results/equal-epochs/cpu")
+    w("      --time-budget 0 --out runs/cpu-5ep/$c --results-dir results/notes/equal-epochs; done   # results/notes/equal-epochs/cpu")
     w("for c in c2 c5; do mkdir -p runs/cpu-long && cp -r runs/cpu-5ep/$c runs/cpu-long/$c")
     w("  OMP_NUM_THREADS=1 python -m cipherlab train --config $c --preset cpu --resume --set max_epochs=100 \\")
-    w("      --time-budget 900 --out runs/cpu-long/$c --results-dir results/extended; done      # results/extended/cpu")
+    w("      --time-budget 900 --out runs/cpu-long/$c --results-dir results/notes/extended; done      # results/notes/extended/cpu")
     w("python results/extras.py --run cpu-long     # checkpoints, samples, beam.json, generalisation.json")
     w("python results/analysis.py --pattern 'cpu*/c*/best.pt'   # errors.json (free vs length-aware, where errors are)")
     w("python results/make_readme.py               # this file")

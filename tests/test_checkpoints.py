@@ -22,7 +22,7 @@ from cipherlab.metrics import bit_accuracy
 from cipherlab.train import train_config
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMITTED = sorted((ROOT / "results" / "checkpoints").glob("*.safetensors"))
+COMMITTED = sorted((ROOT / "results" / "notes" / "checkpoints").glob("*.safetensors"))
 
 
 @pytest.mark.parametrize("name", ["c2", "c5"])
@@ -54,7 +54,7 @@ def test_a_file_that_is_not_an_export_is_refused_by_name(tmp_path):
         export_checkpoint(tmp_path / "best.pt", tmp_path / "model.bin")
 
 
-@pytest.mark.skipif(not COMMITTED, reason="no committed checkpoints under results/checkpoints")
+@pytest.mark.skipif(not COMMITTED, reason="no committed checkpoints under results/notes/checkpoints")
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
 def test_committed_checkpoint_decrypts_test_lines_on_cpu(path):
     """The committed model loads from the repository alone and decrypts the first test lines as

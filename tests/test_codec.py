@@ -28,7 +28,7 @@ FLOW = [
     {"cipherlab.checkpoint"},
     {"cipherlab.train", "cipherlab.plan"},
     {"cipherlab.decode"},
-    {"cipherlab.metrics", "cipherlab.evaluate", "cipherlab.score"},
+    {"cipherlab.metrics", "cipherlab.evaluate", "cipherlab.score", "cipherlab.probes"},
     {"cipherlab.results", "cipherlab.attention_maps", "cipherlab.broken", "cipherlab.explorers",
      "cipherlab.doctor", "cipherlab.cli", "cipherlab.viva", "cipherlab.__main__"},
 ]

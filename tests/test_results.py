@@ -291,7 +291,7 @@ def test_errors_json_entries_are_found_under_the_names_analysis_gave_them(run_co
     assert list(errors) == ["cpu/c1", "cpu-long/c2"]
     assert results.error_entry(errors, results.EXTENDED_RUN, "c2") is errors["cpu-long/c2"]
     assert results.error_entry(None, "cpu", "c1") is None
-    assert results.entry_label("cpu-long/c2") == "C2, extended/cpu"
+    assert results.entry_label("cpu-long/c2") == "C2, notes/extended/cpu"
 
 
 def test_free_and_length_aware_decoding_side_by_side():
@@ -460,13 +460,13 @@ def test_trained_on_finds_the_run_each_extended_log_continues(monkeypatch, tmp_p
 # --------------------------------------------------------------------------- the committed results chapter 9 reads
 
 CHAPTER_9_FILES = (
-    [f"cpu/{c}.json" for c in ("c1", "c2", "c3", "c4", "c5")] + [f"cpu/{c}.log.jsonl" for c in ("c1", "c2", "c3", "c4", "c5")]
-    + [f"cpu-bits/{c}.json" for c in ("c1", "c2", "c3", "c4")]
-    + [f"equal-epochs/cpu/{c}.json" for c in ("c1", "c2", "c3", "c4", "c5")]
-    + [f"equal-epochs/cpu/{c}.log.jsonl" for c in ("c2", "c5")]
-    + [f"extended/cpu/{c}.json" for c in ("c2", "c5")] + [f"extended/cpu/{c}.log.jsonl" for c in ("c2", "c5")]
-    + ["cpu/errors.json", "cpu/beam.json", "cpu/generalisation.json", "calibration/calibration.json",
-       "checkpoints/c2.safetensors", "checkpoints/c5.safetensors"]
+    [f"notes/cpu/{c}.json" for c in ("c1", "c2", "c3", "c4", "c5")] + [f"notes/cpu/{c}.log.jsonl" for c in ("c1", "c2", "c3", "c4", "c5")]
+    + [f"notes/cpu-bits/{c}.json" for c in ("c1", "c2", "c3", "c4")]
+    + [f"notes/equal-epochs/cpu/{c}.json" for c in ("c1", "c2", "c3", "c4", "c5")]
+    + [f"notes/equal-epochs/cpu/{c}.log.jsonl" for c in ("c2", "c5")]
+    + [f"notes/extended/cpu/{c}.json" for c in ("c2", "c5")] + [f"notes/extended/cpu/{c}.log.jsonl" for c in ("c2", "c5")]
+    + ["notes/cpu/errors.json", "notes/cpu/beam.json", "notes/cpu/generalisation.json", "calibration/calibration.json",
+       "notes/checkpoints/c2.safetensors", "notes/checkpoints/c5.safetensors"]
 )
 
 

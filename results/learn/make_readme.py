@@ -24,15 +24,15 @@ other jobs, so the epochs each run got vary), then decoded with length-aware gre
   no Brown-trained model has seen;
 - **Brown test**: the `cpu` preset's 200 test lines (also decoded freely, last column).
 
-The two changes probed (issue 16; `Config.phase_shuffle`, `Config.bit_embeddings`):
+The two changes probed (`Config.phase_shuffle`, `Config.bit_embeddings`):
 *phase-preserving shuffles* replace every training chunk by a copy whose characters are permuted
 among positions with the same index mod 8 (its cipher bytes permuted alike), so every pair is still
 a valid cipher pair but the text is no longer English; *bit-factored embeddings* make every byte's
 and character's embedding row (and so, through the tied head, its logit) a learned linear function
 of its 8 bits. Runs named `-phase` add a third change (`Config.phase_embedding`): a learned vector
 per key phase (position mod 8) added to the embeddings, which gives RoPE's C2 the absolute phase its
-offset-only scores cannot see. For comparison, the committed reference models (`results/checkpoints`, trained on
-Brown as it is, free decoding; `results/cpu/generalisation.json`) on the same stdlib lines:
+offset-only scores cannot see. For comparison, the committed reference models (`results/notes/checkpoints`, trained on
+Brown as it is, free decoding; `results/notes/cpu/generalisation.json`) on the same stdlib lines:
 {reference}.
 
 These are single, short, unequal runs: a probe of the method, not the controlled ablation, which
@@ -62,7 +62,7 @@ def main() -> None:
     headers = ["run", "epochs", "random strings: characters % / exact", "stdlib: bit % / exact %",
                "Brown test: bit % / exact %", "Brown test, free decoding: bit % / exact %"]
     lines = [INTRO.format(reference=reference()), markdown_table(headers, [row(r) for r in records])]
-    lines += ["", "Commands: the `command` field of each record. Goals (issue 16): random strings "
+    lines += ["", "Commands: the `command` field of each record. Goals: random strings "
               "≥ 99.9 % of characters and ≥ 95 % exact; English outside the corpus ≥ 99.9 % bits and "
               "≥ 90 % exact; Brown test ≥ 99.9 % bits and ≥ 95 % exact with free decoding.", ""]
     (HERE / "README.md").write_text("\n".join(lines), encoding="utf-8")

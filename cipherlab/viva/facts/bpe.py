@@ -4,7 +4,7 @@ Every function runs cipherlab's own tokenizers (``cipherlab.tokenizers``); chapt
 same functions, so the book and the answers show the same numbers. Tokenizers trained here are
 small (a few hundred training lines) so that the chapter runs in seconds; the full-size ones are
 ``cipherlab.tokenizers.get_tokenizers``. The "mode_" facts read C1's committed test records in
-``results/cpu`` (cipher bytes, no merges) and ``results/cpu-bits`` (bits-mode BPE), which differ
+``results/notes/cpu`` (cipher bytes, no merges) and ``results/notes/cpu-bits`` (bits-mode BPE), which differ
 only in how the source is tokenised.
 """
 
@@ -26,7 +26,7 @@ from cipherlab.tokenizers import (BPETokenizer, apply_merges, boundary_straddle_
 from cipherlab.tokenizers.pretokenize import Utf8ByteUnit
 from cipherlab.viva.facts.positional import BITS, baseline_model, exact_stderr, percent, run_records
 
-BYTES = "cpu"  # the reference run: C1 reads whole cipher bytes, no merges (BITS: the same with bits-mode BPE)
+BYTES = "notes/cpu"  # the reference run: C1 reads whole cipher bytes, no merges (BITS: the same with bits-mode BPE)
 BENCHMARK_FILE = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "bpe.json"
 NOT_MEASURED = "not measured yet (run benchmarks/bench_bpe.py)"
 
@@ -158,7 +158,7 @@ def reference_source_vocab(config: str = "c1", preset: str = "cpu") -> int | Non
 
 def mode_table(configs=("c1", "c2", "c3", "c4")) -> dict[str, dict]:
     """Per configuration, test bit accuracy and exact-line rate (per cent) in ``cpu`` (whole bytes)
-    and ``cpu-bits`` (bits-mode BPE)."""
+    and ``notes/cpu-bits`` (bits-mode BPE)."""
     runs = {mode: load_run(run) for mode, run in (("bytes", BYTES), ("bits", BITS))}
     return {c: {f"{mode}_{key}": 100 * metric(runs[mode][c], name)
                 for mode in runs for key, name in (("bit", "bit_accuracy"), ("exact", "sequence_accuracy"))}

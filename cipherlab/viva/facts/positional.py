@@ -3,7 +3,7 @@
 Every function runs cipherlab's own modules (``cipherlab.models.positional``,
 ``cipherlab.models.attention`` and ``cipherlab.models.transformer``) or reads committed results:
 ``results/calibration/calibration.json`` (the short runs that chose the cpu preset) and, through
-``cipherlab.results``, the C1/C2 records of ``results/equal-epochs/cpu`` and ``results/cpu-bits``.
+``cipherlab.results``, the C1/C2 records of ``results/notes/equal-epochs/cpu`` and ``results/notes/cpu-bits``.
 Chapter 4 calls the same functions, so the book and the answers show the same numbers.
 """
 
@@ -32,8 +32,8 @@ HEAD_DIM = D_MODEL // N_HEADS
 KEY_PERIOD = 8  # len(cipherlab.cipher.KEY)
 CPU_C2 = make_config("c2", "cpu")  # the reference run's C2: the sizes the cross-attention probe uses
 CALIBRATION_FILE = Path(__file__).resolve().parents[3] / "results" / "calibration" / "calibration.json"
-EQUAL_EPOCHS = "equal-epochs/cpu"  # every cpu configuration trained to the same number of epochs (bytes mode)
-BITS = "cpu-bits"  # the cpu preset with the course notes' bits-mode BPE on the cipher side
+EQUAL_EPOCHS = "notes/equal-epochs/cpu"  # every cpu configuration trained to the same number of epochs (bytes mode)
+BITS = "notes/cpu-bits"  # the cpu preset with the course notes' bits-mode BPE on the cipher side
 
 
 def sinusoidal_table(d_model: int = D_MODEL, length: int = MAX_LEN) -> torch.Tensor:
@@ -255,7 +255,7 @@ def start_marker_spread(causal: bool, marker: bool, length: int = CPU_C2.chunk_c
 
 
 def padding_shift_check(shift: int = KEY_PERIOD, n_chunks: int = 4) -> dict:
-    """The committed C2 (results/checkpoints, bytes mode) on test chunks as they are and with
+    """The committed C2 (results/notes/checkpoints, bytes mode) on test chunks as they are and with
     ``shift`` PAD ids in front of their source ids (chapter 4, exercise 2).
 
     Returns the largest difference between the encoder memory of the real tokens with and
@@ -354,7 +354,7 @@ def bits_alignment(chunk_chars: int, src_vocab: int, tgt_vocab: int | None) -> d
 
 
 def bits_alignments() -> dict:
-    """bits_alignment for the assignment preset's shape and for the cpu preset's (results/cpu-bits)."""
+    """bits_alignment for the assignment preset's shape and for the cpu preset's (results/notes/cpu-bits)."""
     return {"assignment shape": bits_alignment(CHUNK_CHARS, 1024, 1000),
             "cpu-bits shape": bits_alignment(CPU_C2.chunk_chars, run_records(BITS)["c2"]["hyperparameters"]["src_vocab"],
                                              None)}

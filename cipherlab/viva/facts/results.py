@@ -152,7 +152,7 @@ def beam_slowdown(config: str) -> float:
     return entry[beam_width(config)]["decode_seconds"] / entry["greedy"]["decode_seconds"]
 
 
-# the committed models: C2 and C5 trained on (extended/cpu)
+# the committed models: C2 and C5 trained on (notes/extended/cpu)
 
 def decode_lps(config: str) -> float:
     """Lines per second the committed model decoded its test lines at (greedy, its own record)."""

@@ -34,7 +34,7 @@ INTRO = """# Learning the cipher, not the corpus: the controlled ablation
 Each record here is one run of `results/learn/probe.py` (its `command` field): the `cpu` preset of
 one configuration with the same three changes to the shared data pipeline and embeddings for all
 five, trained for the same number of epochs with two seeds, one torch thread per run, two runs side
-by side on a 2-core machine. The changes (issue 16; `cipherlab/config.py`):
+by side on a 2-core machine. The changes (`cipherlab/config.py`; the `shuffles` recipe of `RECIPES`):
 
 - `phase_shuffle=1.0`: every training chunk is replaced by a *phase-preserving shuffle* -- its
   characters permuted among positions with the same index mod 8 and its cipher bytes alike, drawn

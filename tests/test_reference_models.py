@@ -1,0 +1,95 @@
+"""The five committed models (``results/checkpoints``, the reference ablation's seed-0 runs,
+``results/reference``) decode what their records say, on every set of ``cipherlab.probes`` and on
+Brown's test lines, line by line; and the reference README is what its generator writes."""
+
+import importlib.util
+import json
+
+import pytest
+import torch
+
+from cipherlab import results
+from cipherlab.checkpoint import load_trained
+from cipherlab.cipher import encrypt
+from cipherlab.config import CONFIG_NAMES, config_from_dict, make_config
+from cipherlab.data import load_corpus
+from cipherlab.decode import decrypt_lines
+from cipherlab.probes import probe_sets
+from cipherlab.viva import REPO_ROOT
+
+FOLDER = REPO_ROOT / "results" / "reference"
+CHECKPOINTS = REPO_ROOT / "results" / "checkpoints"
+FIRST = {"random_letters": 6, "random_alphabet": 6, "stdlib": 6, "stdlib_upper": 4, "stdlib_long": 1}
+BROWN_LINES = 6
+
+
+def _record(name: str) -> dict:
+    matches = sorted(FOLDER.glob(f"*{name}-seed0.json"))
+    assert len(matches) == 1, f"one seed-0 record of {name} in {FOLDER}"
+    return json.loads(matches[0].read_text(encoding="utf-8"))
+
+
+def _outcomes(pred, plain):
+    return "".join("1" if p == r else "0" for p, r in zip(pred, plain)), [
+        sum(a == b for a, b in zip(p, r)) for p, r in zip(pred, plain)]
+
+
+@pytest.mark.parametrize("name", CONFIG_NAMES)
+def test_each_committed_model_decodes_every_probe_set_as_recorded(name):
+    record = _record(name)
+    torch.set_num_threads(1)
+    model, codec, config = load_trained(CHECKPOINTS / f"{name}.safetensors", "cpu")
+    # the committed model is the record's, trained by the default recipe
+    assert config == config_from_dict(record["hyperparameters"]) and config.recipe == "cipher"
+    assert config == make_config(name, "cpu", time_budget_s=config.time_budget_s, max_epochs=config.max_epochs)
+    kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"), token_budget=config.token_budget,
+                  max_batch_size=config.max_batch_size)
+    sets = probe_sets(n_random=record["random_strings"]["lines"])
+    for set_name, first in FIRST.items():
+        part = results.section(record, set_name)
+        assert part["lines"] == len(sets[set_name])
+        plain = sets[set_name][:first]
+        exact, right = _outcomes(decrypt_lines(model, codec, [encrypt(t) for t in plain], length_aware=True,
+                                               **kwargs), plain)
+        assert exact == part["exact_by_line"][:first], set_name
+        assert right == part["right_chars_by_line"][:first], set_name
+    plain, cipher = load_corpus().lines("test")
+    for key, length_aware in (("brown_test_free", False), ("brown_test", True)):
+        exact, right = _outcomes(decrypt_lines(model, codec, cipher[:BROWN_LINES], length_aware=length_aware,
+                                               **kwargs), plain[:BROWN_LINES])
+        assert (exact, right) == (record[key]["exact_by_line"][:BROWN_LINES],
+                                  record[key]["right_chars_by_line"][:BROWN_LINES]), key
+
+
+def test_the_reference_readme_is_what_its_generator_writes_from_the_records(tmp_path, monkeypatch):
+    runs = results.load_learn_runs(FOLDER)
+    assert {name for name, _ in runs} == set(CONFIG_NAMES) and {seed for _, seed in runs} == {0, 1}
+    assert all(r["recipe"] == "cipher" for r in runs.values())
+    assert len({r["epochs"] for r in runs.values()}) == 1  # the same epochs for all: a controlled ablation
+    spec = importlib.util.spec_from_file_location("reference_readme", FOLDER / "make_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    committed = (FOLDER / "README.md").read_text(encoding="utf-8")
+    monkeypatch.setattr(module, "HERE", tmp_path)
+    for record in FOLDER.glob("*-seed*.json"):
+        (tmp_path / record.name).write_bytes(record.read_bytes())
+    module.main()
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == committed
+
+
+def test_mcnemar_is_exact_on_the_discordant_lines():
+    assert results.mcnemar("1111", "1111") == (0, 0, 1.0)
+    only_a, only_b, p = results.mcnemar("1" * 10 + "0", "0" * 10 + "1")
+    assert (only_a, only_b) == (10, 1) and p == pytest.approx(2 * 12 / 2 ** 11)
+    with pytest.raises(ValueError, match="same lines"):
+        results.mcnemar("10", "1")
+
+
+def test_every_record_kept_for_the_course_notes_recipe_is_that_recipe():
+    records = sorted((REPO_ROOT / "results" / "notes").rglob("c[1-5].json"))
+    assert len(records) >= 5 + 4 + 5 + 2  # cpu, cpu-bits, equal-epochs/cpu, extended/cpu
+    for path in records:
+        hyper = json.loads(path.read_text(encoding="utf-8"))["hyperparameters"]
+        assert config_from_dict(hyper).recipe == "notes", path
+    for path in (REPO_ROOT / "results" / "notes" / "checkpoints").glob("*.safetensors"):
+        assert load_trained(path, "cpu")[2].recipe == "notes", path
