@@ -114,6 +114,9 @@ class Config:
     # the bits and cannot spread probability like a language model, so its loss can rise while its
     # accuracy still rises: select on accuracy there.
     select_on: str = "val_loss"
+    # validate on the validation chunks shuffled, case-flipped and substituted like the training chunks
+    # (their own draws) instead of on English; tried beside the recipe, not part of it
+    augment_val: bool = False
     time_budget_s: float | None = None  # wall-clock training budget per run (None: none)
     seed: int = 0  # seeds Python, NumPy and torch
 

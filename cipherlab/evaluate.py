@@ -23,7 +23,7 @@ import torch
 
 from cipherlab.checkpoint import check_data, model_from_payload, read_payload
 from cipherlab.codec import select_lines
-from cipherlab.config import Config
+from cipherlab.config import Config, recipe_caveats
 from cipherlab.data import load_corpus, load_pairs
 from cipherlab.decode import decrypt_lines
 from cipherlab.device import pick_device
@@ -146,6 +146,8 @@ def results_record(config: Config, run, test_metrics: dict) -> dict:
         "preset": config.preset,
         "components": config.components(),
         "source_mode": config.source_mode,
+        "recipe": config.recipe,
+        "recipe_caveats": recipe_caveats(config),  # what of the recipe this tokenization cannot take
         "test": test_metrics,
         "params": run.params,
         "peak_memory_bytes": run.peak_memory_bytes,

@@ -510,8 +510,8 @@ def train_config(
 
     def batches(split: str, shuffle: bool) -> Batches:
         chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits[split], config.chunk_chars)
-        if split == "train":  # validation stays English: best.pt is chosen on real text
-            chunks = shuffle_chunks(chunks, config.phase_shuffle, config.seed, config.case_flip,
+        if split == "train" or config.augment_val:  # validation is English unless augment_val (seed + 1)
+            chunks = shuffle_chunks(chunks, config.phase_shuffle, config.seed + (split != "train"), config.case_flip,
                                     config.substitution)
         dataset = codec.dataset(chunks)
         sampler = BucketBatchSampler(

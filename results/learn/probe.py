@@ -76,6 +76,11 @@ def main(argv=None) -> int:
     parser.add_argument("--export", help="also export best.pt as this .safetensors file (relative to the repository)")
     parser.add_argument("--eval-only", action="store_true", help="probe runs/learn/<name>/best.pt again, no training")
     parser.add_argument("--resume", action="store_true", help="continue runs/learn/<name>/last.pt where it stopped")
+    parser.add_argument("--last", action="store_true",
+                        help="with --eval-only: probe last.pt (the final epoch) instead of best.pt, into <name>-last.json")
+    parser.add_argument("--update", metavar="SET[,SET]",
+                        help="with --eval-only: decode only these sets of cipherlab.probes again and rewrite "
+                             "them in the existing record, which lists the command under 'updates'")
     parser.add_argument("--recipe", default="cipher", help="the training recipe (cipherlab.config.RECIPES)")
     parser.add_argument("--more-sets", action="store_true",
                         help="also decode random strings over the training alphabet, upper case and long lines")
@@ -106,12 +111,38 @@ def main(argv=None) -> int:
         fit = {"epochs": run.fit.epochs, "best_epoch": run.fit.best_epoch, "stopped": run.fit.stopped,
                "best_val_loss": run.fit.best_val_loss, "best_val_accuracy": run.fit.best_val_accuracy,
                "params": run.params}
-    model, codec, config = load_trained(out / "best.pt", "cpu")
+    if args.last:
+        if not args.eval_only:
+            parser.error("--last probes a finished run's last.pt: use it with --eval-only")
+        last = log[-1]
+        fit.update(best_epoch=last["epoch"], best_val_loss=last["val_loss"], best_val_accuracy=last.get("val_accuracy"),
+                   stopped=f"last.pt, the final epoch ({fit['stopped']})")
+        name = f"{name}-last"
+    model, codec, config = load_trained(out / ("last.pt" if args.last else "best.pt"), "cpu")
     model.eval()
+
+    if args.update:
+        if not args.eval_only:
+            parser.error("--update rewrites sets of an existing record: use it with --eval-only")
+        path = ROOT / args.out / f"{name}.json"
+        record = json.loads(path.read_text(encoding="utf-8"))
+        sets = probe_sets(config, n_random=record["random_strings"]["lines"])
+        names = [n.strip() for n in args.update.split(",") if n.strip()]
+        unknown = [n for n in names if n not in sets or n == "random_letters"]
+        if unknown:
+            parser.error(f"--update {args.update}: choose among {', '.join(n for n in sets if n != 'random_letters')}")
+        for set_name in names:
+            record[set_name] = probe(model, codec, config, sets[set_name], [encrypt(t) for t in sets[set_name]], True)
+        record.setdefault("updates", []).append(
+            {"sets": names, "command": shlex.join(["python", "results/learn/probe.py", *(argv or sys.argv[1:])]),
+             **versions()})
+        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        print(f"{name}: rewrote {', '.join(names)} in {path}")
+        return 0
 
     corpus = load_corpus() if args.all_test else select_lines(load_corpus(), config)
     brown_plain, brown_cipher = corpus.lines("test")
-    sets = probe_sets(n_random=args.random)
+    sets = probe_sets(config, n_random=args.random)
     cipher_of = {name: [encrypt(t) for t in lines] for name, lines in sets.items()}
     record = {
         "name": name, "config": args.config, "preset": "cpu", "overrides": overrides,
