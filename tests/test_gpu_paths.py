@@ -148,7 +148,7 @@ def _short_batch(codec, corpus, lines=2, chars=32):
 
 
 def test_one_bf16_step_of_the_full_size_c1_has_chapter_3s_parameter_count(tmp_path):
-    config = make_config("c1", "assignment")
+    config = make_config("c1", "assignment", recipe="notes")  # free embedding rows: no codec needed
     model = build_model(config, vocab_sizes=(SRC_VOCAB, TGT_VOCAB), pad_id=0)
     assert model.num_params() == chapter3_model("C1").num_params()
     src = torch.randint(4, SRC_VOCAB, (2, 64))
@@ -232,3 +232,21 @@ def test_gpu_run_commands_are_ones_cipherlab_accepts():
     parsed = build_parser().parse_args(gpu_run.train_command(args, "c5", 90.0)[3:])  # after "python -m cipherlab"
     assert (parsed.config, parsed.preset, parsed.time_budget, parsed.device) == ("c5", "assignment", 90.0, "cuda")
     assert parsed.set == [f"max_eval_lines={args.eval_lines}"]
+
+
+def test_gpu_run_runs_end_to_end_on_a_cpu_with_the_recipe(tmp_path):
+    """--cpu-check: every step of the script (each configuration's train process, its record, the
+    summary with epoch times), tiny sizes on the CPU, so that a first GPU run cannot fail on a typo."""
+    gpu_run = _gpu_run()
+    argv = ["--cpu-check", "--budget-minutes", "20", "--overhead", "20",
+            "--results-dir", str(tmp_path / "results"), "--runs-dir", str(tmp_path / "runs")]
+    assert gpu_run.main(argv) == 0
+    summary = json.loads((tmp_path / "results" / "assignment" / "gpu_run.json").read_text())
+    assert summary["recipe"] == "cipher" and summary["cpu_check"] and summary["device_name"].startswith("cpu")
+    assert [r["config"] for r in summary["runs"]] == list(CONFIG_NAMES)
+    for run in summary["runs"]:
+        assert run["returncode"] == 0 and run["record"] and len(run["epoch_seconds"]) == 1
+        record = json.loads((tmp_path / "results" / "assignment" / f"{run['config']}.json").read_text())
+        assert record["recipe"] == "cipher" and record["preset"] == "assignment"
+        assert record["hyperparameters"]["phase_shuffle"] == 1.0 and record["hyperparameters"]["source_eos"]
+        assert (record["config"] == "c5") == (record["recipe_caveats"] == [])  # bits-mode BPE says what it cannot take

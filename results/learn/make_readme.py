@@ -52,7 +52,7 @@ def row(r: dict) -> list[str]:
 
 
 def reference() -> str:
-    general = json.loads((HERE.parent / "cpu" / "generalisation.json").read_text())
+    general = json.loads((HERE.parent / "notes" / "cpu" / "generalisation.json").read_text())
     return "; ".join(f"{name.upper()} {100 * general[name]['bit_accuracy']:.2f} % of the bits, "
                      f"{100 * general[name]['sequence_accuracy']:.1f} % of the lines exact" for name in ("c2", "c5"))
 

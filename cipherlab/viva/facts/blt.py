@@ -224,9 +224,10 @@ def worst_leak(model: BLTModel, mask_fn, tgt: torch.Tensor, memory, memory_mask,
 
 @functools.lru_cache(maxsize=None)
 def c5_model(preset: str) -> BLTModel:
-    """C5 at ``preset``'s sizes, built as training builds it (:func:`cipherlab.codec.build_model`), seeded."""
+    """C5 at ``preset``'s sizes, built as training builds it (:func:`cipherlab.codec.build_model`), seeded,
+    with free embedding rows as the course notes build them (so that :func:`c1_params` can count alike)."""
     torch.manual_seed(0)
-    return build_model(make_config("c5", preset))
+    return build_model(make_config("c5", preset, recipe="notes"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -237,7 +238,7 @@ def c1_params(preset: str) -> int:
     (vocab None, the cpu preset) has its base symbols and specials, which only fitting it tells:
     cheap without merges.
     """
-    c = make_config("c1", preset)
+    c = make_config("c1", preset, recipe="notes")  # free embedding rows, as c5_model
     if c.src_vocab is None or c.tgt_vocab is None:
         from cipherlab.codec import fit_codec, select_lines
         return build_model(c, fit_codec(c, select_lines(corpus(), c))).num_params()
