@@ -198,6 +198,8 @@ def _covers(codec, batch: dict, b: int, chunk, model) -> dict:
     """{(kind, layer): (query coverage, key coverage)} of example ``b``, both (tokens, characters)."""
     if codec.kind == "bpe":
         src_tokens, tgt_tokens = codec.src.tokenize(chunk.cipher), codec.tgt.tokenize(chunk.plain)
+        if getattr(codec, "source_eos", False):  # the end-of-source token covers no character
+            src_tokens = [*src_tokens, ""]
         n_src = int((batch["src"][b] != codec.src_pad_id).sum())
         if len(src_tokens) != n_src:
             raise ValueError(f"the source tokenizer cut chunk {b} into {len(src_tokens)} pieces but encoded "
@@ -305,10 +307,10 @@ def attention_table(summary: list[dict]) -> str:
 
 
 def committed_checkpoint(config: str) -> Path:
-    """Where the committed model of a configuration lives: ``results/notes/checkpoints/<config>.safetensors``."""
+    """The course notes' recipe's committed model of a configuration (the C2 and C5 the chapters explore): ``results/notes/checkpoints/<config>.safetensors``; the default recipe's five are ``results/checkpoints/``."""
     from cipherlab.results import results_dir
 
-    return results_dir() / "checkpoints" / f"{config}.safetensors"
+    return results_dir() / "notes" / "checkpoints" / f"{config}.safetensors"
 
 
 def load_committed_model(config: str):

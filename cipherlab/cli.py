@@ -54,7 +54,7 @@ def _cmd_train(args) -> int:
         overrides["time_budget_s"] = args.time_budget or None
     config = make_config(args.config, args.preset, args.recipe, **overrides)
     for caveat in recipe_caveats(config):
-        print(f"note: {config.name} ({config.preset} preset) cannot take all of the recipe: {caveat}", file=sys.stderr)
+        print(f"note: {config.name} ({config.preset} preset) cannot take all of the recipe: {caveat}")
     out = Path(args.out) if args.out else Path("runs") / config.run_name / config.name
     if (out / "last.pt").exists() and not (args.resume or args.overwrite):
         raise FileExistsError(

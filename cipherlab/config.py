@@ -18,8 +18,14 @@ A *preset* scales sizes and budgets for all five alike, so an ablation run under
 preset is still a controlled comparison:
 
 - ``smoke``      seconds on a CPU; used by the tests and by the notebooks in CI.
-- ``cpu``        the reference run on a 2-core laptop CPU, about 15 minutes per configuration.
+- ``cpu``        the reference run on a 2-core laptop CPU (``results/reference``: 4 epochs, 7-24 minutes).
 - ``assignment`` the sizes of the course notes (d_model 256, 8 heads, 4+4 layers), for a GPU.
+
+A *recipe* (:data:`RECIPES`) says how all five are trained, the same for every configuration and
+preset: ``cipher``, the default, learns the cipher rather than the corpus (shuffled, case-flipped
+chunks, an end-of-source token, bit-factored and key-phase embeddings, ``best.pt`` on validation
+accuracy); ``notes`` is the course notes' own training (``make_config(name, preset, recipe="notes")``,
+``--recipe notes``). :attr:`Config.recipe` names the recipe a configuration's fields make.
 
 >>> make_config("c2", "smoke").pos_encoding
 'rope'

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from cipherlab.config import CONFIG_NAMES, PRESETS, Config, make_config
+from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, Config, make_config
 from cipherlab.data import BucketBatchSampler, Chunk, load_corpus, make_chunks
 from cipherlab.codec import ByteCodec, SubwordCodec, fit_codec, select_lines, teacher_forcing_logits
 from cipherlab.train import seed_everything, sequence_loss
@@ -261,14 +261,14 @@ def gpu_estimate(record: dict, gpu: GPU, mfu: float, hours: float, max_epochs: i
 
 
 def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float = DEFAULT_HOURS,
-                configs=CONFIG_NAMES, data_dir=None, tokenize: bool = False) -> dict:
-    """The planner's estimate for every configuration of ``preset`` on ``gpu``."""
-    base = make_config(configs[0], preset)
+                configs=CONFIG_NAMES, data_dir=None, tokenize: bool = False, recipe: str = DEFAULT_RECIPE) -> dict:
+    """The planner's estimate for every configuration of ``preset`` on ``gpu``, trained by ``recipe``."""
+    base = make_config(configs[0], preset, recipe)
     corpus = select_lines(load_corpus(data_dir), base)
     shared: dict[tuple, tuple] = {}  # C1-C4 share one pair of BPEs: learn and measure it once
     records = []
     for name in configs:
-        config = make_config(name, preset)
+        config = make_config(name, preset, recipe)
         extra = {}
         if config.tokenization == "bpe":
             key = (config.source_mode, config.src_vocab, config.tgt_vocab)
@@ -414,7 +414,7 @@ def _cmd_plan(args) -> int:
         raise ValueError(f"--preset {args.preset}: unknown preset; choose one of {', '.join(PRESETS)}")
     configs = tuple(c.lower() for c in args.config) if args.config else CONFIG_NAMES
     plan = plan_preset(args.preset.lower(), gpu, mfu=args.mfu, hours=args.hours, configs=configs,
-                       data_dir=args.data_dir, tokenize=args.tokenize)
+                       data_dir=args.data_dir, tokenize=args.tokenize, recipe=args.recipe)
     print(report(plan))
     if args.json:
         Path(args.json).write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
@@ -440,6 +440,8 @@ def register_cli(subparsers) -> None:
                    help=f"assumed share of the peak rate reached (default {DEFAULT_MFU})")
     p.add_argument("--hours", type=float, default=DEFAULT_HOURS,
                    help=f"length of the session to plan for (default {DEFAULT_HOURS:g}; Colab's free tier is not guaranteed 12)")
+    p.add_argument("--recipe", default=DEFAULT_RECIPE, choices=list(RECIPES),
+                   help="the training recipe planned for (default: %(default)s)")
     p.add_argument("--config", action="append", metavar="CN", help="only these configurations (repeatable; default all five)")
     p.add_argument("--data-dir", help="data folder (default: $CIPHERLAB_DATA_DIR or the repository's data/)")
     p.add_argument("--tokenize", action="store_true",

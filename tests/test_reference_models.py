@@ -44,7 +44,7 @@ def test_each_committed_model_decodes_every_probe_set_as_recorded(name):
     assert config == make_config(name, "cpu", time_budget_s=config.time_budget_s, max_epochs=config.max_epochs)
     kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"), token_budget=config.token_budget,
                   max_batch_size=config.max_batch_size)
-    sets = probe_sets(n_random=record["random_strings"]["lines"])
+    sets = probe_sets(config, n_random=record["random_strings"]["lines"])  # over the model's own alphabet
     for set_name, first in FIRST.items():
         part = results.section(record, set_name)
         assert part["lines"] == len(sets[set_name])
