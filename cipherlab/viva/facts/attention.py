@@ -97,7 +97,7 @@ def blocked_rows_in_training(name: str, n_batches: int = BLOCKED_ROW_BATCHES) ->
     from cipherlab.data import BucketBatchSampler, make_chunks
     from cipherlab.codec import fit_codec, select_lines, teacher_forcing_logits
 
-    config = make_config(name, "cpu", d_model=32, ffn_dim=64)
+    config = make_config(name, "cpu", recipe="notes", d_model=32, ffn_dim=64)  # the course notes' training
     corpus = select_lines(load_corpus(), config)
     codec = fit_codec(config, corpus)
     chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)

@@ -30,7 +30,7 @@ from cipherlab.results import load_run, metric
 D_MODEL, N_HEADS, MAX_LEN = 256, 8, 4096  # the assignment's shared hyperparameters
 HEAD_DIM = D_MODEL // N_HEADS
 KEY_PERIOD = 8  # len(cipherlab.cipher.KEY)
-CPU_C2 = make_config("c2", "cpu")  # the reference run's C2: the sizes the cross-attention probe uses
+CPU_C2 = make_config("c2", "cpu", recipe="notes")  # the course notes' recipe, as the committed C2; the reference run's C2: the sizes the cross-attention probe uses
 CALIBRATION_FILE = Path(__file__).resolve().parents[3] / "results" / "calibration" / "calibration.json"
 EQUAL_EPOCHS = "notes/equal-epochs/cpu"  # every cpu configuration trained to the same number of epochs (bytes mode)
 BITS = "notes/cpu-bits"  # the cpu preset with the course notes' bits-mode BPE on the cipher side

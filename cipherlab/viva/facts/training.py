@@ -276,7 +276,7 @@ def sample_lengths(n_lines: int = SAMPLE_LINES) -> dict:
     to learn; the assignment's 1024-token one is far slower to learn and encode on a CPU).
     """
     corpus = load_corpus()
-    smoke = make_config("c1", "smoke")
+    smoke = make_config("c1", "smoke", recipe="notes")  # no end-of-source token: tokens of the cipher alone
     codec = fit_codec(smoke, select_lines(corpus, smoke))
     chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"][:n_lines], CHUNK_CHARS)
     return {"bytes": tuple(ByteChunkDataset(chunks).src_lengths),
