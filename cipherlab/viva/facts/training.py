@@ -250,7 +250,7 @@ def gpu_plan(configs: tuple = PLAN_CONFIGS, gpus: tuple = PLAN_GPUS) -> dict:
     ("gpus": {gpu: {config: ``gpu_estimate``}}), at the planner's default utilisation and session."""
     from cipherlab import plan as planner
 
-    plan = planner.plan_preset("assignment", planner.GPUS[gpus[0]], configs=configs)
+    plan = planner.plan_preset("assignment", planner.GPUS[gpus[0]], configs=configs, recipe="notes")  # the course notes' model
     estimates = {gpu: {r["config"]: planner.gpu_estimate(r, planner.GPUS[gpu], plan["mfu"], plan["hours"],
                                                          plan["sizes"]["max_epochs"])
                        for r in plan["configs"]}
