@@ -57,6 +57,39 @@ def test_every_chapter_but_the_drill_has_a_bank():
     assert {p.name for p in NOTEBOOKS if p.relative_to(ROOT).as_posix() not in banked} == BANK_FREE
 
 
+SECTION = re.compile(r"^#{2,3} (\d+)\.(\d+)\b", re.MULTILINE)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
+def test_section_numbers_follow_the_chapter_without_a_gap(path):
+    """Sections N.1, N.2, ... in order, N the chapter's own number: none skipped, none repeated."""
+    nb = nbformat.read(path, as_version=4)
+    found = [(int(a), int(b)) for cell in nb.cells if cell.cell_type == "markdown"
+             for a, b in SECTION.findall(cell.source)]
+    chapter = int(path.name.split("_")[0])
+    assert found == [(chapter, k) for k in range(1, len(found) + 1)], found
+
+
+# "issue 16", "issues 16 and 18", "#16": references a reader of the book cannot follow
+ISSUE_REFERENCE = re.compile(r"\bissues?\s*#?\s*\d+|(?<![\w&/])#\d{1,4}\b", re.IGNORECASE)
+READERS_TEXTS = [*NOTEBOOKS, ROOT / "book" / "intro.md", ROOT / "README.md",
+                 *sorted((ROOT / "results").rglob("README.md"))]
+
+
+@pytest.mark.parametrize("path", READERS_TEXTS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_text_a_reader_meets_names_an_issue_number(path):
+    if path.suffix == ".ipynb":
+        text = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells)
+    else:
+        text = path.read_text(encoding="utf-8")
+    assert ISSUE_REFERENCE.findall(text) == []
+
+
+def test_the_issue_reference_pattern_finds_what_it_must_and_nothing_else():
+    assert ISSUE_REFERENCE.findall("see issue #16, Issue 18 and #20") == ["issue #16", "Issue 18", "#20"]
+    assert ISSUE_REFERENCE.findall("colour #fff, `x[#]`, C#, &#8217; and chapter 9") == []
+
+
 def test_every_bank_names_an_existing_notebook():
     assert [b.notebook for b in viva.load_bank().values() if not (ROOT / b.notebook).exists()] == []
 
@@ -157,3 +190,29 @@ def test_repository_url_lives_only_in_config():
     url = CONFIG["repository"]["url"]
     sources = [p for p in (ROOT / "cipherlab").rglob("*.py")] + list((ROOT / "book").glob("*.md"))
     assert [str(p) for p in sources if url in Path(p).read_text()] == []
+
+
+def _preset_row(preset: str) -> list[str]:
+    """What the intro's preset table must say of ``preset``, from ``make_config`` and the split."""
+    from cipherlab.config import make_config
+    from cipherlab.data import load_corpus
+
+    c = make_config("c1", preset)
+    c3 = make_config("c3", preset)
+
+    def vocab(size, unit):
+        return f"BPE of {size} over bits" if size is not None and unit == "bits" else (
+            f"BPE of {size}" if size is not None else f"{unit}, no merges")
+
+    lines = c.max_train_lines or len(load_corpus().splits["train"])
+    return [f"`{preset}`", f"{c.d_model}, {c.n_heads} ({c3.n_kv_heads})", f"{c.enc_layers} / {c.dec_layers}",
+            str(c.ffn_dim), vocab(c.src_vocab, c.source_mode), vocab(c.tgt_vocab, "characters"),
+            str(c.chunk_chars), str(lines) if c.max_train_lines else f"all {lines}"]
+
+
+def test_the_intro_lays_the_presets_side_by_side_as_the_code_defines_them():
+    text = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    rows = {cells[0]: cells for line in text.splitlines() if line.startswith("| `")
+            for cells in [[c.strip() for c in line.strip().strip("|").split("|")]]}
+    for preset in ("smoke", "cpu", "assignment"):
+        assert rows[f"`{preset}`"][:8] == _preset_row(preset), preset
