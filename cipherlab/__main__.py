@@ -1,21 +1,22 @@
 """The command line: ``python -m cipherlab COMMAND ...`` (or the ``cipherlab`` script).
 
 Each module that owns commands adds them with its own ``register_cli(subparsers)``. A user error
-(bad data, a missing file, an unknown configuration) ends with one line on stderr that names the
-problem and a non-zero exit, never a traceback; set CIPHERLAB_DEBUG=1 to see the traceback.
+(bad data, a missing file, an unknown configuration, an unwritable output) and any other error end
+with one line on stderr that names the problem and a non-zero exit, never a traceback
+(:func:`cipherlab.errors.run_command`); set CIPHERLAB_DEBUG=1 to see the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from . import cli, data, doctor, plan, score
+from .errors import OneLineParser, run_command
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m cipherlab",
         description="Train, evaluate and explore Transformers that decrypt a repeating-key XOR cipher.",
     )
@@ -32,14 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv  # results record the command that made them
-    try:
-        return args.func(args)
-    except (ValueError, OSError, KeyError) as e:  # DatasetError is a ValueError
-        if os.environ.get("CIPHERLAB_DEBUG"):
-            raise
-        message = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"cipherlab: error: {message}", file=sys.stderr)
-        return 1
+    return run_command("cipherlab", args.func, args)  # any error: one line on stderr (cipherlab/errors.py)
 
 
 if __name__ == "__main__":

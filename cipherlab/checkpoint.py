@@ -3,8 +3,10 @@
 - :func:`save_checkpoint` / :func:`load_checkpoint`: a training checkpoint (``best.pt``,
   ``last.pt``), written atomically (temporary file, then ``os.replace``) and read with
   ``torch.load(weights_only=True)``: it holds tensors and plain Python values only, so loading
-  one never runs code from the file. A checkpoint made with another configuration, tokenizer
-  or data is refused with :class:`CheckpointError` naming the difference.
+  one never runs code from the file. Like an export, it carries :func:`tensors_sha256` of every
+  tensor in it (weights, optimiser state, random-number state), so a damaged file is refused
+  rather than decoding wrongly. A checkpoint made with another configuration, tokenizer or data
+  is refused with :class:`CheckpointError` naming the difference.
 - :func:`rng_state` / :func:`set_rng_state`: every random-number generator, as tensors, so that
   a resumed run continues bit for bit.
 - :func:`read_log`: the run's ``log.jsonl``, one record per epoch.
@@ -20,17 +22,19 @@ import json
 import math
 import os
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 
 from cipherlab.codec import Codec, build_model, codec_from_artifacts
 from cipherlab.config import Config, config_from_dict
 from cipherlab.device import pick_device
+from cipherlab.errors import first_line, require_file, why, writable_file
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -41,6 +45,7 @@ __all__ = [
     "load_checkpoint",
     "load_trained",
     "model_from_payload",
+    "payload_tensors",
     "read_log",
     "read_payload",
     "rng_state",
@@ -54,6 +59,8 @@ EXPORT_FORMAT = "cipherlab-model-1"
 # Config fields a resumed run may change: budgets, not the model or the data. Raising max_epochs
 # continues a finished run, e.g. to bring every configuration to the same number of epochs.
 _RUNTIME_FIELDS = ("time_budget_s", "max_epochs")
+_PAYLOAD_PARTS = ("config", "identity", "artifacts", "model")  # what every checkpoint holds, each a dict
+_CHECKPOINT_FIX = "pass a best.pt or last.pt written by `python -m cipherlab train`"
 
 
 class CheckpointError(ValueError):
@@ -63,11 +70,29 @@ class CheckpointError(ValueError):
 # --------------------------------------------------------------------------- training checkpoints
 
 
+def payload_tensors(payload, prefix: str = "") -> dict[str, torch.Tensor]:
+    """Every tensor inside a checkpoint's nested dicts and lists, by its dotted place in them
+    (``model.encoder.embed.weight``, ``optimizer.state.0.exp_avg``, ``rng.torch``, ...)."""
+    if isinstance(payload, dict):
+        items = payload.items()
+    elif isinstance(payload, (list, tuple)):
+        items = enumerate(payload)
+    else:
+        return {}
+    found = {}
+    for key, value in items:
+        name = f"{prefix}{key}"
+        found.update({name: value} if isinstance(value, torch.Tensor) else payload_tensors(value, f"{name}."))
+    return found
+
+
 def save_checkpoint(path: str | os.PathLike, payload: dict) -> None:
-    """Write ``payload`` to ``path`` atomically: a reader sees the old file or the new one, never half."""
+    """Write ``payload`` with its tensors' checksum to ``path`` atomically: a reader sees the old
+    file or the new one, never half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
+    payload = {**payload, "sha256": tensors_sha256(payload_tensors(payload))}
     with open(tmp, "wb") as f:
         torch.save(payload, f)
         f.flush()
@@ -81,18 +106,22 @@ def load_checkpoint(
     """Read a checkpoint safely (``weights_only=True``) and check it fits ``config`` and ``identity``.
 
     Raises FileNotFoundError for a missing file and CheckpointError for a file that is not a
-    cipherlab checkpoint or that was made with another configuration or tokenizer.
+    cipherlab checkpoint, is damaged (its tensors do not match their checksum), or was made with
+    another configuration or tokenizer.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such checkpoint; pass the path of a best.pt or last.pt")
+    path = require_file(path, "checkpoint", _CHECKPOINT_FIX)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # any unpickling failure means "not a checkpoint we can trust"
-        first = (str(e).strip().splitlines() or [""])[0]  # torch's unpickling messages run to many lines
-        raise CheckpointError(f"{path}: not a readable cipherlab checkpoint ({type(e).__name__}: {first})") from None
+        raise CheckpointError(f"{path}: not a readable cipherlab checkpoint ({why(e)}); "
+                              f"{_CHECKPOINT_FIX}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path}: not a cipherlab checkpoint (expected format {CHECKPOINT_FORMAT!r})")
+        raise CheckpointError(f"{path}: not a cipherlab checkpoint (expected format {CHECKPOINT_FORMAT!r}); "
+                              f"{_CHECKPOINT_FIX}")
+    missing = [part for part in _PAYLOAD_PARTS if not isinstance(payload.get(part), dict)]
+    if missing:
+        raise CheckpointError(f"{path}: a cipherlab checkpoint without its {', '.join(missing)}; {_CHECKPOINT_FIX}")
+    _check_sum(path, payload)
     if config is not None:
         saved, now = payload["config"], config.to_dict()
         # A field the checkpoint does not know was added to Config after it was written; the
@@ -119,6 +148,19 @@ def load_checkpoint(
                 "train into a new --out folder"
             )
     return payload
+
+
+def _check_sum(path: Path, payload: dict) -> None:
+    """Refuse a checkpoint whose tensors differ from the checksum saved with them."""
+    stored = payload.pop("sha256", None)
+    if stored is None:  # saved before checkpoints carried one: still readable, but unchecked
+        print(f"cipherlab: note: {path} has no tensor checksum (saved by an older cipherlab), so damage to it "
+              "cannot be detected; training on saves a checked last.pt", file=sys.stderr)
+        return
+    if tensors_sha256(payload_tensors(payload)) != stored:
+        raise CheckpointError(f"{path}: its tensors do not match the checksum saved with them (sha256 "
+                              f"{stored[:12]}...): the file is damaged; copy it again, or use another "
+                              "checkpoint of the run (last.pt, best.pt) or train again")
 
 
 def _plain(value):
@@ -175,7 +217,7 @@ def load_trained(path: str | os.PathLike, device: torch.device | str | None = No
     ``path`` is a training checkpoint (``best.pt``, read with ``weights_only=True``) or a model
     exported by :func:`export_checkpoint` (``.safetensors``: tensors and JSON, no pickle at all).
     """
-    return model_from_payload(read_payload(path), pick_device(device))
+    return model_from_payload(read_payload(path), pick_device(device), path)
 
 
 def read_payload(path: str | os.PathLike) -> dict:
@@ -197,7 +239,7 @@ def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
     for name in sorted(tensors):
         t = tensors[name].detach().cpu().contiguous()
         digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return digest.hexdigest()
 
 
@@ -211,6 +253,7 @@ def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike) -> Path:
     out = Path(out)
     if out.suffix != ".safetensors":
         raise ValueError(f"{out}: a model export is a .safetensors file; name it e.g. c2.safetensors")
+    writable_file(out, "--out")  # before reading the checkpoint
     payload = load_checkpoint(path)
     tensors = {f"model.{k}": v.detach().clone().contiguous() for k, v in payload["model"].items()}
     artifacts = {}
@@ -226,21 +269,25 @@ def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike) -> Path:
         "identity": json.dumps(payload["identity"], default=_json_default),
         "sha256": tensors_sha256(tensors),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(out), metadata=metadata)
+    try:
+        save_file(tensors, str(out), metadata=metadata)
+    except SafetensorError as e:  # e.g. a disk that is read-only or full
+        raise CheckpointError(f"{out}: cannot write the export ({first_line(e)}); choose a location on a "
+                              "writable disk with --out") from None
     return out
+
 
 
 def _read_export(path: Path) -> dict:
     """The payload of a model written by :func:`export_checkpoint`, in the shape of a checkpoint's."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such model file; pass a .safetensors file written by `cipherlab export`")
+    require_file(path, "model file", "pass a .safetensors file written by `cipherlab export`")
     try:
         with safe_open(str(path), framework="pt", device="cpu") as f:
             metadata = f.metadata() or {}
             tensors = {key: f.get_tensor(key) for key in f.keys()}
     except Exception as e:
-        raise CheckpointError(f"{path}: not a readable safetensors file ({type(e).__name__}: {e})") from None
+        raise CheckpointError(f"{path}: not a readable safetensors file ({why(e)}); "
+                              "pass a .safetensors file written by `cipherlab export`") from None
     if metadata.get("format") != EXPORT_FORMAT:
         raise CheckpointError(
             f"{path}: not a cipherlab model export (metadata format {metadata.get('format')!r}, "
@@ -266,12 +313,20 @@ def _read_export(path: Path) -> dict:
     }
 
 
-def model_from_payload(payload: dict, device: torch.device) -> tuple[nn.Module, Codec, Config]:
-    """(model in eval mode on ``device``, its codec, its configuration) from :func:`read_payload`'s dict."""
-    config = config_from_dict(payload["config"])
-    codec = codec_from_artifacts(config, payload["artifacts"])
-    model = build_model(config, codec)
-    model.load_state_dict(payload["model"])
+def model_from_payload(payload: dict, device: torch.device, path: str | os.PathLike = "the checkpoint"
+                       ) -> tuple[nn.Module, Codec, Config]:
+    """(model in eval mode on ``device``, its codec, its configuration) from :func:`read_payload`'s dict.
+
+    A payload whose configuration, codec or weights do not fit together is a CheckpointError naming ``path``.
+    """
+    try:
+        config = config_from_dict(payload["config"])
+        codec = codec_from_artifacts(config, payload["artifacts"])
+        model = build_model(config, codec)
+        model.load_state_dict(payload["model"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: its configuration, tokenizers and weights do not fit together "
+                              f"({why(e)}); export or train it again") from None
     return model.to(device).eval(), codec, config
 
 

@@ -2,8 +2,13 @@
 
 Chapter 8 runs them. ``cipherlab/__main__.py`` builds the parser and calls
 :func:`register_cli`; every command returns an exit code. A user error (unknown configuration
-or preset, a missing file, a cipher line that is not bits) raises ValueError or OSError, which
-``__main__`` turns into one line on stderr and a non-zero exit.
+or preset, a missing file, a cipher line that is not bits, an output folder that cannot be
+written) raises ValueError or OSError, which ``__main__`` turns into one line on stderr and a
+non-zero exit. Output locations are checked before any work starts.
+
+Every figure printed says which decoding produced it, and the default is the same for
+``train``, ``evaluate`` and ``decrypt``: greedy decoding that ends each line where its cipher's
+length says (length-aware greedy); ``--free`` lets the model decide where a line ends (free greedy).
 
     python -m cipherlab train --config c2 --preset cpu          # runs/cpu/c2/ and runs/cpu/c2.json
     python -m cipherlab train --config c2 --preset cpu --resume # continue from runs/cpu/c2/last.pt
@@ -29,7 +34,10 @@ from cipherlab.cipher import check_bits
 from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, make_config, parse_field, recipe_caveats
 from cipherlab.decode import decrypt_lines
 from cipherlab.checkpoint import export_checkpoint, load_trained
-from cipherlab.evaluate import evaluate_checkpoint, results_record, write_results, write_table
+from cipherlab.errors import writable_file, writable_folder
+from cipherlab.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
+                                write_table)
+from cipherlab.score import read_text_lines
 from cipherlab.train import TrainingDiverged, train_config
 
 __all__ = ["register_cli"]
@@ -61,6 +69,9 @@ def _cmd_train(args) -> int:
             f"{out} already holds a training run; pass --resume to continue it, --overwrite to start "
             "again, or --out to train somewhere else"
         )
+    writable_folder(out, "--out")  # both before training, not after it
+    writable_folder(Path(args.results_dir) / config.run_name, "--results-dir")
+    length_aware = _length_aware(args)
     try:
         run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True)
     except TrainingDiverged as e:
@@ -74,19 +85,17 @@ def _cmd_train(args) -> int:
         return 0
     print(
         f"{config.name} ({config.recipe} recipe): {fit.stopped} after {fit.epochs} epochs; best.pt is epoch "
-        f"{fit.best_epoch}, " + (f"validation token accuracy {fit.best_val_accuracy:.4f}"
+        f"{fit.best_epoch}, " + (f"validation token accuracy {fit.best_val_accuracy:.4f} (teacher-forced)"
                                  if config.select_on == "val_accuracy" else f"validation loss {fit.best_val_loss:.4f}")
-        + f". Evaluating {run.best_checkpoint} on the test lines"
+        + f". Evaluating {run.best_checkpoint} on the test lines ({decoding_name(1, length_aware)} decoding)"
     )
-    metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device)
+    metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device,
+                                  length_aware=length_aware)
     record = results_record(config, run, metrics)
     record["command"] = shlex.join(["python", "-m", "cipherlab", *getattr(args, "argv", [])])
     record["wall_seconds"] = time.monotonic() - started  # data, tokenizers, training and the test lines
     path = write_results(config, record, args.results_dir, curve=out / "log.jsonl")
-    print(
-        f"bit accuracy {metrics['bit_accuracy']:.4f}, sequence accuracy {metrics['sequence_accuracy']:.4f}, "
-        f"Levenshtein {metrics['levenshtein']:.2f}, chrF {metrics['chrf']:.1f} -> {path}"
-    )
+    print(f"{metrics_line(metrics)} -> {path}")
     if fit.stopped == "time budget":
         print(f"(the time budget ended this run; --resume continues it from {out / 'last.pt'})")
     return 0
@@ -97,13 +106,16 @@ def _cmd_train(args) -> int:
 
 def _length_aware(args) -> bool:
     """Greedy decoding that ends each line where its cipher says (8 bits a character), unless --free
-    or a beam search (which decodes freely) is asked for."""
-    if args.beam < 1:
-        raise ValueError(f"--beam {args.beam}: the beam size is at least 1 (1 is greedy decoding)")
-    return not args.free and args.beam == 1
+    or a beam search (which decodes freely) is asked for: the default of train, evaluate and decrypt."""
+    beam = getattr(args, "beam", 1)  # train has no --beam
+    if beam < 1:
+        raise ValueError(f"--beam {beam}: the beam size is at least 1 (1 is greedy decoding)")
+    return not args.free and beam == 1
 
 
 def _cmd_evaluate(args) -> int:
+    if args.json:
+        writable_file(args.json, "--json")  # before the work
     metrics = evaluate_checkpoint(
         args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
         length_aware=_length_aware(args),
@@ -112,6 +124,7 @@ def _cmd_evaluate(args) -> int:
     if args.json:
         Path(args.json).write_text(text + "\n", encoding="utf-8")
     print(text)
+    print(metrics_line(metrics), file=sys.stderr)  # stdout stays JSON; the summary names its decoding
     return 0
 
 
@@ -125,21 +138,29 @@ def _read_cipher_lines(args) -> list[str]:
     """The cipher lines to decrypt, each checked: only '0'/'1', a multiple of 8 long."""
     if args.bits is not None:
         bits = args.bits.strip()
+        if not bits:
+            raise ValueError("BITS: an empty cipher line; pass a string of 0s and 1s, 8 per character")
         check_bits(bits, path="BITS")
         return [bits]
     path = Path(args.input)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such input file; pass a text file with one cipher line per line")
-    lines = [line.strip() for line in path.read_text(encoding="latin-1").splitlines()]
+    lines = [line.strip() for line in read_text_lines(path, "input file", "one cipher line per line")]
     for n, line in enumerate(lines, start=1):
         check_bits(line, path=str(path), line=n)
     return lines
+
+
+_DECODING_NOTES = {
+    True: "each line ends where its cipher's length says; --free lets the model decide",
+    False: "the model decides where each line ends",
+}
 
 
 def _cmd_decrypt(args) -> int:
     length_aware = _length_aware(args)
     lines = _read_cipher_lines(args)
     model, codec, config = load_trained(args.checkpoint, args.device)
+    print(f"cipherlab: {decoding_name(args.beam, length_aware)} decoding ({_DECODING_NOTES[length_aware]})",
+          file=sys.stderr)  # stdout holds the plaintext lines alone
     device = next(model.parameters()).device
     for plain in decrypt_lines(
         model, codec, lines, chunk_chars=config.chunk_chars, device=device, beam_size=args.beam,
@@ -196,7 +217,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 def _add_free(p: argparse.ArgumentParser) -> None:
     p.add_argument("--free", action="store_true",
                    help="decode freely: the model decides where a line ends (the course notes' decoding); "
-                   "by default greedy decoding places EOS where the cipher's length fixes it")
+                   "by default greedy decoding places EOS where the cipher's length fixes it (the same "
+                   "default for train, evaluate and decrypt; every printed figure names its decoding)")
 
 
 def _add_source_mode(p: argparse.ArgumentParser) -> None:
@@ -269,6 +291,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--results-dir", default="runs",
                    help="where <preset>/<config>.json and the table go (default: %(default)s; "
                    "--results-dir results refreshes the committed reference results on purpose)")
+    _add_free(p)
     _add_source_mode(p)
     _add_recipe(p)
     _add_set(p)

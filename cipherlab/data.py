@@ -6,7 +6,8 @@ each one prevents a specific failure:
 1. :func:`load_corpus` reads ``brown_plain.txt`` / ``brown_cipher.txt`` (creating the cipher file
    from the plaintext if it is missing) and verifies every pair -- a corrupted line, an empty file
    or a blank line is an error that names its file and line, never a silently skipped example;
-2. the split is of whole lines, 80/10/10 with a fixed seed, saved in ``splits.json`` and reused,
+2. the split is of whole lines, 80/10/10 with a fixed seed, saved in ``splits.json`` and reused
+   (a read-only data folder only gets a note: the seed makes the same split every time),
    so all five configurations see the same examples and nothing learned from the test lines
    (tokenizers, the BLT's entropy model) leaks into training; a folder too small to give every
    split a line (fewer than ``MIN_LINES``) is an error that names the counts;
@@ -35,6 +36,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from .cipher import KEY, DatasetError, bits_to_bytes, encrypt, verify_dataset
+from .errors import strip_bom, writable_file
 
 PLAIN_FILE = "brown_plain.txt"
 CIPHER_FILE = "brown_cipher.txt"
@@ -71,16 +73,20 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
 
 
 def read_lines(path: Path) -> list[str]:
-    """The lines of a text file, without their newlines; a final newline does not add a line."""
+    """The lines of a text file, without their newlines; a final newline does not add a line.
+
+    CRLF line ends and a leading byte-order mark (:func:`cipherlab.errors.strip_bom`) are accepted.
+    """
     try:
-        raw = Path(path).read_bytes()
+        raw = strip_bom(Path(path).read_bytes(), path)
     except OSError as e:
-        raise DatasetError(f"{path}: cannot read ({e.strerror})") from None
+        raise DatasetError(f"{path}: cannot read ({e.strerror}); pass a readable text file") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
-        raise DatasetError(f"{path}, line {line}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+        raise DatasetError(f"{path}, line {line}: not valid UTF-8 ({e.reason} at byte {e.start}); "
+                           "save the file as UTF-8 text") from None
     text = text.replace("\r\n", "\n")
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -115,7 +121,11 @@ def write_cipher(data_dir: str | os.PathLike | None = None) -> Path:
         n = next(i for i, line in enumerate(plain, 1) if any(ord(c) >= 256 for c in line))
         raise DatasetError(f"{folder / PLAIN_FILE}, line {n}: {e}") from None
     out = folder / CIPHER_FILE
-    _atomic_write(out, "".join(line + "\n" for line in cipher))
+    try:
+        _atomic_write(out, "".join(line + "\n" for line in cipher))
+    except OSError as e:
+        raise DatasetError(f"{out}: cannot write the cipher file ({e.strerror}); copy the data folder somewhere "
+                           "you can write to and pass that with --data-dir") from None
     return out
 
 
@@ -236,7 +246,9 @@ def get_splits(n_lines: int, sha256: str, path: Path, seed: int = SPLIT_SEED) ->
     """The split saved in ``path`` if it was made from this very data, else a fresh one, saved.
 
     A file made from other data (a different digest, line count or seed) is detected and replaced,
-    with a message on stderr -- never reused.
+    with a message on stderr -- never reused. The file is written only when it is missing or
+    stale; where it cannot be (a read-only data folder) a note on stderr says so and the fresh
+    split is used unsaved: the seed makes it the same split every time.
     """
     path = Path(path)
     if path.exists():
@@ -253,7 +265,8 @@ def get_splits(n_lines: int, sha256: str, path: Path, seed: int = SPLIT_SEED) ->
     try:
         _atomic_write(path, json.dumps(record))
     except OSError as e:
-        raise DatasetError(f"{path}: cannot save the split ({e.strerror})") from None
+        print(f"cipherlab: note: cannot save the split to {path} ({e.strerror or e}); using it unsaved, "
+              "the same lines every time (its seed fixes it)", file=sys.stderr)
     return splits
 
 
@@ -556,13 +569,16 @@ def collate(
 # --------------------------------------------------------------------------- command line
 
 
+def _write_lines(out: Path, lines: list[str]) -> None:
+    _atomic_write(out, "".join(line + "\n" for line in lines))
+
+
 def _cmd_build_brown(args) -> int:
     from .brown import build_brown
 
+    out = writable_file(args.out, "--out")  # checked before the work
     lines = build_brown(Path(args.source))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out, "".join(line + "\n" for line in lines))
+    _write_lines(out, lines)
     print(f"wrote {len(lines)} lines to {out}")
     return 0
 
@@ -570,10 +586,9 @@ def _cmd_build_brown(args) -> int:
 def _cmd_build_docstrings(args) -> int:
     from .docstrings import build_docstrings
 
+    out = writable_file(args.out, "--out")
     lines = build_docstrings()
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out, "".join(line + "\n" for line in lines))
+    _write_lines(out, lines)
     print(f"wrote {len(lines)} lines to {out} (Python {sys.version.split()[0]})")
     return 0
 
@@ -581,10 +596,9 @@ def _cmd_build_docstrings(args) -> int:
 def _cmd_build_letters(args) -> int:
     from .letters import build_letters
 
+    out = writable_file(args.out, "--out")
     lines = build_letters(read_lines(Path(args.source)))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out, "".join(line + "\n" for line in lines))
+    _write_lines(out, lines)
     print(f"wrote {len(lines)} lines to {out}")
     return 0
 

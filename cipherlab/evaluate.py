@@ -32,7 +32,9 @@ from cipherlab.tables import markdown_table
 
 __all__ = [
     "TABLE_COLUMNS",
+    "decoding_name",
     "evaluate_checkpoint",
+    "metrics_line",
     "results_record",
     "write_results",
     "write_table",
@@ -58,7 +60,7 @@ def evaluate_checkpoint(
     """
     device = pick_device(device)
     payload = read_payload(path)
-    model, codec, config = model_from_payload(payload, device)
+    model, codec, config = model_from_payload(payload, device, path)
     if split == "all":  # any data, however few lines: no split is needed
         plain, cipher = load_pairs(data_dir)
     else:
@@ -82,10 +84,22 @@ def evaluate_checkpoint(
     )
     seconds = time.perf_counter() - started
     metrics = compute_metrics(predictions, plain, cipher, tokenised=codec.kind == "bpe")
-    decoding = f"beam {beam_size}" if beam_size > 1 else "length-aware greedy" if length_aware else "free greedy"
-    metrics.update(split=split, decoding=decoding, decode_seconds=seconds,
+    metrics.update(split=split, decoding=decoding_name(beam_size, length_aware), decode_seconds=seconds,
                    decode_lines_per_s=len(plain) / max(seconds, 1e-9))
     return metrics
+
+
+def decoding_name(beam_size: int = 1, length_aware: bool = False) -> str:
+    """How lines were decoded, as results and every printed figure name it."""
+    return f"beam {beam_size}" if beam_size > 1 else "length-aware greedy" if length_aware else "free greedy"
+
+
+def metrics_line(metrics: dict) -> str:
+    """The headline metrics of :func:`evaluate_checkpoint` in one line, labelled with the split and the
+    decoding that produced them (free and length-aware greedy give different figures for one model)."""
+    return (f"{metrics['split']} lines, {metrics['decoding']} decoding: bit accuracy {metrics['bit_accuracy']:.4f}, "
+            f"sequence accuracy {metrics['sequence_accuracy']:.4f}, Levenshtein {metrics['levenshtein']:.2f}, "
+            f"chrF {metrics['chrf']:.1f}")
 
 
 def git_commit() -> str | None:

@@ -8,7 +8,8 @@ about 94 % of 32-character chunks exact but only about a third of 550-character 
 report gives the book's whole-line metrics and the same predictions cut the other ways.
 
 Input: one predicted plaintext line per reference line, in order (UTF-8 text; a missing
-trailing newline is fine). References: ``--plain`` and/or ``--cipher`` files, or by default the
+trailing newline, CRLF line ends and a leading byte-order mark, which Windows Notepad writes and
+which is skipped with a note, are fine). References: ``--plain`` and/or ``--cipher`` files, or by default the
 test split of the data folder in use (``--preset`` picks the same test lines as that preset's
 reference results).
 """
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cipherlab.cipher import DatasetError, check_bits, decrypt, encrypt
+from cipherlab.errors import require_file, strip_bom, writable_file
 from cipherlab.metrics import bit_accuracy, compute_metrics
 
 __all__ = ["read_text_lines", "score_predictions", "register_cli"]
@@ -28,26 +30,27 @@ DEFAULT_FIRST = (256,)
 DEFAULT_CHUNKS = (32, 128)
 
 
-def read_text_lines(path: str | Path, what: str = "file") -> list[str]:
+def read_text_lines(path: str | Path, what: str = "file", holds: str = "one line per reference line") -> list[str]:
     """The lines of a text file (UTF-8), without line ends; a clear error for anything else.
 
-    A missing trailing newline is not an error; an empty file, a binary file or bytes that
-    are not UTF-8 are, naming the file and the line.
+    A missing trailing newline, CRLF line ends and a leading byte-order mark (skipped, with a
+    note on stderr: :func:`cipherlab.errors.strip_bom`) are not errors; a missing file, a folder,
+    an empty file, a binary file or bytes that are not UTF-8 are, naming the file and the line.
+    ``holds`` says what the file should hold, for the messages.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such {what}")
-    data = path.read_bytes()
+    path = require_file(path, what, f"pass a text file with {holds}")
+    data = strip_bom(path.read_bytes(), path)
     if not data.strip(b"\r\n"):
-        raise DatasetError(f"{path}: the {what} is empty; expected one line per reference line")
+        raise DatasetError(f"{path}: the {what} is empty; expected {holds}")
     if b"\0" in data:
         line = data[: data.index(b"\0")].count(b"\n") + 1
-        raise DatasetError(f"{path}, line {line}: a NUL byte; this is not a text file")
+        raise DatasetError(f"{path}, line {line}: a NUL byte; this is not a text file: pass one with {holds}")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
-        raise DatasetError(f"{path}, line {line}: byte 0x{data[e.start]:02x} is not UTF-8 text") from None
+        raise DatasetError(f"{path}, line {line}: byte 0x{data[e.start]:02x} is not UTF-8 text; save the file "
+                           "as UTF-8") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the file's last newline ends the last line; it does not start a new one
@@ -165,6 +168,8 @@ def _report(result: dict, pred: str, where: str) -> str:
 
 
 def _cmd_score(args) -> int:
+    if args.json:
+        writable_file(args.json, "--json")  # before the work
     predictions = read_text_lines(args.pred, "prediction file")
     plain, cipher, where = _references(args)
     if len(predictions) != len(plain):

@@ -16,21 +16,26 @@ TEST_KEYS = {"bit_accuracy", "sequence_accuracy", "levenshtein", "bleu", "chrf",
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """One smoke-preset C1 run on the little sample corpus: (data dir, run dir, results dir)."""
+    """One smoke-preset C1 run on the little sample corpus: (data dir, run dir, results dir, what train printed)."""
+    import contextlib
+    import io
+
     from samples import SAMPLE_LINES  # what the (function-scoped) sample_dir fixture writes
 
     root = tmp_path_factory.mktemp("cli")
     data = root / "data"
     data.mkdir()
     (data / "brown_plain.txt").write_text("".join(x + "\n" for x in SAMPLE_LINES), encoding="latin-1")
-    code = main(["train", "--config", "c1", "--preset", "smoke", "--data-dir", str(data), "--device", "cpu",
-                 "--out", str(root / "run"), "--results-dir", str(root / "results")])  # fmt: skip
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["train", "--config", "c1", "--preset", "smoke", "--data-dir", str(data), "--device", "cpu",
+                     "--out", str(root / "run"), "--results-dir", str(root / "results")])  # fmt: skip
     assert code == 0
-    return data, root / "run", root / "results"
+    return data, root / "run", root / "results", printed.getvalue()
 
 
 def test_train_writes_results_with_the_documented_keys_and_a_table(trained):
-    _, run, results = trained
+    _, run, results, _ = trained
     record = json.loads((results / "smoke" / "c1.json").read_text())
     assert RESULT_KEYS <= set(record) and TEST_KEYS <= set(record["test"])
     assert record["config"] == "c1" and record["preset"] == "smoke" and record["device"] == "cpu"
@@ -39,18 +44,41 @@ def test_train_writes_results_with_the_documented_keys_and_a_table(trained):
 
 
 def test_evaluate_reproduces_the_metrics_logged_by_training(trained, capsys):
-    data, run, results = trained
+    data, run, results, _ = trained
     logged = json.loads((results / "smoke" / "c1.json").read_text())["test"]
     capsys.readouterr()
-    assert main(["evaluate", "--checkpoint", str(run / "best.pt"), "--data-dir", str(data), "--device", "cpu",
-                 "--free"]) == 0  # fmt: skip
+    assert main(["evaluate", "--checkpoint", str(run / "best.pt"), "--data-dir", str(data), "--device", "cpu"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert {k: again[k] for k in TEST_KEYS} == {k: logged[k] for k in TEST_KEYS}
-    assert again["decoding"] == logged["decoding"] == "free greedy"
+    assert again["decoding"] == logged["decoding"] == "length-aware greedy"  # one default for both commands
+
+
+def test_train_and_evaluate_print_one_figure_per_measure_labelled_with_its_decoding(trained, capsys):
+    """Train and evaluate once printed different bit accuracies for one checkpoint (free vs length-aware
+    greedy) without saying which; now both print the same line, naming its decoding."""
+    data, run, _, train_printed = trained
+    capsys.readouterr()
+    assert main(["evaluate", "--checkpoint", str(run / "best.pt"), "--data-dir", str(data), "--device", "cpu"]) == 0
+    summary = capsys.readouterr().err.strip()
+    assert summary.startswith("test lines, length-aware greedy decoding: bit accuracy ")
+    assert summary in train_printed  # train's last line is the same figures, the same label
+    assert main(["evaluate", "--checkpoint", str(run / "best.pt"), "--data-dir", str(data), "--device", "cpu",
+                 "--free"]) == 0  # fmt: skip
+    assert capsys.readouterr().err.startswith("test lines, free greedy decoding: bit accuracy ")
+
+
+def test_decrypt_says_which_decoding_on_stderr_and_prints_only_plaintext_on_stdout(trained, capsys):
+    _, run, _, _ = trained
+    capsys.readouterr()
+    assert main(["decrypt", "--checkpoint", str(run / "best.pt"), encrypt("Hi there")]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1 and err.startswith("cipherlab: length-aware greedy decoding (")
+    assert main(["decrypt", "--checkpoint", str(run / "best.pt"), "--free", encrypt("Hi there")]) == 0
+    assert capsys.readouterr().err.startswith("cipherlab: free greedy decoding (")
 
 
 def test_evaluate_places_eos_where_the_cipher_says_unless_free(trained, capsys):
-    data, run, _ = trained
+    data, run, _, _ = trained
     capsys.readouterr()
     assert main(["evaluate", "--checkpoint", str(run / "best.pt"), "--data-dir", str(data), "--device", "cpu"]) == 0
     assert json.loads(capsys.readouterr().out)["decoding"] == "length-aware greedy"
@@ -58,7 +86,7 @@ def test_evaluate_places_eos_where_the_cipher_says_unless_free(trained, capsys):
 
 def test_decrypt_stops_each_line_at_the_length_its_cipher_fixes(trained, tmp_path, capsys):
     """An untrained smoke model decodes garbage, but of exactly the right length by default."""
-    _, run, _ = trained
+    _, run, _, _ = trained
     texts = ["oral exam", "a line that does not end in a full stop", "x"]
     (tmp_path / "in.txt").write_text("".join(encrypt(t) + "\n" for t in texts))
     capsys.readouterr()
@@ -68,7 +96,7 @@ def test_decrypt_stops_each_line_at_the_length_its_cipher_fixes(trained, tmp_pat
 
 
 def test_decrypt_prints_one_line_per_cipher_line(trained, tmp_path, capsys):
-    _, run, _ = trained
+    _, run, _, _ = trained
     capsys.readouterr()
     assert main(["decrypt", "--checkpoint", str(run / "best.pt"), encrypt("Hi there")]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1
@@ -78,7 +106,7 @@ def test_decrypt_prints_one_line_per_cipher_line(trained, tmp_path, capsys):
 
 
 def test_training_into_a_folder_that_holds_a_run_needs_resume_or_overwrite(trained, capsys):
-    data, run, results = trained
+    data, run, results, _ = trained
     code = main(["train", "--config", "c1", "--preset", "smoke", "--data-dir", str(data), "--out", str(run),
                  "--results-dir", str(results)])  # fmt: skip
     assert code != 0 and "pass --resume to continue it" in capsys.readouterr().err
@@ -128,7 +156,7 @@ def test_every_command_has_help(command, capsys):
 
 
 def test_ablate_trains_each_configuration_in_its_own_process_and_writes_the_table(trained, tmp_path):
-    data, _, _ = trained
+    data, _, _, _ = trained
     code = main(["ablate", "--preset", "smoke", "--configs", "c4", "--data-dir", str(data), "--device", "cpu",
                  "--runs-dir", str(tmp_path / "runs"), "--results-dir", str(tmp_path / "results")])  # fmt: skip
     assert code == 0

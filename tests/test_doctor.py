@@ -10,8 +10,9 @@ import pytest
 
 from cipherlab.__main__ import main
 from cipherlab.attention_maps import committed_checkpoint
-from cipherlab.doctor import (CLASSES, char_class, diagnose_checkpoint, error_breakdown, probe, random_strings, report,
-                              training_alphabet)
+from cipherlab.doctor import (CIPHER_MIN_KEPT_SHARE, CLASSES, LEARNED_MIN_CHAR_ACCURACY, PARTLY_MIN_KEPT_SHARE,
+                              char_class, diagnose_checkpoint, error_breakdown, probe, random_strings, report,
+                              training_alphabet, verdict)
 from cipherlab.cipher import encrypt
 
 C2 = committed_checkpoint("c2")
@@ -73,6 +74,47 @@ def test_doctor_on_the_committed_c2_model(c2_run):
     assert x["last_layer"] == 1 and len(x["diagonal_per_head"]) == 8 and x["chunks"] == 2
     assert 0.0 <= x["diagonal_mean"] <= x["diagonal_best"] <= x["within_one_best"] <= 1.0 + 1e-6
     assert result["checkpoint"]["config"] == "c2" and result["checkpoint"]["params"] == 970_112
+
+
+def test_the_report_states_the_verdict_and_its_thresholds(c2_run):
+    printed, result, _ = c2_run
+    a = result["cipher_or_corpus"]
+    assert a["learned"] in ("cipher", "corpus") and a["verdict"] in printed
+    assert a["thresholds"] == {"learned_min_char_accuracy": LEARNED_MIN_CHAR_ACCURACY,
+                               "cipher_min_kept_share": CIPHER_MIN_KEPT_SHARE,
+                               "partly_min_kept_share": PARTLY_MIN_KEPT_SHARE}
+    assert "thresholds: neither if test char acc < 50%; else the cipher if random strings keep >= 95%" in printed
+
+
+@pytest.mark.parametrize(
+    "test_acc, random_acc, learned, starts",
+    [
+        (0.17, 0.02, "neither", "it learned neither the cipher nor the corpus: under 50%"),  # an untrained model
+        (0.49, 0.49, "neither", "it learned neither"),
+        (0.99, 0.98, "cipher", "it learned the cipher"),
+        (0.99, 0.70, "corpus", "partly the cipher"),
+        (0.99, 0.10, "corpus", "it leans on the corpus"),
+    ],
+)
+def test_three_verdicts_cipher_corpus_or_neither(test_acc, random_acc, learned, starts):
+    """An untrained model that gets 17 % of its own test characters (about what writing spaces gets)
+    was once told it "leans on the corpus"; it learned neither."""
+    kept, said_learned, said = verdict({"char_accuracy": random_acc}, {"char_accuracy": test_acc}, chance=0.01)
+    assert (said_learned, said.startswith(starts)) == (learned, True), said
+    assert kept == pytest.approx((random_acc - 0.01) / (test_acc - 0.01))
+
+
+def test_an_untrained_model_learned_neither(sample_dir, tmp_path):
+    from cipherlab.config import make_config
+    from cipherlab.train import train_config
+
+    # C5: the attention measurement of a smoke C1-C4 (BPE over bits, 32-character chunks) does not run yet
+    run = train_config(make_config("c5", "smoke", max_epochs=1), tmp_path / "run", data_dir=sample_dir, device="cpu")
+    result = diagnose_checkpoint(run.best_checkpoint, data_dir=sample_dir, outside=sample_dir, device="cpu",
+                                 lines=12, n_random=4, attention_chunks=1)
+    a = result["cipher_or_corpus"]
+    assert a["test"]["char_accuracy"] < LEARNED_MIN_CHAR_ACCURACY
+    assert a["learned"] == "neither" and a["verdict"].startswith("it learned neither")
 
 
 def test_the_function_behind_the_command_prints_what_the_command_prints(c2_run):

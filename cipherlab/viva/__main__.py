@@ -5,35 +5,63 @@
     python -m cipherlab.viva drill [CHAPTER ...]    ask questions in the terminal, answers on Enter
     python -m cipherlab.viva view NOTEBOOK --out F  the notebook's markdown as Colab renders it (CommonMark)
 
-Without NOTEBOOK, every notebook under book/ is used.
+Without NOTEBOOK, every notebook under book/ is used. Any error is one line on stderr and exit
+code 1 (:func:`cipherlab.errors.run_command`), never a traceback.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from cipherlab.errors import OneLineParser, require_file, run_command, why, writable_file
 from cipherlab.viva import (REPO_ROOT, book_notebooks, commonmark_html, fill_facts, load_bank, notebook_in_sync,
                             sync_notebook)
 from cipherlab.viva.flashcards import card_parts, terminal_text
 
 
+_NOTEBOOK_FIX = "pass a chapter notebook, e.g. book/01_task.ipynb"
+
+
 def _notebooks(given: list[str]) -> list[Path]:
     if given:
-        return [Path(p) for p in given]
+        return [require_file(p, "notebook", _NOTEBOOK_FIX) for p in given]
     return book_notebooks()
+
+
+@contextmanager
+def _reading(notebook: Path) -> Iterator[None]:
+    """Name ``notebook`` in any error its reading raises: a file that is not a notebook fails in
+    nbformat, JSON or jsonschema, each with its own exception."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno is None:
+            raise
+        raise OSError(e.errno, e.strerror, e.filename or str(notebook)) from None  # run_command words it
+    except Exception as e:
+        raise ValueError(f"{notebook}: not a notebook this can read ({why(e)}); "
+                         f"{_NOTEBOOK_FIX}") from None
+
+
+def _in_sync(path: Path) -> bool:
+    with _reading(path):
+        return notebook_in_sync(path)
 
 
 def _sync(args) -> int:
     for path in _notebooks(args.notebooks):
-        print(f"{'rewrote' if sync_notebook(path) else 'unchanged'} {path}")
+        with _reading(path):
+            changed = sync_notebook(path)
+        print(f"{'rewrote' if changed else 'unchanged'} {path}")
     return 0
 
 
 def _check(args) -> int:
-    stale = [p for p in _notebooks(args.notebooks) if not notebook_in_sync(p)]
+    stale = [p for p in _notebooks(args.notebooks) if not _in_sync(p)]
     for path in stale:
         print(f"out of sync: {path} (run: python -m cipherlab.viva sync {path})")
     return 1 if stale else 0
@@ -51,24 +79,35 @@ def _drill(args) -> int:
     for n, q in enumerate(items[: args.count], start=1):
         print(f"\n[{n}/{min(args.count, len(items))}] {q.source} ({q.id})\n"
               f"{terminal_text(fill_facts(q.question, q.chapter))}")
-        input("  ... answer out loud, then press Enter ")
+        _wait("  ... answer out loud, then press Enter ")
         lead, rest = card_parts(q)
         print(terminal_text(lead))
         if rest:
-            input("  ... press Enter for what to add if the examiner presses ")
+            _wait("  ... press Enter for what to add if the examiner presses ")
             print(terminal_text(rest))
     return 0
 
 
+def _wait(prompt: str) -> None:
+    try:
+        input(prompt)
+    except EOFError:
+        raise OSError("drill: no more input (stdin is closed); run the drill in a terminal") from None
+
+
 def _view(args) -> int:
+    notebook = require_file(args.notebook, "notebook", _NOTEBOOK_FIX)
+    out = writable_file(args.out, "--out")  # before the work
     mathjax = (REPO_ROOT / "_vendor" / "mathjax" / "tex-mml-chtml.js").as_uri()
-    Path(args.out).write_text(commonmark_html(Path(args.notebook), mathjax), encoding="utf-8")
+    with _reading(notebook):
+        page = commonmark_html(notebook, mathjax)
+    out.write_text(page, encoding="utf-8")
     print(f"wrote {args.out}: {args.notebook} as a CommonMark renderer (Colab, JupyterLab, GitHub) shows it")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cipherlab.viva", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m cipherlab.viva", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("sync", help="rewrite each chapter notebook's setup and viva cells from the bank")
     p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK")
@@ -86,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(run=_drill)
     args = parser.parse_args(argv)
-    return args.run(args)
+    return run_command("cipherlab.viva", args.run, args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,170 @@
+"""Every error a user can meet, as one line on stderr: what both command lines share.
+
+``python -m cipherlab`` and ``python -m cipherlab.viva`` run each command through
+:func:`run_command`: an exception becomes one line, ``PROG: error: MESSAGE``, and a non-zero exit,
+never a traceback (``CIPHERLAB_DEBUG=1`` shows the traceback). The message names the file or
+value and the fix:
+
+- cipherlab's own errors (ValueError, KeyError, OSError raised with a message) already do;
+- an operating-system error (``[Errno 30] Read-only file system: 'out/c2.safetensors'``) becomes
+  ``out/c2.safetensors: read-only file system; choose a location on a writable disk``;
+- anything else is named as unexpected, first line only.
+
+:func:`require_file`, :func:`writable_folder` and :func:`writable_file` check inputs and output
+locations *before* a command starts its work, so a long run never fails at its end on a path.
+:func:`strip_bom` accepts what Windows Notepad writes, saying so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = [
+    "DEBUG_ENV",
+    "OneLineParser",
+    "describe",
+    "first_line",
+    "UTF8_BOM",
+    "require_file",
+    "run_command",
+    "strip_bom",
+    "why",
+    "writable_file",
+    "writable_folder",
+]
+
+DEBUG_ENV = "CIPHERLAB_DEBUG"
+
+# What to do about an operating-system error, by its errno.
+_FIXES = {
+    errno.ENOENT: "check the path",
+    errno.EACCES: "choose a location you may use, or change its permissions",
+    errno.EPERM: "choose a location you may use, or change its permissions",
+    errno.EROFS: "choose a location on a writable disk",
+    errno.EISDIR: "that is a folder; pass a file",
+    errno.ENOTDIR: "a part of that path is a file, not a folder; check the path",
+    errno.EEXIST: "a file of that name is in the way; choose another name",
+    errno.ENOSPC: "free some disk space or choose another disk",
+    errno.ENAMETOOLONG: "choose a shorter path",
+}
+_DEFAULT_FIX = "check the path"
+
+
+def first_line(message: object) -> str:
+    """The first non-blank line of a message (torch's and safetensors' run to many lines)."""
+    return next((line.strip() for line in str(message).splitlines() if line.strip()), "")
+
+
+def why(e: BaseException) -> str:
+    """``TypeName: first sentence`` of a foreign exception, for the parentheses of a message of ours
+    (torch's unpickling errors go on to advise what cipherlab must not do: weights_only=False)."""
+    sentence = first_line(e).split(". ")[0]
+    return f"{type(e).__name__}: {sentence}" if sentence else type(e).__name__
+
+
+def _os_message(e: OSError) -> str | None:
+    """``PATH: reason; fix`` for an error the operating system raised (it has errno and filename)."""
+    if e.errno is None or not e.strerror:
+        return None  # raised by cipherlab with its own message
+    where = f"{e.filename}: " if e.filename is not None else ""
+    return f"{where}{e.strerror[0].lower()}{e.strerror[1:]}; {_FIXES.get(e.errno, _DEFAULT_FIX)}"
+
+
+def describe(e: BaseException) -> str:
+    """One line that says what went wrong (see the module docstring)."""
+    if isinstance(e, KeyError) and e.args:
+        return first_line(str(e.args[0]))
+    if isinstance(e, OSError) and (message := _os_message(e)):
+        return message
+    if isinstance(e, (ValueError, OSError, KeyError)):
+        return first_line(str(e))
+    return (f"unexpected {type(e).__name__}: {first_line(str(e))} (a bug in cipherlab; "
+            f"{DEBUG_ENV}=1 shows where it happened)")
+
+
+def run_command(prog: str, command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """``command(args)``, with any exception turned into one line on stderr and exit code 1 (130 on Ctrl-C)."""
+    try:
+        return command(args)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(f"{prog}: error: {describe(e)}", file=sys.stderr)
+        return 1
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line too (subcommands' parsers inherit it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# --------------------------------------------------------------------------- checks before the work
+
+
+def require_file(path: str | os.PathLike, what: str, fix: str) -> Path:
+    """``path`` as a Path if it is a file; else FileNotFoundError / IsADirectoryError naming it and ``fix``."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: a folder, not the {what} expected; {fix}")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such {what}; {fix}")
+    return path
+
+
+def writable_folder(path: str | os.PathLike, option: str) -> Path:
+    """Create folder ``path`` if needed and check a file can be written in it, before any work.
+
+    Raises OSError naming ``option`` (e.g. ``--results-dir``), the folder, the reason and the fix.
+    """
+    path = Path(path)
+    _check_writable(path, f"{option} {path}")
+    return path
+
+
+def writable_file(path: str | os.PathLike, option: str) -> Path:
+    """Check that file ``path`` can be written (its folder is created if needed), before any work."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{option} {path}: a folder; name a file inside it to write")
+    _check_writable(path.parent, f"{option} {path}")
+    return path
+
+
+def _check_writable(folder: Path, label: str) -> None:
+    in_the_way = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if in_the_way is not None:
+        raise NotADirectoryError(f"{label}: {in_the_way} is a file, not a folder; choose another location")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        reason = f"{e.strerror[0].lower()}{e.strerror[1:]}" if e.strerror else str(e)
+        raise OSError(f"{label}: cannot write in {folder} ({reason}); "
+                      f"{_FIXES.get(e.errno, 'choose a folder you can write to')}") from None
+
+
+# --------------------------------------------------------------------------- input quirks accepted with a note
+
+UTF8_BOM = b"\xef\xbb\xbf"
+"""The byte-order mark Windows Notepad writes at the start of UTF-8 files; not part of the text."""
+
+
+def strip_bom(raw: bytes, path: str | os.PathLike) -> bytes:
+    """``raw`` without a leading UTF-8 byte-order mark, saying so in one line on stderr."""
+    if not raw.startswith(UTF8_BOM):
+        return raw
+    print(f"cipherlab: note: {path} starts with a UTF-8 byte-order mark (Windows Notepad writes one); "
+          "it is not text, so it was skipped", file=sys.stderr)
+    return raw[len(UTF8_BOM):]
