@@ -17,6 +17,14 @@ silently rot. No cipherlab model uses anything defined here.
     DefaultEmbeddingInit      nn.Embedding's N(0, 1)            init_scale
     RopeOnValues              RoPE rotates V too                shift_gap
     OwnPatchBLT               byte i reads its own patch        blt_answer_leak
+
+The classic slips of a first implementation, each as a student writes it:
+
+    unshifted_pair            tgt_out = tgt_in, no shift        answer_in_input, train_and_decode
+    loss_counting_pad         PAD targets in the mean loss      pad_loss_gap
+    HeadsWithoutTranspose     heads split by view, no transpose attention_future_leak
+    RopeCacheWithoutOffset    cached steps rotated at 0         cache_gap
+    decode_without_eval       decoding with dropout still on    repeat_gap
 """
 
 from __future__ import annotations
@@ -81,16 +89,25 @@ def future_leak(model: Seq2SeqTransformer, at: int = 4, seed: int = 0) -> float:
     return (model(src, changed)[:, :at] - model(src, tgt_in)[:, :at]).abs().max().item()
 
 
+def teacher_forcing_pair(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(tgt_in, tgt_out) as cipherlab trains: read [BOS] + y, predict y + [EOS], one position later
+    (``codec.teacher_forcing_logits`` and ``train.Trainer._step``)."""
+    return tgt[:, :-1], tgt[:, 1:]  # (B, Lt - 1) each
+
+
 def train_and_decode(model: Seq2SeqTransformer, steps: int = 80, batch: int = 32, length: int = 8,
-                     seed: int = 0) -> dict:
-    """Train ``model`` on random encrypted lines with teacher forcing; then, on fresh lines, its
-    teacher-forced loss and character accuracy and the character accuracy of greedy decoding."""
+                     seed: int = 0, pair=teacher_forcing_pair) -> dict:
+    """Train ``model`` on random encrypted lines with teacher forcing, (tgt_in, tgt_out) = ``pair(tgt)``;
+    then, on fresh lines, its teacher-forced loss and character accuracy (with the right shift) and
+    the character accuracy of greedy decoding. "train_loss": the last training step's loss, on the
+    targets ``pair`` made (what a training log would show)."""
     src, tgt = cipher_batch(batch * steps, length, seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     model.train()
     for s in range(steps):
         x, y = src[batch * s: batch * (s + 1)], tgt[batch * s: batch * (s + 1)]
-        loss = F.cross_entropy(model(x, y[:, :-1]).transpose(1, 2), y[:, 1:])
+        tgt_in, tgt_out = pair(y)
+        loss = F.cross_entropy(model(x, tgt_in).transpose(1, 2), tgt_out)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -103,7 +120,7 @@ def train_and_decode(model: Seq2SeqTransformer, steps: int = 80, batch: int = 32
     greedy = F.pad(greedy, (0, length - greedy.size(1)), value=PAD_ID)[:, :length]  # stopped early: wrong
     return {"teacher_forced_loss": F.cross_entropy(logits.transpose(1, 2), tgt[:, 1:]).item(),
             "teacher_forced_acc": (logits[:, :length].argmax(-1) == plain).float().mean().item(),
-            "greedy_acc": (greedy == plain).float().mean().item()}
+            "greedy_acc": (greedy == plain).float().mean().item(), "train_loss": loss.item()}
 
 
 # --------------------------------------------------------------------------- 2-3. softmax axis and scaling
@@ -350,3 +367,162 @@ def blt_answer_leak(model: BLTModel, length: int = 16, seed: int = 0) -> float:
         changed[0, i + 1] = (changed[0, i + 1] + 1) % 256
         leaks += not torch.equal(model(src, member, changed)[0, i], base[0, i])
     return leaks / (tgt_in.size(1) - 1)
+
+
+# --------------------------------------------------------------------------- 11. the target shift
+
+SHIFT_STEPS = 40  # training steps for the unshifted run: copying is learned long before this
+
+def unshifted_pair(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """BROKEN: tgt_out = tgt_in. Position i is asked for the token it is reading, not the next one."""
+    return tgt[:, :-1], tgt[:, :-1]  # should be tgt[:, :-1], tgt[:, 1:]
+
+
+def answer_in_input(pair, length: int = 10, seed: int = 0) -> float:
+    """Share of target positions whose answer is among the inputs they may read.
+
+    Changes one token of ``tgt`` at a time and looks at the (tgt_in, tgt_out) that ``pair`` makes:
+    when tgt_out[i] changes, position i is leaking if tgt_in[0..i] (what a causal decoder at i
+    reads) changed too. 0 for the right shift, whatever the model."""
+    _, tgt = cipher_batch(1, length, seed)
+    tgt_in, tgt_out = pair(tgt)
+    answered = leaking = 0
+    for j in range(tgt.size(1)):
+        changed = tgt.clone()
+        changed[0, j] = (changed[0, j] + 1) % 256
+        new_in, new_out = pair(changed)
+        for i in (new_out[0] != tgt_out[0]).nonzero().flatten().tolist():
+            answered += 1
+            leaking += bool((new_in[0, :i + 1] != tgt_in[0, :i + 1]).any())
+    return leaking / answered
+
+
+# --------------------------------------------------------------------------- 12. PAD in the loss
+
+def masked_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """cipherlab's loss (``train.sequence_loss``): the mean cross-entropy over the non-PAD targets."""
+    from cipherlab.train import sequence_loss
+
+    return sequence_loss(logits, target, pad_id)[0]
+
+
+def loss_counting_pad(logits: torch.Tensor, target: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """BROKEN: the mean over every target position, PAD included (no ``ignore_index=pad_id``)."""
+    return F.cross_entropy(logits.flatten(0, 1), target.flatten())
+
+
+def ragged_batch(seed: int = 0):
+    """Four lines of 3, 5, 7 and 9 characters, padded to the longest: src (4, 9), tgt (4, 11)."""
+    src, tgt = cipher_batch(4, 9, seed)
+    for row, n in enumerate((3, 5, 7, 9)):
+        src[row, n:] = PAD_ID
+        tgt[row, n + 1] = EOS_ID
+        tgt[row, n + 2:] = PAD_ID
+    return src, tgt
+
+
+@torch.no_grad()
+def pad_loss_gap(loss_fn, model: Seq2SeqTransformer | None = None, extra: int = 8, seed: int = 0) -> dict:
+    """The loss of the same four lines (``ragged_batch``) as batched, and with ``extra`` more PAD
+    columns on the target (as when a longer line joins the batch): "gap" is the change, "pad_share"
+    the share of PAD among the targets of the longer batch."""
+    model = tiny() if model is None else model
+    src, tgt = ragged_batch(seed)
+    longer = torch.cat([tgt, torch.full((tgt.size(0), extra), PAD_ID)], dim=1)
+    losses = []
+    for batch in (tgt, longer):
+        tgt_in, tgt_out = teacher_forcing_pair(batch)
+        losses.append(loss_fn(model(src, tgt_in), tgt_out, PAD_ID).item())
+    pad_share = (teacher_forcing_pair(longer)[1] == PAD_ID).float().mean().item()
+    return {"loss": losses[0], "loss_longer": losses[1], "gap": abs(losses[1] - losses[0]), "pad_share": pad_share}
+
+
+# --------------------------------------------------------------------------- 13. heads without transpose
+
+class HeadsWithoutTranspose(MultiHeadAttention):
+    """BROKEN: (B, L, D) -> (B, H, L, d) by ``view`` alone. The shape is right and nothing raises,
+    but "head h, position l" now holds pieces of other positions' features."""
+
+    def _split_heads(self, x, n_heads):
+        B, L, _ = x.shape
+        return x.view(B, n_heads, L, self.head_dim)  # should be .view(B, L, n_heads, d).transpose(1, 2)
+
+
+def tiny_attention(cls=MultiHeadAttention, seed: int = 0, **overrides) -> MultiHeadAttention:
+    """A seeded multi-head attention layer of class ``cls`` (the real one or a broken subclass):
+    width 32, 4 heads of 8, no dropout."""
+    torch.manual_seed(seed)
+    return cls(**{"d_model": 32, "n_heads": 4, "dropout": 0.0, **overrides})
+
+
+@torch.no_grad()
+def mha_future_leak(attention: MultiHeadAttention, length: int = 8, seed: int = 0) -> float:
+    """Causal self-attention through a whole multi-head layer: the largest change of the outputs at
+    positions 0..L-2 when only the input at the LAST position changes (0 for a causal layer)."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, length, attention.d_model, generator=gen)
+    changed = x.clone()
+    changed[:, -1] = torch.randn(2, attention.d_model, generator=gen)
+    mask = causal(length)
+    out, out_changed = attention(x, x, x, mask), attention(changed, changed, changed, mask)
+    return (out_changed - out)[:, :-1].abs().max().item()
+
+
+# --------------------------------------------------------------------------- 14. RoPE under the KV cache
+
+class _RopeWithoutOffset(RotaryPositionalEmbedding):
+    def forward(self, q, k, offset: int = 0):
+        return self.rotate(q, 0), self.rotate(k, 0)  # BROKEN: should rotate at offset, offset + 1, ...
+
+
+class RopeCacheWithoutOffset(Seq2SeqTransformer):
+    """BROKEN: C2 whose decoder self-attention rotates q and k at position 0 on every cached step,
+    as if ``self.rope(q, k)`` were called without ``offset=cache.length``. Without a cache the
+    offset is 0 anyway, so training and teacher-forced validation are untouched."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "pos_encoding": "rope"})
+        rope = self.decoder.layers[0].self_attn.rope
+        for layer in self.decoder.layers:
+            layer.self_attn.rope = _RopeWithoutOffset(rope.head_dim, rope.max_len)
+
+
+@torch.no_grad()
+def cache_gap(model: Seq2SeqTransformer, length: int = 8, seed: int = 0) -> float:
+    """Largest difference between the logits of incremental decoding (the KV cache, one token per
+    step through ``decode_step``) and of one teacher-forced pass over the same target prefix."""
+    src, tgt = cipher_batch(2, length, seed)
+    tgt_in = tgt[:, :-1]
+    state = model.begin_decoding(src)
+    stepped = torch.stack([model.decode_step(state, tgt_in[:, t]) for t in range(tgt_in.size(1))], dim=1)
+    return (stepped - model(src, tgt_in)).abs().max().item()
+
+
+# --------------------------------------------------------------------------- 15. dropout at evaluation
+
+def decode_in_eval_mode(model: Seq2SeqTransformer, src: torch.Tensor, length: int) -> torch.Tensor:
+    """Greedy decoding as cipherlab's evaluation does it: ``model.eval()`` first, dropout off."""
+    model.eval()
+    return greedy_decode(model, src, BOS_ID, EOS_ID, length)
+
+
+def decode_without_eval(model: Seq2SeqTransformer, src: torch.Tensor, length: int) -> torch.Tensor:
+    """BROKEN: greedy decoding straight after training, the model still in train mode (dropout on).
+    ``torch.no_grad`` and ``inference_mode`` do not switch dropout off; only ``model.eval()`` does."""
+    model.train()  # where the training loop left it
+    return greedy_decode(model, src, BOS_ID, EOS_ID, length)
+
+
+EVAL_DROPOUT = 0.1  # the assignment's dropout, for the tiny model of the check below
+
+
+def repeat_gap(decode, dropout: float = EVAL_DROPOUT, n: int = 64, length: int = 8, seed: int = 0) -> float:
+    """Share of the characters that differ when ``decode`` runs twice over the same ``n`` lines,
+    on a tiny model built with ``dropout`` (0 for a deterministic decoder)."""
+    model = tiny(dropout=dropout, seed=seed)
+    src, _ = cipher_batch(n, length, seed)
+    torch.manual_seed(seed)  # dropout draws from the global generator
+    first, second = decode(model, src, length), decode(model, src, length)
+    width = max(first.size(1), second.size(1))
+    first, second = (F.pad(out, (0, width - out.size(1)), value=PAD_ID) for out in (first, second))
+    return (first != second).float().mean().item()

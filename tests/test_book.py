@@ -19,7 +19,7 @@ from cipherlab.viva.facts import load_facts
 
 ROOT = viva.REPO_ROOT
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
-BANK_FREE = {"10_viva_drill.ipynb", "11_broken.ipynb"}  # the drill shows every bank; broken models add none
+BANK_FREE = {"10_viva_drill.ipynb"}  # the drill shows every bank and adds none; chapter 11 has its own
 BANKED = [p for p in NOTEBOOKS if p.name not in BANK_FREE]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())

@@ -5,6 +5,8 @@ the chapter's claim "this measurement catches that bug" would silently rot; thes
 The thresholds are the chapter's own asserts.
 """
 
+import math
+
 import pytest
 import torch
 
@@ -13,6 +15,8 @@ from cipherlab.data import load_corpus, make_chunks
 from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention
 from cipherlab.models.blt import PatchPooling
 from cipherlab.models.positional import RotaryPositionalEmbedding
+from cipherlab.tokenizers.bytes import PAD_ID, VOCAB_SIZE
+from cipherlab.train import sequence_loss
 from cipherlab.viva import REPO_ROOT, notebook_in_sync
 
 
@@ -90,6 +94,46 @@ def test_rope_on_values_breaks_shift_invariance():
 def test_own_patch_mask_leaks_the_answer_and_the_real_mask_does_not():
     assert broken.blt_answer_leak(broken.tiny_blt()) == 0.0
     assert broken.blt_answer_leak(broken.tiny_blt(broken.OwnPatchBLT)) == pytest.approx(0.75)
+
+
+def test_unshifted_targets_put_every_answer_in_the_input():
+    assert broken.answer_in_input(broken.teacher_forcing_pair) == 0.0
+    assert broken.answer_in_input(broken.unshifted_pair) == 1.0
+
+
+def test_unshifted_training_copies_its_input_and_decodes_nothing():
+    run = broken.train_and_decode(broken.tiny(), steps=broken.SHIFT_STEPS, pair=broken.unshifted_pair)
+    assert run["train_loss"] < 0.05 and run["greedy_acc"] == 0.0
+    assert run["teacher_forced_loss"] > math.log(VOCAB_SIZE)
+
+
+def test_pad_in_the_loss_makes_a_lines_loss_depend_on_its_batch():
+    real, bad = broken.pad_loss_gap(broken.masked_loss), broken.pad_loss_gap(broken.loss_counting_pad)
+    assert real["gap"] < 1e-5 and bad["gap"] > 0.5 and bad["loss_longer"] < bad["loss"]
+    assert real["loss"] == pytest.approx(sequence_loss(*_ragged_logits(), PAD_ID)[0].item())
+
+
+def _ragged_logits():
+    src, tgt = broken.ragged_batch()
+    return broken.tiny()(src, tgt[:, :-1]), tgt[:, 1:]
+
+
+def test_heads_split_by_view_alone_leak_the_future_through_a_causal_layer():
+    assert broken.mha_future_leak(broken.tiny_attention()) == 0.0
+    assert broken.mha_future_leak(broken.tiny_attention(broken.HeadsWithoutTranspose)) > 0.05
+
+
+def test_rope_without_the_cache_offset_changes_only_cached_decoding():
+    real, bad = broken.tiny(pos_encoding="rope"), broken.tiny(broken.RopeCacheWithoutOffset)
+    assert broken.cache_gap(real) < 1e-5 and broken.cache_gap(bad) > 0.1
+    src, tgt = broken.cipher_batch(2, 8)
+    assert torch.equal(real(src, tgt[:, :-1]), bad(src, tgt[:, :-1]))  # teacher forcing cannot see it
+
+
+def test_decoding_without_eval_does_not_repeat():
+    assert broken.repeat_gap(broken.decode_in_eval_mode) == 0.0
+    assert broken.repeat_gap(broken.decode_without_eval) > 0.5
+    assert broken.repeat_gap(broken.decode_without_eval, dropout=0.0) == 0.0  # no dropout, nothing to see
 
 
 def test_the_chapter_is_what_sync_writes():

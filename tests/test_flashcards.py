@@ -5,12 +5,14 @@ for the page's own flashcards (``flashcards_html``), which are built once over t
 import html
 import json
 import re
+import shutil
+import subprocess
 
 import pytest
 
 from cipherlab.viva import MYST_ROLE, Question, load_bank, myst_markup, questions
-from cipherlab.viva.flashcards import (ALL_CHAPTERS, Deck, Flashcards, bank_questions, card_html, card_markdown,
-                                       card_parts, deck_text, flashcards_html)
+from cipherlab.viva.flashcards import (ALL_CHAPTERS, STORAGE_KEY, Deck, Flashcards, bank_questions, card_html,
+                                       card_markdown, card_parts, deck_text, flashcards_html)
 
 
 def _ids(cards):
@@ -202,3 +204,106 @@ def test_fragment_is_self_contained_and_says_something_without_javascript():
     # Before the script runs (or where it never does) only this note shows: no dead buttons.
     static = re.sub(r"<script.*?</script>|<style>.*?</style>", "", fragment, flags=re.S)
     assert "<button" not in static and "Every question, by chapter" in static and "folded" in static
+
+
+# --------------------------------------------------------------------------- "unknown only" and progress kept
+
+def test_unknown_only_deals_the_cards_not_yet_known_and_the_score_still_counts_them_all():
+    deck = Deck(bank_questions(["task", "broken"]), seed=0)
+    total = len(deck.order)
+    deck.mark_known()
+    first = deck.current
+    deck.set_unknown_only(True)
+    assert first not in deck.order and len(deck.order) == total - 1
+    assert deck.score_line() == f"known 1 of {total}"  # the hidden known card still counts
+    while deck.current is not None:  # mark every card: each leaves the deal on next
+        deck.mark_known()
+        deck.next()
+    assert deck.order == [] and deck.reveal() == "" and deck.score_line() == f"known {total} of {total}"
+    deck.set_unknown_only(False)
+    assert len(deck.order) == total and deck.current is not None
+
+
+def test_unknown_only_keeps_a_card_unmarked_before_next():
+    deck = Deck(bank_questions(["task"]), seed=0)
+    deck.set_unknown_only(True)
+    shown = deck.current
+    deck.mark_known()
+    deck.known.discard(shown.id)  # unmarked again before moving on
+    deck.next()
+    assert shown in deck.order
+
+
+def test_widget_unknown_only_checkbox_drives_the_deck():
+    cards = Flashcards(chapters=["task"], seed=0)
+    cards._act(cards.deck.mark_known, keep_answer=True)
+    cards._unknown.value = True
+    assert cards.deck.unknown_only and len(cards.deck.order) == 1
+    cards._act(cards.deck.mark_known, keep_answer=True)
+    cards._act(cards.deck.next)
+    assert cards.deck.current is None and "every card here is known" in cards._status.value
+
+
+def test_fragment_has_the_unknown_filter_the_storage_key_and_chapter_11(whole_deck):
+    fragment, data = whole_deck
+    script = fragment.split("<script>", 1)[1].split("</script>", 1)[0]
+    assert "unknown only" in script and "-unknown\"" in script and "forget known" in script
+    assert json.dumps(STORAGE_KEY) in script and "localStorage" in script
+    ids = {card["id"] for card in data["cards"]}
+    assert {q.id for q in questions("broken")} <= ids and "broken" in data["chapters"]
+
+
+_NODE_DRIVER = r"""
+const [data, script, rootId] = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const store = {};
+function page() {  // just enough DOM for the drill's script
+  const byId = {};
+  function elem(id) {
+    return {id, hidden: false, disabled: false, textContent: "", className: "", checked: false, value: "", on: {},
+      attrs: {}, html: "", addEventListener(t, f) { this.on[t] = f; }, setAttribute(k, v) { this.attrs[k] = v; },
+      getAttribute(k) { return this.attrs[k]; }, querySelectorAll() { return []; }, appendChild() {},
+      get innerHTML() { return this.html || this.textContent.replace(/&/g, "&amp;").replace(/</g, "&lt;"); },
+      set innerHTML(h) { this.html = h; for (const m of h.matchAll(/id="([^"]+)"/g)) byId[m[1]] = elem(m[1]); }};
+  }
+  byId[rootId] = elem(rootId);
+  byId[rootId].querySelector = sel => sel === "script.fc-data" ? {textContent: data} : elem("");
+  global.window = {localStorage: {getItem: k => store[k] ?? null, setItem: (k, v) => { store[k] = String(v); }},
+                   confirm: () => true, addEventListener() {}};
+  global.document = {getElementById: id => byId[id] || null, createElement: () => elem(""), readyState: "complete"};
+  eval(script);
+  const el = name => byId[rootId + "-" + name];
+  return {el, status: () => el("status").innerHTML.replace(/<[^>]+>/g, "")};
+}
+const out = [];
+let p = page();
+p.el("known").on.click(); p.el("next").on.click(); p.el("known").on.click();
+out.push(p.status());
+p = page();  // a reload: the marks come back from localStorage
+out.push(p.status());
+p.el("unknown").checked = true; p.el("unknown").on.change.call(p.el("unknown"));
+out.push(p.status());
+while (!p.el("known").disabled) { p.el("known").on.click(); p.el("next").on.click(); }
+out.push(p.status());
+p.el("forget").on.click();
+out.push(p.status());
+console.log(JSON.stringify(out));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed; the script is checked in a browser")
+def test_page_script_keeps_marks_across_a_reload_and_deals_unknown_only():
+    """The page's own script, run by Node.js on a stub of the DOM: marks survive a reload (the
+    browser's localStorage), "unknown only" deals the rest, and "forget known" clears them."""
+    fragment = flashcards_html(chapters=["task", "broken"], seed=0)
+    data = _embedded(fragment)
+    script = fragment.split("<script>", 1)[1].split("</script>", 1)[0]
+    root = re.search(r'class="cipherlab-flashcards" id="([^"]+)"', fragment).group(1)
+    n = len(data["cards"])
+    result = subprocess.run(["node", "-e", _NODE_DRIVER], input=json.dumps([json.dumps(data), script, root]),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    marked, reloaded, unknown_only, all_known, forgotten = json.loads(result.stdout)
+    assert marked.endswith(f"known 2 of {n}") and reloaded.endswith(f"known 2 of {n}")
+    assert unknown_only.startswith(f"card 1 of {n - 2}")
+    assert all_known == f"every card here is known · known {n} of {n}"
+    assert forgotten.endswith(f"known 0 of {n}")

@@ -35,6 +35,10 @@ PART2 = {
     "results": _ids("000-7.8", [1, 3, 4, 5, 6, 7]) + _ids("000-7.9", range(1, 7)),
 }
 MASTER = {**PART1, **PART2}
+# cipherlab's own questions, in the course notes' "what would break if ..." style: not from a seed,
+# so outside the master list, each answered from its chapter's measurements.
+OWN = {"broken": _ids("cipherlab-11", range(1, 8))}
+OWN_ID = re.compile(r"^cipherlab-(\d+)-(\d+)$")
 
 # How many questions each seed section has, to check the master list itself.
 PART1_SECTIONS = {"000-7.1": 8, "000-7.2": 7, "000-7.3": 10, "000-7.4": 8, "000-7.5": 7,
@@ -73,9 +77,10 @@ def test_master_list_holds_every_seed_question_exactly_once():
 
 
 def test_every_seed_question_is_in_a_bank_and_so_in_the_drill():
-    """The drill (chapter 10) shows load_bank(); so the bank must hold exactly the master list."""
+    """The drill (chapter 10) shows load_bank(); so the bank must hold exactly the master list
+    and cipherlab's own questions."""
     banked = sorted(q.id for bank in load_bank().values() for q in bank.questions)
-    assert banked == sorted(q for chapter in MASTER.values() for q in chapter)
+    assert banked == sorted(q for chapter in {**MASTER, **OWN}.values() for q in chapter)
 
 
 def test_master_list_names_only_real_seed_questions_once():
@@ -91,18 +96,57 @@ def test_every_bank_file_parses_with_unique_ids():
     assert ids and len(ids) == len(set(ids))
 
 
-@pytest.mark.parametrize("chapter", sorted(MASTER))
+@pytest.mark.parametrize("chapter", sorted({**MASTER, **OWN}))
 def test_bank_holds_exactly_the_questions_assigned_to_its_chapter(chapter):
-    assert [q.id for q in viva.questions(chapter)] == MASTER[chapter]
+    assert [q.id for q in viva.questions(chapter)] == {**MASTER, **OWN}[chapter]
 
 
 def test_no_bank_exists_outside_the_master_list():
-    assert set(load_bank()) <= set(MASTER)
+    assert set(load_bank()) <= set(MASTER) | set(OWN)
 
 
 def test_question_ids_follow_the_naming_scheme():
-    pattern = re.compile(r"^(000-7\.\d-\d+|001-S1\d\d-[1-3]|001-quiz-[1-5])$")
+    """Seed questions: 000-7.x-n, 001-S1xx-n, 001-quiz-n. cipherlab's own: cipherlab-<chapter number>-n."""
+    pattern = re.compile(r"^(000-7\.\d-\d+|001-S1\d\d-[1-3]|001-quiz-[1-5]|cipherlab-\d+-\d+)$")
     assert all(pattern.match(q.id) for bank in load_bank().values() for q in bank.questions)
+
+
+@pytest.mark.parametrize("chapter", sorted(OWN))
+def test_own_questions_are_numbered_by_their_chapter_and_sourced_to_cipherlab(chapter):
+    bank = load_bank()[chapter]
+    number = int(bank.notebook.split("/")[-1].split("_")[0])
+    ids = [q.id for q in bank.questions]
+    assert ids == _ids(f"cipherlab-{number}", range(1, len(ids) + 1))
+    assert all(q.source == f"cipherlab, chapter {number}" for q in bank.questions)
+
+
+def test_own_questions_live_only_in_their_own_banks():
+    """A seed chapter's bank holds seed questions only; cipherlab's own are listed in OWN."""
+    for bank in load_bank().values():
+        own = [q.id for q in bank.questions if OWN_ID.match(q.id)]
+        assert own == OWN.get(bank.chapter, []), bank.chapter
+
+
+@pytest.mark.parametrize("chapter", sorted(OWN))
+def test_own_questions_ask_what_would_break_and_cite_computed_facts(chapter):
+    """In the course notes' style, answered from the chapter's measurements: every answer quotes
+    at least one computed fact, and no measurement is typed into a lead or an answer by hand: no
+    decimal, percentage or number of two digits or more outside facts, code and maths."""
+    questions = viva.questions(chapter)
+    assert 6 <= len(questions) <= 8
+    assert sum("what would break if" in q.question.lower() for q in questions) >= len(questions) - 1
+    for q in questions:
+        text = q.lead + "\n\n" + q.answer
+        assert cited_facts(text), q.id
+        plain = re.sub(r"\{fact\}`[^`]*`|`[^`]*`|\$[^$]*\$|chapter \d+", "", text)
+        assert not re.findall(r"\d+\.\d+|\d+\s*%|\d{2,}", plain), q.id
+
+
+@pytest.mark.parametrize("chapter", sorted(OWN))
+def test_own_answers_open_with_a_first_paragraph_of_at_most_fifty_words(chapter):
+    for q in viva.questions(chapter):
+        first = q.answer.split("\n\n")[0]
+        assert viva.spoken_words(first) <= viva.LEAD_WORDS, q.id
 
 
 @pytest.mark.parametrize("chapter", sorted(load_bank()))

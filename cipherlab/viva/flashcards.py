@@ -27,6 +27,9 @@ from cipherlab.viva import Question, cited_facts, fill_facts, load_bank
 # {role}`text` -> text, for any MyST-style role left after the facts are filled in.
 _MYST_ROLE = re.compile(r"\{[\w:.-]+\}`([^`]*)`")
 ALL_CHAPTERS = "all chapters"  # the chapter menu's entry for no filter
+# Where the page's flashcards keep the ids of the known cards (the browser's localStorage, per site):
+# marks survive a reload and are shared by every deck of the site.
+STORAGE_KEY = "cipherlab-viva-known"
 
 
 def card_markdown(text: str, chapter: str) -> str:
@@ -88,11 +91,15 @@ def bank_questions(chapters: Iterable[str] | None = None) -> list[Question]:
 
 
 class Deck:
-    """An ordered deck of viva questions with a cursor, a chapter filter and a known set.
+    """An ordered deck of viva questions with a cursor, a chapter filter, an "unknown only"
+    filter and a known set.
 
     The order is a seeded shuffle: the same ``seed`` gives the same sequence of orders, so a
     drill can be repeated. Known cards are remembered by question id across shuffles and
-    chapter filters; the score counts the known cards among those the filter shows.
+    filters; the score counts the known cards among those of the chosen chapter (all chapters
+    when none is chosen), whether or not "unknown only" hides them. With "unknown only" on, the
+    order holds the chapter's cards not yet known, and a card marked known leaves it on ``next``;
+    once every card is known the order is empty and ``current`` is None.
     """
 
     def __init__(self, cards: Sequence[Question], seed: int = 0):
@@ -102,14 +109,18 @@ class Deck:
         self.chapters = list(dict.fromkeys(q.chapter for q in self.cards))
         self.known: set[str] = set()
         self.chapter: str | None = None
+        self.unknown_only = False
         self._rng = random.Random(seed)
         self.order: list[Question] = []
         self.position = 0
         self.revealed = 0  # 0: question only, 1: the lead, 2: the whole answer
         self.shuffle()
 
-    def _visible(self) -> list[Question]:
+    def _in_chapter(self) -> list[Question]:
         return [q for q in self.cards if self.chapter is None or q.chapter == self.chapter]
+
+    def _visible(self) -> list[Question]:
+        return [q for q in self._in_chapter() if not (self.unknown_only and q.id in self.known)]
 
     def shuffle(self) -> None:
         """A new seeded order of the cards the filter shows; back to the first card."""
@@ -125,29 +136,50 @@ class Deck:
         self.chapter = chapter
         self.shuffle()
 
-    @property
-    def current(self) -> Question:
-        return self.order[self.position]
+    def set_unknown_only(self, on: bool) -> None:
+        """Deal only the cards not yet known (True) or every card of the chapter (False), reshuffled."""
+        self.unknown_only = bool(on)
+        self.shuffle()
 
-    def next(self) -> Question:
-        """Move to the next card, wrapping round to the first."""
-        self.position = (self.position + 1) % len(self.order)
+    @property
+    def current(self) -> Question | None:
+        """The card shown; None when "unknown only" has left no card to show."""
+        return self.order[self.position] if self.order else None
+
+    def next(self) -> Question | None:
+        """Move to the next card, wrapping round to the first. With "unknown only", cards marked
+        known since the deal leave the order first."""
+        if self.unknown_only and self.order:
+            shown = self.order[self.position]
+            kept = [q for q in self.order if q is shown or q.id not in self.known]
+            at = kept.index(shown)
+            if shown.id in self.known:
+                kept.pop(at)
+                at -= 1
+            self.order = kept
+            self.position = (at + 1) % len(kept) if kept else 0
+        elif self.order:
+            self.position = (self.position + 1) % len(self.order)
         self.revealed = 0
         return self.current
 
     def reveal(self) -> str:
         """Show a little more of the current card's answer: the lead first, then the rest.
         Returns the markdown now shown."""
+        if self.current is None:
+            return ""
         lead, rest = card_parts(self.current)
         self.revealed = min(self.revealed + 1, 2 if rest else 1)
         return lead if self.revealed == 1 else f"{lead}\n\n{rest}"
 
     def mark_known(self) -> None:
-        self.known.add(self.current.id)
+        if self.current is not None:
+            self.known.add(self.current.id)
 
     def score(self) -> tuple[int, int]:
-        """(known, total) among the cards the filter shows."""
-        return sum(q.id in self.known for q in self.order), len(self.order)
+        """(known, total) among the cards of the chosen chapter ("unknown only" hides none of them here)."""
+        cards = self._in_chapter()
+        return sum(q.id in self.known for q in cards), len(cards)
 
     def score_line(self) -> str:
         known, total = self.score()
@@ -180,6 +212,9 @@ class Flashcards:
         self._chapter = w.Dropdown(options=[ALL_CHAPTERS, *self.deck.chapters], value=ALL_CHAPTERS,
                                    description="chapter")
         buttons = {name: w.Button(description=name) for name in ("shuffle", "reveal", "mark known", "next")}
+        self._unknown = w.Checkbox(value=False, description="unknown only", indent=False)
+        self._unknown.observe(lambda change: self._act(lambda: self.deck.set_unknown_only(change["new"])),
+                              names="value")
         self._status = w.HTML()
         self._question = w.Output()
         self._answer = w.Output()
@@ -188,7 +223,7 @@ class Flashcards:
         buttons["reveal"].on_click(lambda _: self._reveal())
         buttons["mark known"].on_click(lambda _: self._act(self.deck.mark_known, keep_answer=True))
         buttons["next"].on_click(lambda _: self._act(self.deck.next))
-        self.widget = w.VBox([w.HBox([self._chapter, *buttons.values()]), self._status,
+        self.widget = w.VBox([w.HBox([self._chapter, self._unknown, *buttons.values()]), self._status,
                               self._question, self._answer])
         self._show()
 
@@ -208,9 +243,13 @@ class Flashcards:
         from IPython.display import Markdown, display
 
         q = self.deck.current
+        self._question.clear_output()
+        if q is None:
+            self._status.value = f"every card here is known · <b>{self.deck.score_line()}</b>"
+            self._answer.clear_output()
+            return
         self._status.value = (f"card {self.deck.position + 1} of {len(self.deck.order)} · {q.chapter} · "
                               f"{q.source} · <b>{self.deck.score_line()}</b>")
-        self._question.clear_output()
         with self._question:
             display(Markdown(f"**{card_markdown(q.question, q.chapter)}**"))
         if not keep_answer:
@@ -221,6 +260,8 @@ class Flashcards:
 
         shown = self.deck.reveal()
         self._answer.clear_output()
+        if not shown:
+            return
         with self._answer:
             display(Markdown(shown))
 
@@ -306,7 +347,21 @@ _SCRIPT = r"""
     };
   }
   var random = mulberry32(data.seed + 1);
-  var state = {chapter: "", order: data.order.slice(), pos: 0, revealed: 0, known: {}};
+  var state = {chapter: "", unknownOnly: false, order: data.order.slice(), pos: 0, revealed: 0, known: {}};
+
+  // Progress lives in the browser's localStorage, so a reload keeps it. Where storage is refused
+  // (a sandboxed frame, some file:// pages) the drill still works and forgets on reload.
+  function loadKnown() {
+    try {
+      var ids = JSON.parse(window.localStorage.getItem(STORAGE_KEY) || "[]");
+      if (Array.isArray(ids)) ids.forEach(function (id) { if (typeof id === "string") state.known[id] = true; });
+    } catch (err) { /* no storage: start empty */ }
+  }
+  function saveKnown() {
+    try { window.localStorage.setItem(STORAGE_KEY, JSON.stringify(Object.keys(state.known))); }
+    catch (err) { /* no storage: the marks last until the page is reloaded */ }
+  }
+  loadKnown();
 
   function esc(s) { var d = document.createElement("div"); d.textContent = s; return d.innerHTML; }
   var options = '<option value="">all chapters</option>' + data.chapters.map(function (c) {
@@ -318,7 +373,9 @@ _SCRIPT = r"""
     '<button type="button" id="' + prefix + '-reveal">reveal</button>' +
     '<button type="button" id="' + prefix + '-known">mark known</button>' +
     '<button type="button" id="' + prefix + '-next">next</button>' +
-    '<button type="button" id="' + prefix + '-shuffle">shuffle</button></div>' +
+    '<button type="button" id="' + prefix + '-shuffle">shuffle</button>' +
+    '<input type="checkbox" id="' + prefix + '-unknown"> <label for="' + prefix + '-unknown">unknown only</label>' +
+    '<button type="button" id="' + prefix + '-forget">forget known</button></div>' +
     '<div class="fc-status" id="' + prefix + '-status" aria-live="polite"></div>' +
     '<div class="fc-card" id="' + prefix + '-card"><div class="fc-question" id="' + prefix + '-question"></div>' +
     '<div class="fc-lead" id="' + prefix + '-lead" hidden></div>' +
@@ -366,9 +423,12 @@ _SCRIPT = r"""
     element.innerHTML = html;
   }
 
+  function inChapter(i) { return !state.chapter || cards[i].chapter === state.chapter; }
   function visible() {
     var out = [];
-    for (var i = 0; i < cards.length; i++) if (!state.chapter || cards[i].chapter === state.chapter) out.push(i);
+    for (var i = 0; i < cards.length; i++) {
+      if (inChapter(i) && !(state.unknownOnly && state.known[cards[i].id])) out.push(i);
+    }
     return out;
   }
   function shuffle() {
@@ -378,13 +438,32 @@ _SCRIPT = r"""
     }
     state.order = order; state.pos = 0; state.revealed = 0;
   }
-  function current() { return cards[state.order[state.pos]]; }
+  function current() { return state.order.length ? cards[state.order[state.pos]] : null; }
+  function advance() {  // the next card; with "unknown only", cards marked known meanwhile leave the deal
+    var shown = state.order[state.pos];
+    if (state.unknownOnly) {
+      var kept = state.order.filter(function (i) { return i === shown || !state.known[cards[i].id]; });
+      var at = kept.indexOf(shown);
+      if (state.known[cards[shown].id]) { kept.splice(at, 1); at -= 1; }
+      state.order = kept;
+      state.pos = kept.length ? (at + 1) % kept.length : 0;
+    } else {
+      state.pos = (state.pos + 1) % state.order.length;
+    }
+    state.revealed = 0;
+  }
 
   function showStatus() {
-    var card = current(), known = 0;
-    state.order.forEach(function (i) { if (state.known[cards[i].id]) known++; });
+    var card = current(), known = 0, total = 0;
+    for (var i = 0; i < cards.length; i++) if (inChapter(i)) { total++; if (state.known[cards[i].id]) known++; }
+    var score = '<span class="fc-score">known ' + known + " of " + total + "</span>";
+    ["reveal", "known", "next"].forEach(function (name) { el(name).disabled = !card; });
+    if (!card) {
+      el("status").innerHTML = "every card here is known · " + score;
+      return;
+    }
     el("status").innerHTML = "card " + (state.pos + 1) + " of " + state.order.length + " · " + esc(card.chapter) +
-      " · " + esc(card.source) + ' · <span class="fc-score">known ' + known + " of " + state.order.length + "</span>";
+      " · " + esc(card.source) + " · " + score;
     var k = el("known");
     k.textContent = state.known[card.id] ? "known ✓ (unmark)" : "mark known";
     k.className = state.known[card.id] ? "fc-known-on" : "";
@@ -394,6 +473,13 @@ _SCRIPT = r"""
   }
   function showCard() {
     var card = current();
+    if (!card) {
+      fill(el("question"), "<p>Every card of this choice is marked known. Untick <b>unknown only</b> to go " +
+        "through them again, or press <b>forget known</b> to start over.</p>");
+      el("lead").hidden = true; el("rest").hidden = true;
+      showStatus();
+      return;
+    }
     fill(el("question"), card.question); typeset(el("question"));
     fill(el("lead"), card.lead); el("lead").hidden = true;
     fill(el("rest"), card.rest); el("rest").hidden = true;
@@ -401,6 +487,7 @@ _SCRIPT = r"""
   }
   function reveal() {
     var card = current();
+    if (!card) return;
     state.revealed = Math.min(state.revealed + 1, card.rest ? 2 : 1);
     var part = el(state.revealed === 1 ? "lead" : "rest");
     part.hidden = false;
@@ -410,15 +497,22 @@ _SCRIPT = r"""
 
   el("reveal").addEventListener("click", reveal);
   el("known").addEventListener("click", function () {
-    var id = current().id;
-    if (state.known[id]) delete state.known[id]; else state.known[id] = true;
+    var card = current();
+    if (!card) return;
+    if (state.known[card.id]) delete state.known[card.id]; else state.known[card.id] = true;
+    saveKnown();
     showStatus();
   });
-  el("next").addEventListener("click", function () {
-    state.pos = (state.pos + 1) % state.order.length; state.revealed = 0; showCard();
-  });
+  el("next").addEventListener("click", function () { if (current()) { advance(); showCard(); } });
   el("shuffle").addEventListener("click", function () { shuffle(); showCard(); });
   el("chapter").addEventListener("change", function () { state.chapter = this.value; shuffle(); showCard(); });
+  el("unknown").addEventListener("change", function () { state.unknownOnly = this.checked; shuffle(); showCard(); });
+  el("forget").addEventListener("click", function () {
+    if (!window.confirm("Forget every card marked known, on every page of this book?")) return;
+    state.known = {};
+    saveKnown();
+    shuffle(); showCard();
+  });
   showCard();
 })();
 """
@@ -428,7 +522,9 @@ def flashcards_html(chapters: Iterable[str] | None = None, seed: int = 0) -> str
     """The flashcards as one self-contained HTML fragment, for a page with no kernel (the built
     book) as well as a notebook: the deck as JSON, an inline style and script (no file, no
     network), reveal (the lead, then the rest), mark known, next, shuffle (seeded), a chapter
-    menu and the score line "known n of m". Display it with ``IPython.display.HTML``.
+    menu, an "unknown only" filter, "forget known" and the score line "known n of m". The ids of
+    the known cards are kept in the browser's ``localStorage`` under ``STORAGE_KEY``, so a reload
+    keeps them. Display it with ``IPython.display.HTML``.
 
     Each call has its own element ids, so two decks can share a page. Where scripts do not run
     (GitHub's viewer, a PDF) only a note shows, pointing at the full list with folded answers.
@@ -446,5 +542,5 @@ def flashcards_html(chapters: Iterable[str] | None = None, seed: int = 0) -> str
             f"<style>{_STYLE}</style>"
             f'<p class="fc-fallback">{fallback}</p>'
             f'<script type="application/json" class="fc-data">{payload}</script>'
-            f"<script>{_SCRIPT.replace('ROOT_ID', json.dumps(root_id))}</script>"
+            f"<script>{_SCRIPT.replace('ROOT_ID', json.dumps(root_id)).replace('STORAGE_KEY', json.dumps(STORAGE_KEY))}</script>"
             "</div>")

@@ -15,6 +15,7 @@ from itertools import product
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from cipherlab.config import make_config
 from cipherlab.data import CHUNK_CHARS, load_corpus
 from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention, causal_mask, padding_mask
 from cipherlab.models.transformer import FeedForward
@@ -127,6 +128,32 @@ def blocked_rows_in_training(name: str, n_batches: int = BLOCKED_ROW_BATCHES) ->
     return {where: (blocked[where], rows[where]) for where in rows}
 
 
+def padded_window_rows(window: int = 4, seed: int = 0) -> dict:
+    """C5's windowed self-attention (``cipherlab.models.blt.WindowedSelfAttention``) on a batch of
+    two sources, 8 and 3 positions, windows of ``window``: the shorter source's second window is
+    all padding. Returns the query rows that see no key ("blocked", of "rows") and whether every
+    output is finite."""
+    from cipherlab.models.blt import WindowedSelfAttention
+
+    torch.manual_seed(seed)
+    layer = WindowedSelfAttention(16, 2, window, causal=False, dropout=0.0).eval()
+    x = torch.randn(2, 2 * window, 16)  # (B, L, D)
+    pad = torch.zeros(2, 2 * window, dtype=torch.bool)
+    pad[1, 3:] = True  # the second source has 3 real positions
+    counts = {"blocked": 0, "rows": 0}
+
+    def count(module, args):
+        q, mask = args[0], args[3]
+        blind = mask.all(-1).expand(q.shape[0], -1, q.shape[2])[:, 0]  # (B * n_win, Lq)
+        counts["blocked"] += int(blind.sum())
+        counts["rows"] += blind.numel()
+
+    layer.attn.attention.register_forward_pre_hook(count)
+    with torch.no_grad():
+        out = layer(x, pad)
+    return {**counts, "finite": bool(out.isfinite().all())}
+
+
 def _blocked_total(name: str, skip: str = "") -> tuple[int, int]:
     counts = [c for where, c in blocked_rows_in_training(name).items() if not (skip and where.startswith(skip))]
     return sum(b for b, _ in counts), sum(n for _, n in counts)
@@ -192,17 +219,19 @@ def softmax_axis_leak(length: int = 5, d: int = 8, seed: int = 0) -> dict:
             "row_sum_min": row_sums.min().item(), "row_sum_max": row_sums.max().item()}
 
 
-def reparametrised_qk(mha: MultiHeadAttention, seed: int = 0) -> MultiHeadAttention:
+def reparametrised_qk(mha: MultiHeadAttention, seed: int = 0, across_heads: bool = False) -> MultiHeadAttention:
     """A copy of ``mha`` whose q/k projections are changed but whose scores are not.
 
     For each head, queries are multiplied by an invertible A and keys by A^-T, so
     (q A)(k A^-T)^T = q k^T: the projections are not unique, only their product is.
+    across_heads=True uses one A over the whole width instead, mixing the heads: then each
+    head's scores change (the identity holds only for the sum over all heads).
     """
     g = torch.Generator().manual_seed(seed)
     other = copy.deepcopy(mha)
-    d = mha.head_dim
+    d = mha.d_model if across_heads else mha.head_dim
     with torch.no_grad():
-        for h in range(mha.n_heads):
+        for h in range(mha.d_model // d):
             rows = slice(h * d, (h + 1) * d)
             A = torch.randn(d, d, generator=g) + 3 * torch.eye(d)  # (d, d), comfortably invertible
             A_inv_T = torch.linalg.inv(A).T
@@ -216,15 +245,28 @@ def reparametrised_qk(mha: MultiHeadAttention, seed: int = 0) -> MultiHeadAttent
 
 @functools.lru_cache(maxsize=None)
 def reparametrisation_gap(seed: int = 0) -> dict:
-    """Max output difference between an MHA and its q/k-reparametrised copy, and how much the weights moved."""
+    """Max output difference between an MHA and its q/k-reparametrised copy, and how much the weights moved.
+
+    "output_gap": a change of basis per head, no RoPE (the scores cannot change); "rope_gap": the
+    same change with RoPE in both modules; "across_heads_gap": one change of basis over the
+    whole width, no RoPE. The last two change the output: the freedom is per head and without RoPE.
+    """
+    from cipherlab.models.positional import RotaryPositionalEmbedding
+
     torch.manual_seed(seed)
     mha = MultiHeadAttention(16, 2, dropout=0.0).eval()
     other = reparametrised_qk(mha, seed)
+    mixed = reparametrised_qk(mha, seed, across_heads=True)
+    rotary = copy.deepcopy(mha)
+    rotary.rope = RotaryPositionalEmbedding(mha.head_dim, max_len=16)
+    rotary_other = reparametrised_qk(rotary, seed)
     x = torch.randn(1, 5, 16)
     with torch.no_grad():
         gap = (mha(x, x, x) - other(x, x, x)).abs().max().item()
+        rope_gap = (rotary(x, x, x) - rotary_other(x, x, x)).abs().max().item()
+        across = (mha(x, x, x) - mixed(x, x, x)).abs().max().item()
     moved = (mha.q_proj.weight - other.q_proj.weight).abs().max().item()
-    return {"output_gap": gap, "weight_change": moved}
+    return {"output_gap": gap, "weight_change": moved, "rope_gap": rope_gap, "across_heads_gap": across}
 
 
 def _shape(t) -> str:
@@ -250,6 +292,13 @@ FACTS = {
     "attn_blocked_rows_c1": lambda: _blocked_total("c1")[0],
     "attn_rows_c1": lambda: _blocked_total("c1")[1],
     "attn_blocked_pool_frac_c5": lambda: (lambda b, n: b / n)(*blocked_rows_in_training("c5")["local_encoder.pooling.attn.attention"]),
+    "attn_window_blocked_rows": lambda: padded_window_rows()["blocked"],
+    "attn_window_rows": lambda: padded_window_rows()["rows"],
+    "attn_window_finite": lambda: str(padded_window_rows()["finite"]),
+    "attn_cpu_blt_window": lambda: make_config("c5", "cpu").blt_window,
+    "attn_cpu_chunk_chars": lambda: make_config("c5", "cpu").chunk_chars,
+    "attn_asg_blt_window": lambda: make_config("c5", "assignment").blt_window,
+    "attn_asg_chunk_chars": lambda: make_config("c5", "assignment").chunk_chars,
     "attn_blocked_rows_c5_elsewhere": lambda: _blocked_total("c5", skip="local_encoder.pooling")[0],
     "attn_longest_line_chars": longest_line,
     "attn_longest_line_bits": lambda: 8 * longest_line(),
@@ -266,4 +315,6 @@ FACTS = {
     "attn_wrong_axis_row_sum_max": lambda: softmax_axis_leak()["row_sum_max"],
     "attn_reparam_output_gap": lambda: reparametrisation_gap()["output_gap"],
     "attn_reparam_weight_change": lambda: reparametrisation_gap()["weight_change"],
+    "attn_reparam_rope_gap": lambda: reparametrisation_gap()["rope_gap"],
+    "attn_reparam_across_heads_gap": lambda: reparametrisation_gap()["across_heads_gap"],
 }

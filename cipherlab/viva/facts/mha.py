@@ -248,6 +248,9 @@ FACTS = {
     "mha_c1_cache_mb": lambda: _mb(kv_cache_bytes(model("C1"), 64, 256)),
     "mha_c3_cache_mb": lambda: _mb(kv_cache_bytes(model("C3"), 64, 256)),
     "mha_cross_cache_mb": lambda: _mb(cross_kv_cache_bytes(model("C1"), 64, 256)),
+    "mha_c1_total_cache_mb": lambda: _mb(sum(cache_by_module("C1").values())),
+    "mha_c3_total_cache_mb": lambda: _mb(sum(cache_by_module("C3").values())),
+    "mha_total_cache_drop_pct": total_cache_drop_pct,
     # C3 against C1, measured: the controlled run (equal minutes) and equal epochs, one seed each
     "mha_c3_exact_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["exact"],
     "mha_c3_se_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["se"],

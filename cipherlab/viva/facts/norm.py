@@ -120,7 +120,9 @@ def depth_profile(wiring: str, depth: int = DEPTH, seed: int = 0) -> dict:
     """One forward/backward pass at initialisation through a stack of ``depth`` layers.
 
     Returns per layer (bottom first): "grad" the norm of the gradient of all that layer's
-    parameters; "rms" the root-mean-square of the residual stream after the layer; "spreads"
+    parameters; "stream_grad" the norm of the loss's gradient with respect to the stream after
+    the layer (what the layer's output is pushed by); "rms" the root-mean-square of the residual
+    stream after the layer; "spreads"
     how different the positions' vectors are after the layer (``position_spread``). Also
     "final_rms" after the final norm, and "input_spread" / "spread" before the first layer and
     after the final norm.
@@ -129,16 +131,18 @@ def depth_profile(wiring: str, depth: int = DEPTH, seed: int = 0) -> dict:
     torch.manual_seed(seed)
     head = nn.Linear(SMALL["d_model"], 10)
     x, y = _toy_batch()
-    rms, spreads = [], []
+    rms, spreads, outputs = [], [], []
     h = x
     for layer in layers:
         h = layer(h)
+        h.retain_grad()
+        outputs.append(h)
         rms.append(h.pow(2).mean().sqrt().item())
         spreads.append(position_spread(h.detach()))
     out = final(h)  # (B, L, D)
     F.cross_entropy(head(out).flatten(0, 1), y.flatten()).backward()
     grads = [torch.cat([p.grad.flatten() for p in layer.parameters()]).norm().item() for layer in layers]
-    return {"grad": grads, "rms": rms, "spreads": spreads, "final_rms": out.pow(2).mean().sqrt().item(),
+    return {"grad": grads, "stream_grad": [h.grad.norm().item() for h in outputs], "rms": rms, "spreads": spreads, "final_rms": out.pow(2).mean().sqrt().item(),
             "input_spread": position_spread(x), "spread": position_spread(out.detach())}
 
 
@@ -260,7 +264,10 @@ FACTS = {
     "init_mean_ratio_median": lambda: mean_over_rms(_first_norm_inputs()).median().item(),
     "ln_rms_diff_median": lambda: layernorm_vs_rmsnorm(_first_norm_inputs()).median().item(),
     "pre_bottom_grad": lambda: _depth_profile("pre")["grad"][0],
+    "pre_bottom_over_top_stream_grad": lambda: _depth_profile("pre")["stream_grad"][0] / _depth_profile("pre")["stream_grad"][-1],
     "noresid_bottom_grad": lambda: _depth_profile("no-residual")["grad"][0],
+    "noresid_over_pre_bottom_grad": lambda: _depth_profile("no-residual")["grad"][0] / _depth_profile("pre")["grad"][0],
+    "noresid_bottom_over_top_grad": lambda: _depth_profile("no-residual")["grad"][0] / _depth_profile("no-residual")["grad"][-1],
     "input_spread": lambda: _depth_profile("pre")["input_spread"],
     "pre_spread": lambda: _depth_profile("pre")["spread"],
     "post_spread": lambda: _depth_profile("post")["spread"],

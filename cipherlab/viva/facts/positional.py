@@ -158,6 +158,15 @@ def sinusoidal_table64(d_model: int = D_MODEL, length: int = 2 * CHUNK_CHARS) ->
     return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)  # columns 2i: sin, 2i+1: cos
 
 
+def min_row_distance(positions: int = CHUNK_CHARS, d_model: int = D_MODEL) -> float:
+    """Smallest Euclidean distance between two different rows 0 .. positions-1 of the sinusoidal
+    table (float64): above 0, so the code fixes the position, and the phase p mod 8, uniquely."""
+    table = sinusoidal_table64(d_model, positions)
+    distances = torch.cdist(table, table)
+    distances.fill_diagonal_(float("inf"))
+    return distances.min().item()
+
+
 def nearest_pair(period: float = KEY_PERIOD, d_model: int = D_MODEL) -> int:
     """Index of the sinusoidal pair whose wavelength is nearest ``period``."""
     return int((wavelengths(d_model) - period).abs().argmin())
@@ -556,6 +565,7 @@ FACTS = {
     "causal_perm_diff": lambda: _permutation_checks()["causal"],
     "learned_pe_params": lambda: f"{count_parameters(LearnedPositionalEncoding(D_MODEL, MAX_LEN)):,}",
     "phase_f64_fit": lambda: _phase_readout_table()["table, float64"]["fit"],
+    "pe_min_row_distance": min_row_distance,
     "pe_rank64": lambda: table_rank(True),
     "pair_first_misread": first_misread,
     "cpu_head_dim": cpu_head_dim,
