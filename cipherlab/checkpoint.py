@@ -277,7 +277,6 @@ def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike) -> Path:
     return out
 
 
-
 def _read_export(path: Path) -> dict:
     """The payload of a model written by :func:`export_checkpoint`, in the shape of a checkpoint's."""
     require_file(path, "model file", "pass a .safetensors file written by `cipherlab export`")

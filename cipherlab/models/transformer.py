@@ -188,10 +188,11 @@ class Decoder(nn.Module):
 def init_transformer_weights(model: nn.Module) -> None:
     """Xavier-uniform linear weights, zero biases, N(0, 1/d) embeddings (std d^-1/2).
 
-    PyTorch's default embedding init is N(0, 1). Times the sqrt(d_model) = 16 embedding
+    PyTorch's default embedding init is N(0, 1). Times the sqrt(d_model) = 16 (d = 256) embedding
     scale that gives activations of std ~16, which drown the unit-amplitude sinusoidal
     positions and, through the tied output head, give hugely over-confident first
-    logits. With std d^-1/2 the scaled embeddings have unit variance, like the positions.
+    logits. With std d^-1/2 the scaled embeddings have unit variance, the same scale as the
+    positions (a sinusoidal entry has RMS 1/sqrt(2), about 0.71).
     Norm gains stay 1 and biases 0; learned position tables keep their own init.
     """
     for module in model.modules():
