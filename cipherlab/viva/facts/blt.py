@@ -4,7 +4,11 @@ Every function runs cipherlab's own code (``cipherlab.models.blt``) or reads the
 benchmark files and ``results/calibration/calibration.json`` (runs D and F compare what the local
 decoder's second cross-attention reads); chapter 7 calls the same functions, so the book and the
 answers show the same numbers. The entropy model is fitted as training fits it (``cipherlab.codec.ByteCodec.fit``):
-on the cipher bytes of the training split's whole lines, never on validation or test lines.
+on the cipher bytes of the training split's whole lines, never on validation or test lines. Every number
+that depends on the fit (the threshold, patch lengths, patches per chunk, the share at the cap) comes from
+ONE fit, the assignment preset's, on all training lines; the ``cpu`` preset fits its own, on its first
+``max_train_lines`` training lines (``threshold_at_preset``). ``benchmarks/bench_blt.py`` fits on the
+training chunks instead and so records a slightly different threshold: its patch figures are not quoted.
 """
 
 from __future__ import annotations
@@ -17,16 +21,15 @@ import numpy as np
 import torch
 
 from cipherlab.cipher import bits_to_bytes
-from cipherlab.codec import build_model
+from cipherlab.codec import ByteCodec, build_model, select_lines
 from cipherlab.config import Config, make_config
-from cipherlab.data import CHUNK_CHARS, load_corpus
+from cipherlab.data import CHUNK_CHARS, load_corpus, make_chunks
 from cipherlab.models.blt import BLTModel, ByteEntropyModel, WindowedSelfAttention, fixed_patch_membership
 from cipherlab.tokenizers.bytes import PAD_ID, VOCAB_SIZE
 from cipherlab.viva.facts.positional import calibration_bits, calibration_lines, calibration_run, scored_step
 
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 SETTINGS = Config()  # the assignment's sizes and C5 settings: window, patch sizes, percentile
-NOTES_LONGEST_LINE = 2670  # the course notes' longest line in grouped cipher bytes (seed 000 §4.2)
 ABSOLUTE_CUTOFF = 7.0  # the course notes' example of a cutoff in bits that never fires (§4.3)
 
 
@@ -50,8 +53,37 @@ def entropy_model() -> ByteEntropyModel:
 
 
 def threshold() -> float:
-    """The boundary threshold in bits: the configured percentile of the training entropies."""
+    """The boundary threshold in bits at the assignment preset: the configured percentile of the
+    entropies of all training lines."""
     return entropy_model().threshold_at(SETTINGS.blt_entropy_percentile)
+
+
+@functools.lru_cache(maxsize=None)
+def threshold_at_preset(preset: str) -> float:
+    """The threshold a C5 run at ``preset`` trains with: ``ByteCodec.fit`` on that preset's training lines."""
+    config = make_config("c5", preset)
+    return ByteCodec.fit(config, select_lines(corpus(), config)).threshold
+
+
+@functools.lru_cache(maxsize=1)
+def chunk_patch_stats() -> dict:
+    """Mean lengths per training chunk (at most CHUNK_CHARS characters) under the assignment's fit.
+
+    "source_bytes" and "source_patches" (entropy patches with the cap), "target_bytes_with_bos" (the
+    decoder input: BOS + plaintext) and "target_global_slots" (Lt // patch_tgt + 1), plus "chunks",
+    "share_at_cap" (share of the chunks' patches exactly max_patch bytes long) and "mean_patch".
+    """
+    model, cutoff = entropy_model(), threshold()
+    chunks = make_chunks(corpus().plain, corpus().cipher, corpus().splits["train"], CHUNK_CHARS)
+    sources = [bits_to_bytes(c.cipher) for c in chunks]
+    starts = [model.patch_boundaries(s, cutoff, SETTINGS.blt_max_patch) for s in sources]
+    lengths = np.concatenate([np.diff(b + [len(s)]) for b, s in zip(starts, sources) if s])
+    target = [len(c.plain) + 1 for c in chunks]
+    return {"chunks": len(chunks), "source_bytes": float(np.mean([len(s) for s in sources])),
+            "source_patches": float(np.mean([len(b) for b in starts])),
+            "target_bytes_with_bos": float(np.mean(target)),
+            "target_global_slots": float(np.mean([n // SETTINGS.blt_patch_tgt + 1 for n in target])),
+            "share_at_cap": float(np.mean(lengths == SETTINGS.blt_max_patch)), "mean_patch": float(lengths.mean())}
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,13 +139,15 @@ def longest_line() -> int:
 # --------------------------------------------------------------------------- windowed attention
 
 @functools.lru_cache(maxsize=None)
-def windowed_vs_full(length: int = NOTES_LONGEST_LINE, window: int = SETTINGS.blt_window) -> dict:
-    """Run one WindowedSelfAttention of the assignment's width on ``length`` random byte vectors,
-    then the same module's attention over the whole sequence under a block-diagonal mask.
+def windowed_vs_full(length: int | None = None, window: int = SETTINGS.blt_window) -> dict:
+    """Run one WindowedSelfAttention of the assignment's width on ``length`` random byte vectors (by
+    default as many as the corpus's longest line), then the same module's attention over the whole
+    sequence under a block-diagonal mask.
 
     Returns the largest difference between the two outputs and the bytes of the attention
     weights each computed (captured from the attention module, one example, all heads).
     """
+    length = length or longest_line()
     torch.manual_seed(0)
     layer = WindowedSelfAttention(SETTINGS.d_model, SETTINGS.n_heads, window, causal=False, dropout=0.0).eval()
     x = torch.randn(1, length, SETTINGS.d_model)  # (B, L, D)
@@ -274,16 +308,18 @@ FACTS = {
     "chunk_chars": lambda: CHUNK_CHARS,
     "chunk_bits": lambda: 8 * CHUNK_CHARS,
     "straddle_bits_full": lambda: benchmark("bpe")["sides"]["source_bits"]["boundary_straddle_rate_val"],
-    "chunk_src_bytes": lambda: per_chunk("patches")["source_bytes"],
-    "chunk_src_patches": lambda: per_chunk("patches")["source_patches"],
+    "chunk_src_bytes": lambda: chunk_patch_stats()["source_bytes"],
+    "chunk_src_patches": lambda: chunk_patch_stats()["source_patches"],
     "chunk_src_bpe": lambda: per_chunk("bpe")["source_tokens"],
-    "chunk_tgt_bytes": lambda: per_chunk("patches")["target_bytes_with_bos"],
-    "chunk_tgt_slots": lambda: per_chunk("patches")["target_global_slots"],
+    "chunk_tgt_bytes": lambda: chunk_patch_stats()["target_bytes_with_bos"],
+    "chunk_tgt_slots": lambda: chunk_patch_stats()["target_global_slots"],
     "chunk_tgt_bpe": lambda: per_chunk("bpe")["target_tokens"],
     "c1_params": lambda: f"{benchmark('blt')['training_step']['params']['c1']:,}",
     "c5_params": lambda: f"{benchmark('blt')['training_step']['params']['c5']:,}",
     "percentile": lambda: SETTINGS.blt_entropy_percentile,
     "threshold_bits": threshold,
+    "threshold_bits_cpu": lambda: threshold_at_preset("cpu"),
+    "train_lines_cpu": lambda: f"{make_config('c5', 'cpu').max_train_lines:,}",
     "max_entropy": lambda: float(entropy_model().train_entropies.max()),
     "unigram_entropy": lambda: entropy_model().unigram_entropy,
     "max_entropy_context": max_entropy_with_context,
@@ -300,7 +336,6 @@ FACTS = {
     "longest_uncapped": lambda: patch_stats(threshold(), 10**9)["longest"],
     "cutoff_longest_uncapped": lambda: patch_stats(ABSOLUTE_CUTOFF, 10**9)["longest"],
     "longest_line": longest_line,
-    "notes_longest_line": lambda: NOTES_LONGEST_LINE,
     "scores_full_mib": lambda: mib(windowed_vs_full()["full_bytes"]),
     "scores_windowed_mib": lambda: mib(windowed_vs_full()["windowed_bytes"]),
     "scores_ratio": lambda: windowed_vs_full()["full_bytes"] / windowed_vs_full()["windowed_bytes"],

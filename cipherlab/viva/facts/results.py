@@ -46,6 +46,21 @@ def damaged(kind: str) -> dict:
     return compute_metrics([prediction], [SENTENCE], [encrypt(SENTENCE)])
 
 
+@functools.cache
+def drop_bits() -> dict:
+    """Why dropping one character costs the bits it does: after the gap, predicted character j is
+    SENTENCE[j + 1] under key byte j mod 8, and the cipher holds SENTENCE[j] under the same key byte, so
+    the key cancels and the bits lost at j are the Hamming distance between the two neighbours; the
+    missing last character loses all 8. "neighbour_bits": their mean Hamming distance; "bit_accuracy"
+    recomputed that way (per cent), checked against ``compute_metrics``."""
+    after = [bin(ord(a) ^ ord(b)).count("1") for a, b in zip(SENTENCE[DROP_AT:], SENTENCE[DROP_AT + 1:])]
+    compared = 8 * len(SENTENCE)
+    accuracy = pct((compared - sum(after) - 8) / compared)
+    if abs(accuracy - pct(damaged("drop")["bit_accuracy"])) > 1e-9:
+        raise ValueError("the Hamming-distance account of the dropped character disagrees with compute_metrics")
+    return {"neighbour_bits": sum(after) / len(after), "bit_accuracy": accuracy}
+
+
 def bleu_by_unit(tokenize: str) -> float:
     """sacrebleu's sentence BLEU of the one-wrong-character copy, with words (13a) or characters as n-gram units."""
     return sacrebleu.sentence_bleu(MISSPELT, [SENTENCE], tokenize=tokenize).score
@@ -95,10 +110,17 @@ def test_line_lengths(run: str = RUN) -> tuple[int, ...]:
 
 
 def exact_if_independent(config: str) -> float:
-    """The exact-line rate if every character were right with probability 1 - CER, independently."""
+    """The exact-line rate if every character were right with probability p = 1 - CER, independently:
+    the mean of p ** n over the test lines' own lengths n (not p to the mean length)."""
     p = 1 - value(config, "char_error_rate")
     lengths = test_line_lengths()
     return sum(p ** n for n in lengths) / len(lengths)
+
+
+def exact_at_mean_length(config: str) -> float:
+    """p ** (mean test-line length), p = 1 - CER: what one line of average length would give."""
+    lengths = test_line_lengths()
+    return (1 - value(config, "char_error_rate")) ** (sum(lengths) / len(lengths))
 
 
 def over_c1_c4(key: str, run: str = RUN, scale: float = 1.0) -> list[float]:
@@ -164,6 +186,12 @@ def decode_benchmark() -> dict:
     """benchmarks/results/decode.json (``benchmarks/bench_decode.py``): the committed ablation models decoding."""
     path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
     return json.loads(path.read_text(encoding="utf-8"))["configurations"]
+
+
+def decode_checkpoints() -> str:
+    """The folder of the models decode.json timed, as the file records it."""
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
+    return json.loads(path.read_text(encoding="utf-8"))["checkpoints"]
 
 
 def bench_lps(config: str, decoding: str = "greedy") -> float:
@@ -284,6 +312,7 @@ FACTS = {
     "res_demo_chars": lambda: len(SENTENCE),
     "res_drop_at": lambda: DROP_AT,
     "res_drop_bit": lambda: pct(damaged("drop")["bit_accuracy"]),
+    "res_drop_neighbour_bits": lambda: drop_bits()["neighbour_bits"],
     "res_drop_lev": lambda: int(damaged("drop")["levenshtein"]),
     "res_drop_chrf": lambda: damaged("drop")["chrf"],
     "res_drop_bleu": lambda: damaged("drop")["bleu"],
@@ -306,6 +335,8 @@ FACTS = {
     "res_c1_cer": lambda: pct(value("c1", "char_error_rate")),
     "res_c1_exact": lambda: exact_pct("c1"),
     "res_c1_exact_indep": lambda: pct(exact_if_independent("c1")),
+    "res_c1_char_p": lambda: 1 - value("c1", "char_error_rate"),
+    "res_c1_exact_at_mean": lambda: pct(exact_at_mean_length("c1")),
     # §7.8 Q4: BLEU and ROUGE depend on their units
     "res_lower_rougeL": lambda: damaged("lower")["rougeL"],
     "res_lower_bleu": lambda: damaged("lower")["bleu"],
@@ -334,6 +365,8 @@ FACTS = {
     "res_cached_positions": lambda: _chunk_chars() + 1,
     "res_c2_decode_lps": lambda: decode_lps("c2"),
     "res_c5_decode_lps": lambda: decode_lps("c5"),
+    "res_extended_run": lambda: f"results/{EXTENDED_RUN}",
+    "res_bench_models": lambda: str(Path(decode_checkpoints()).parent),
     "res_bench_lines": lambda: decode_benchmark()["c5"]["lines_per_second"]["lines"],
     "res_bench_c1_lps": lambda: bench_lps("c1"),
     "res_bench_c2_lps": lambda: bench_lps("c2"),

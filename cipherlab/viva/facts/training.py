@@ -53,6 +53,26 @@ def layer_ffn_shares() -> dict:
     return shares
 
 
+# --------------------------------------------------------------------------- cross-attention's cache
+
+@functools.lru_cache(maxsize=1)
+def decode_cache_mb() -> dict:
+    """Chapter 3's decode cache in MB (``mha.cache_by_module``: the assignment's sizes, a batch of 64,
+    targets and sources of 256 tokens, float32): "c1_self" and "c3_self", the decoder self-attention
+    cache of C1 and C3; "cross", the cross-attention keys and values of the memory (MHA in both, so
+    equal); "cross_gqa", what those would take with C3's grouping of key/value heads."""
+    from cipherlab.viva.facts.mha import cache_by_module
+
+    c1, c3 = cache_by_module("C1"), cache_by_module("C3")
+    cross = c1["decoder cross-attention"]
+    assert c3["decoder cross-attention"] == cross  # cross-attention is MHA in C3 too
+    c3_config = make_config("c3", "assignment")
+    groups = c3_config.n_heads // c3_config.n_kv_heads
+    assert c1["decoder self-attention"] == groups * c3["decoder self-attention"]
+    return {"c1_self": c1["decoder self-attention"] / 1e6, "c3_self": c3["decoder self-attention"] / 1e6,
+            "cross": cross / 1e6, "cross_gqa": cross / groups / 1e6}
+
+
 # --------------------------------------------------------------------------- initialisation
 
 def init_scales(embed_std: float, batch: int = 4, length: int = 64, seed: int = 0) -> dict:
@@ -130,6 +150,38 @@ def adam_first_step(seed: int = 0) -> dict:
     ratio = moves[used] / config.lr
     q = torch.quantile(grads[used], torch.tensor([0.1, 0.9]))
     return {"move_median": ratio.median().item(), "grad_spread": (q[1] / q[0]).item()}
+
+
+def adam_v_samples(step: int, beta2: float = ASSIGNMENT.betas[1]) -> float:
+    """How many gradients AdamW's bias-corrected second moment effectively averages after ``step`` steps.
+
+    Gradient i of t carries the weight beta2^(t - i); the effective count is (sum of weights)^2 over
+    the sum of squared weights: 1 on the first step, (1 + beta2) / (1 - beta2) in steady state.
+    """
+    weights = [beta2 ** (step - i) for i in range(1, step + 1)]
+    return sum(weights) ** 2 / sum(w * w for w in weights)
+
+
+def adam_v_steady(beta2: float = ASSIGNMENT.betas[1]) -> float:
+    return (1 + beta2) / (1 - beta2)
+
+
+def adam_v_settle_step(share: float = 0.95, beta2: float = ASSIGNMENT.betas[1]) -> int:
+    """The first step at which the second moment averages ``share`` of its steady-state count of gradients."""
+    step = 1
+    while adam_v_samples(step, beta2) < share * adam_v_steady(beta2):
+        step += 1
+    return step
+
+
+def norm_gains_at_init() -> float:
+    """The value every LayerNorm gain of a fresh C1 starts at (an error if they differ)."""
+    from cipherlab.models.norm import LayerNorm
+
+    gains = torch.cat([m.gamma.detach().flatten() for m in assignment_model().modules() if isinstance(m, LayerNorm)])
+    if not bool((gains == gains[0]).all()):
+        raise ValueError("the LayerNorm gains of a fresh model differ")
+    return gains[0].item()
 
 
 def lr_factor(step: int, warmup_steps: int | None = None) -> float:
@@ -241,18 +293,23 @@ PLAN_GPUS = ("T4", "A100", "H100")
 # Peak GPU memory of one training run each, as the course notes report it (§7.2; their GPU and code,
 # not named): the only measured GPU figures this book has to set the planner against.
 COURSE_NOTES_PEAK_GB = {"c1": 3.00, "c3": 2.99}
+# The CPU time charged per kernel launch in the book's plan: an assumption, stated, so the chapter's
+# figures do not move with the load of the machine that builds it (`plan` measures the machine's own).
+PLAN_LAUNCH_US = 20.0
 
 
 @functools.lru_cache(maxsize=1)
 def gpu_plan(configs: tuple = PLAN_CONFIGS, gpus: tuple = PLAN_GPUS) -> dict:
     """``cipherlab.plan`` for the assignment preset: the step costs measured once on this CPU
     ("plan", as ``plan_preset`` returns it), then every GPU's estimate of each configuration
-    ("gpus": {gpu: {config: ``gpu_estimate``}}), at the planner's default utilisation and session."""
+    ("gpus": {gpu: {config: ``gpu_estimate``}}), at the planner's default utilisation and session and
+    ``PLAN_LAUNCH_US`` per kernel launch."""
     from cipherlab import plan as planner
 
-    plan = planner.plan_preset("assignment", planner.GPUS[gpus[0]], configs=configs, recipe="notes")  # the course notes' model
+    plan = planner.plan_preset("assignment", planner.GPUS[gpus[0]], configs=configs, recipe="notes",
+                               launch_us=PLAN_LAUNCH_US)  # the course notes' model
     estimates = {gpu: {r["config"]: planner.gpu_estimate(r, planner.GPUS[gpu], plan["mfu"], plan["hours"],
-                                                         plan["sizes"]["max_epochs"])
+                                                         plan["sizes"]["max_epochs"], PLAN_LAUNCH_US)
                        for r in plan["configs"]}
                  for gpu in gpus}
     return {"plan": plan, "gpus": estimates}
@@ -336,6 +393,14 @@ FACTS = {
     "betas": lambda: f"{ASSIGNMENT.betas}",
     "adam_move_median": lambda: _adam()["move_median"],
     "adam_grad_spread": lambda: _adam()["grad_spread"],
+    "adam_v_samples_10": lambda: adam_v_samples(10),
+    "adam_v_steady": lambda: adam_v_steady(),
+    "adam_v_settle_step": lambda: adam_v_settle_step(),
+    "norm_gain_init": norm_gains_at_init,
+    "c1_self_cache_mb": lambda: decode_cache_mb()["c1_self"],
+    "c3_self_cache_mb": lambda: decode_cache_mb()["c3_self"],
+    "cross_cache_mb": lambda: decode_cache_mb()["cross"],
+    "cross_cache_gqa_mb": lambda: decode_cache_mb()["cross_gqa"],
     "grad_clip": lambda: ASSIGNMENT.grad_clip,
     "enc_layer_ffn_share": lambda: layer_ffn_shares()["encoder"],
     "dec_layer_ffn_share": lambda: layer_ffn_shares()["decoder"],
