@@ -15,12 +15,22 @@ For each configuration this module *measures* on the CPU what one training step 
    for C5; for C1-C4 the BPEs' tokens per character, measured on a sample of training chunks),
    batched by the trainer's own ``BucketBatchSampler``; every batch costs its rows times the
    FLOPs of its longest chunk (padding is computed too), plus a forward pass over validation.
-4. Time: FLOPs divided by the GPU's published peak dense bf16/fp16 tensor rate times an assumed
-   utilisation (``--mfu``, default 30 %).
+4. The FLOP term of the time: FLOPs divided by the GPU's published peak dense bf16/fp16 tensor
+   rate times an assumed utilisation (``--mfu``, default 30 %). This is a floor: what the
+   arithmetic alone costs.
+5. The per-step term: what a step costs besides its arithmetic. The kernels one training step
+   launches are *counted* on the real model (every operator PyTorch dispatches in the forward pass
+   under bf16 autocast, the loss, the backward pass, the gradient clip and a foreach AdamW step;
+   views launch nothing and are not counted), and each is charged an assumed CPU-side cost
+   (``--launch-us``, default 10 microseconds: eager PyTorch's dispatch and launch of one CUDA
+   kernel, which a model this small cannot hide behind its arithmetic). Collating a batch is
+   *measured* on this CPU, as the trainer does it on the GPU machine's CPU.
 
-All of this is an ESTIMATE until the same run is measured on the GPU: the utilisation of a
-10M-parameter model with small batches may be well below 30 % (kernel launches, the Python
-loop, data collation and the optimiser step are not FLOPs), and evaluation decoding is not counted.
+The estimate of an epoch is the sum of the two terms (the trainer reads the loss after every
+step, which makes the CPU wait for the GPU, so the two overlap little), and the report says which
+term dominates. All of this is an ESTIMATE until the same run is measured on the GPU; evaluation
+decoding is not counted. The report also sets C1's estimate beside the one public measurement of
+this assignment (:data:`PUBLIC_MEASUREMENT`).
 """
 
 from __future__ import annotations
@@ -28,19 +38,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, Config, make_config
 from cipherlab.data import BucketBatchSampler, Chunk, load_corpus, make_chunks
 from cipherlab.codec import ByteCodec, SubwordCodec, fit_codec, select_lines, teacher_forcing_logits
-from cipherlab.train import seed_everything, sequence_loss
+from cipherlab.device import autocast
+from cipherlab.train import make_optimizer, seed_everything, sequence_loss
 
-__all__ = ["GPUS", "GPU", "gpu_estimate", "measure_step", "plan_config", "plan_preset", "register_cli"]
+__all__ = ["GPUS", "GPU", "PUBLIC_MEASUREMENT", "collate_seconds", "count_kernels", "gpu_estimate", "measure_step",
+           "plan_config", "plan_preset", "register_cli"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +76,17 @@ GPUS = {
     "A100-80GB": GPU("NVIDIA A100 80GB", 312.0, 80.0),
     "H100": GPU("NVIDIA H100 SXM", 989.0, 80.0),
     "H100-PCIE": GPU("NVIDIA H100 PCIe", 756.0, 80.0),
+    "RTX2080TI": GPU("NVIDIA GeForce RTX 2080 Ti", 53.8, 11.0,
+                     "Turing: fp16 tensor cores with fp32 accumulation at half the fp16-accumulate rate (107.6), and "
+                     "no bf16, which cipherlab's CUDA autocast uses"),
 }
+# The one public measurement of this assignment's training time: one team's code and batches.
+PUBLIC_MEASUREMENT = {"gpu": "RTX2080TI", "config": "c1", "preset": "assignment", "epochs": 40, "minutes": 129.0,
+                      "source": "the best public whole-line results for this assignment (one team's code, data "
+                                "and batches)"}
+DISPATCH_REPEATS = 9  # timed tiny forward + backward passes, for the CPU cost of one operator
+TINY_CHARS = 8  # characters of the tiny batch those passes use
+COLLATE_REPEATS = 5
 DEFAULT_MFU = 0.30
 DEFAULT_HOURS = 4.0
 RATIO_SAMPLE = 200  # training chunks tokenized to measure the BPEs' tokens per character
@@ -100,6 +124,85 @@ def measure_step(model, batch: dict[str, torch.Tensor], pad_id: int, label_smoot
     model.zero_grad(set_to_none=True)
     return {"forward_flops": forward.get_total_flops(), "backward_flops": backward.get_total_flops(),
             "activation_bytes": sum(saved.values())}
+
+
+class _KernelCounter(TorchDispatchMode):
+    """Counts the operators PyTorch dispatches that compute something (a view launches no kernel)."""
+
+    _FREE = {torch.ops.aten.detach.default, torch.ops.aten.lift_fresh.default,
+             torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default}
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not func.is_view and func not in self._FREE:
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_kernels(model, batch: dict[str, torch.Tensor], pad_id: int, config: Config) -> dict:
+    """The operators one training step dispatches, as the trainer runs it on a GPU: the forward pass
+    under bf16 autocast and the loss, the backward pass, and the gradient clip with a foreach AdamW
+    step (what CUDA uses); and the forward pass alone, as validation runs it. On a GPU each is
+    about one kernel launch. The model is left as it was (its weights are restored)."""
+    model.train()
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+    optimizer = make_optimizer(model, config)
+    for group in optimizer.param_groups:
+        group["foreach"] = True
+    for _ in range(2):  # the first step also creates AdamW's moments: count the second, a steady one
+        with _KernelCounter() as forward:
+            with autocast(torch.device("cpu"), True):
+                logits = teacher_forcing_logits(model, batch)
+            loss, _ = sequence_loss(logits, batch["tgt"][:, 1:], pad_id, config.label_smoothing)
+        with _KernelCounter() as backward:
+            loss.backward()
+        with _KernelCounter() as update:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip, foreach=True)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    counts = {"forward": forward.count, "backward": backward.count, "optimizer": update.count}
+    model.load_state_dict(saved)
+    return {**counts, "train_step": sum(counts.values()), "validation_step": forward.count}
+
+
+def dispatch_microseconds(model, batch: dict[str, torch.Tensor], pad_id: int, config: Config,
+                          repeats: int = DISPATCH_REPEATS) -> float:
+    """CPU microseconds per operator of eager PyTorch on this machine: the shortest time of a forward
+    and backward pass on ``batch`` (one row of a few tokens, so the arithmetic is negligible)
+    divided by the operators it dispatches. A GPU run pays this on its host CPU for every kernel."""
+    model.train()
+    counted = count_kernels(model, batch, pad_id, config)
+    ops = counted["forward"] + counted["backward"]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny pass gains nothing from threads, and idle ones spin on a busy machine
+    seconds = []
+    try:
+        for _ in range(repeats + 2):  # two warm-up passes
+            start = time.perf_counter()
+            with autocast(torch.device("cpu"), True):
+                logits = teacher_forcing_logits(model, batch)
+            loss, _ = sequence_loss(logits, batch["tgt"][:, 1:], pad_id, config.label_smoothing)
+            loss.backward()
+            seconds.append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
+        model.zero_grad(set_to_none=True)
+    return 1e6 * min(seconds[2:]) / ops  # the fastest pass: what the machine can do, less others' load
+
+
+def collate_seconds(codec, chunks: list[Chunk], rows: int, repeats: int = COLLATE_REPEATS) -> float:
+    """Median seconds this CPU takes to collate ``rows`` of ``chunks`` into one batch, as the trainer does."""
+    data = codec.dataset(chunks[:rows])
+    examples = [data[i] for i in range(len(data))]
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        codec.collate(examples)
+        seconds.append(time.perf_counter() - start)
+    return float(np.median(seconds))
 
 
 def _bpe_batch(codec: SubwordCodec, src_len: int, tgt_len: int, rows: int = 1) -> dict[str, torch.Tensor]:
@@ -228,6 +331,11 @@ def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", rat
                 "max_activation_bytes": max(b * activations(n) for b, n in work)}
 
     typical_rows = min(config.max_batch_size, max(config.token_budget // src_len(c), 1))
+    kernels = count_kernels(model, batches[-1], codec.tgt_pad_id, config)
+    tiny = (_bpe_batch(codec, src_len(TINY_CHARS), tgt_len(TINY_CHARS) - 2) if codec.kind == "bpe"
+            else _blt_batch(codec, example, TINY_CHARS))
+    dispatch_us = dispatch_microseconds(model, tiny, codec.tgt_pad_id, config)
+    full_chunks = [ch for ch in train if len(ch.plain) == c] or train
     return {
         "config": config.name,
         "components": config.components(),
@@ -240,28 +348,64 @@ def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", rat
                           "flops": typical_rows * step_flops(c), "activation_bytes": typical_rows * activations(c)},
         "train_epoch": epoch(train),
         "validation": epoch(val),
+        "per_step": {"kernels": kernels, "collate_seconds": collate_seconds(codec, full_chunks, typical_rows),
+                     "collate_rows": typical_rows, "dispatch_us_measured": dispatch_us},
         "state_bytes": ADAM_BYTES_PER_PARAM * params,
         "autocast_bytes": AUTOCAST_BYTES_PER_PARAM * params,
     }
 
 
-def gpu_estimate(record: dict, gpu: GPU, mfu: float, hours: float, max_epochs: int) -> dict:
+def gpu_estimate(record: dict, gpu: GPU, mfu: float, hours: float, max_epochs: int,
+                 launch_us: float | None = None) -> dict:
     """Seconds per epoch and per typical step, peak bytes and epochs in a ``hours`` session of one
-    configuration's ``plan_config`` record on ``gpu`` at utilisation ``mfu`` (an estimate)."""
+    configuration's ``plan_config`` record on ``gpu`` at utilisation ``mfu`` (an estimate).
+
+    ``flop_epoch_seconds`` is the FLOP term alone, a floor; ``overhead_epoch_seconds`` the per-step
+    term (kernels x ``launch_us`` + collation, every training and validation step; ``launch_us``
+    None: the CPU cost per operator measured on this machine, ``dispatch_microseconds``);
+    ``epoch_seconds`` their sum, the estimate; ``dominant`` names the larger term."""
     rate = gpu.tflops * 1e12 * mfu
     train_s = record["train_epoch"]["train_flops"] / rate
     val_s = record["validation"]["forward_flops"] / rate
-    epoch_s = train_s + val_s
+    per = record["per_step"]
+    launch_us = per["dispatch_us_measured"] if launch_us is None else launch_us
+    train_step_overhead = per["kernels"]["train_step"] * launch_us * 1e-6 + per["collate_seconds"]
+    val_step_overhead = per["kernels"]["validation_step"] * launch_us * 1e-6 + per["collate_seconds"]
+    overhead_s = (record["train_epoch"]["steps"] * train_step_overhead
+                  + record["validation"]["steps"] * val_step_overhead)
+    flop_s = train_s + val_s
+    epoch_s = flop_s + overhead_s
     peak = record["state_bytes"] + record["autocast_bytes"] + record["train_epoch"]["max_activation_bytes"]
-    return {"train_seconds": train_s, "validation_seconds": val_s, "epoch_seconds": epoch_s,
-            "step_seconds": record["typical_batch"]["flops"] / rate,
+    return {"train_seconds": train_s, "validation_seconds": val_s, "flop_epoch_seconds": flop_s,
+            "overhead_epoch_seconds": overhead_s, "epoch_seconds": epoch_s,
+            "dominant": "per-step" if overhead_s > flop_s else "FLOPs",
+            "flop_step_seconds": record["typical_batch"]["flops"] / rate, "step_overhead_seconds": train_step_overhead,
+            "step_seconds": record["typical_batch"]["flops"] / rate + train_step_overhead,
+            "launch_us": launch_us,
             "epochs_in_session": int(hours * 3600 // epoch_s) if epoch_s > 0 else None,
             "hours_for_max_epochs": max_epochs * epoch_s / 3600,
             "peak_bytes": peak, "fits": peak < gpu.memory_gb * 1e9}
 
 
+def public_comparison(plan: dict) -> dict | None:
+    """C1's estimate on the GPU of :data:`PUBLIC_MEASUREMENT` beside that measurement, for a plan of its
+    preset that includes C1 (None otherwise): the floor, the estimate and how far each is from it."""
+    m = PUBLIC_MEASUREMENT
+    record = next((r for r in plan["configs"] if r["config"] == m["config"]), None)
+    if record is None or plan["preset"] != m["preset"]:
+        return None
+    est = gpu_estimate(record, GPUS[m["gpu"]], plan["mfu"], plan["hours"], plan["sizes"]["max_epochs"],
+                       plan["launch_us"])
+    measured = 60 * m["minutes"] / m["epochs"]
+    return {**m, "measured_epoch_seconds": measured, "floor_epoch_seconds": est["flop_epoch_seconds"],
+            "estimate_epoch_seconds": est["epoch_seconds"], "overhead_epoch_seconds": est["overhead_epoch_seconds"],
+            "measured_over_floor": measured / est["flop_epoch_seconds"],
+            "measured_over_estimate": measured / est["epoch_seconds"]}
+
+
 def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float = DEFAULT_HOURS,
-                configs=CONFIG_NAMES, data_dir=None, tokenize: bool = False, recipe: str = DEFAULT_RECIPE) -> dict:
+                configs=CONFIG_NAMES, data_dir=None, tokenize: bool = False, recipe: str = DEFAULT_RECIPE,
+                launch_us: float | None = None) -> dict:
     """The planner's estimate for every configuration of ``preset`` on ``gpu``, trained by ``recipe``."""
     base = make_config(configs[0], preset, recipe)
     corpus = select_lines(load_corpus(data_dir), base)
@@ -279,13 +423,14 @@ def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float
             codec, how, ratios = shared[key]
             extra = {"codec": codec, "tokens_how": how, "ratios": ratios}
         record = plan_config(config, corpus, **extra)
-        record["gpu"] = gpu_estimate(record, gpu, mfu, hours, config.max_epochs)
+        record["gpu"] = gpu_estimate(record, gpu, mfu, hours, config.max_epochs, launch_us)
         records.append(record)
-    return {
+    plan = {
         "estimate": True,
         "preset": preset,
         "gpu": dataclasses.asdict(gpu),
         "mfu": mfu,
+        "launch_us": launch_us,
         "hours": hours,
         "sizes": {k: getattr(base, k) for k in ("d_model", "n_heads", "enc_layers", "dec_layers", "ffn_dim",
                                                 "chunk_chars", "token_budget", "max_batch_size", "max_epochs",
@@ -294,6 +439,8 @@ def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float
         "torch": torch.__version__,
         "configs": records,
     }
+    plan["public"] = public_comparison(plan)
+    return plan
 
 
 # --------------------------------------------------------------------------- the report
@@ -344,14 +491,15 @@ def report(plan: dict) -> str:
         f"and {s['max_batch_size']} chunks per batch",
         "",
         f"{'config':8}{'params':>11}{'steps/ep':>10}{'src tok/ep':>12}{'tgt tok/ep':>12}{'FLOP/step':>11}"
-        f"{'FLOP/epoch':>12}{'time/epoch':>12}{'peak GB':>9}{session:>14}",
+        f"{'kernels/step':>14}{'epoch: floor':>14}{'estimate':>10}{'dominant':>10}{'peak GB':>9}{session:>14}",
     ]
     for r in plan["configs"]:
         e, est = r["train_epoch"], r["gpu"]
         fits = "" if est["fits"] else " (!)"
         rows.append(f"{r['config']:8}{r['params']:>11,}{e['steps']:>10,}{e['source_tokens']:>12,}{e['target_tokens']:>12,}"
-                    f"{_flops(r['typical_batch']['flops']):>11}{_flops(e['train_flops']):>12}"
-                    f"{_duration(est['epoch_seconds']):>12}{_gb(est['peak_bytes']) + fits:>9}"
+                    f"{_flops(r['typical_batch']['flops']):>11}{r['per_step']['kernels']['train_step']:>14,}"
+                    f"{_duration(est['flop_epoch_seconds']):>14}{_duration(est['epoch_seconds']):>10}"
+                    f"{est['dominant']:>10}{_gb(est['peak_bytes']) + fits:>9}"
                     f"{_epochs(est['epochs_in_session']):>14}")
     first = plan["configs"][0]
     t = first["typical_batch"]
@@ -361,8 +509,11 @@ def report(plan: dict) -> str:
         f"  FLOP/step: a full batch of {t['rows']} chunks of {t['chunk_chars']} characters ({first['config']}: "
         f"{t['source_tokens']:,} source, {t['target_tokens']:,} target tokens), forward + loss + backward; "
         f"{_duration(first['gpu']['step_seconds'])} a step",
-        f"  time/epoch: every training batch (rows x FLOPs of its longest chunk) and a forward pass over "
-        f"{first['validation']['chunks']:,} validation chunks",
+        f"  epoch: every training batch (rows x FLOPs of its longest chunk) and a forward pass over "
+        f"{first['validation']['chunks']:,} validation chunks; floor = the FLOP term alone, estimate = floor + "
+        f"the per-step term ({first['per_step']['kernels']['train_step']:,} kernels x {first['gpu']['launch_us']:.0f} us + "
+        f"{_duration(first['per_step']['collate_seconds'])} collation = "
+        f"{_duration(first['gpu']['step_overhead_seconds'])} a step for {first['config']})",
         f"  max_epochs {s['max_epochs']} (early stopping after {s['patience']} epochs without a better validation "
         f"loss) would take {slowest['gpu']['hours_for_max_epochs']:.1f} h for the slowest ({slowest['config']})",
         "",
@@ -374,13 +525,30 @@ def report(plan: dict) -> str:
         " + the tensors saved for backward of the largest batch, measured in fp32 (bf16 autocast keeps many in 2 bytes);"
         " not counted: the CUDA context (a few hundred MB) and allocator fragmentation; (!) = over the GPU's memory",
         *(f"  tokens, {', '.join(names)}: {units}" for units, names in _by_units(plan["configs"]).items()),
-        "  not counted: the optimizer step, elementwise kernels, data collation, Python overhead, the final"
-        " decoding of the test lines; a model this small rarely reaches 30 % of peak, so measure and compare",
+        "  kernels/step: the operators one training step dispatches, counted on the real model on this CPU (forward"
+        " under bf16 autocast, loss, backward, gradient clip, foreach AdamW; views not counted), each about one CUDA"
+        " kernel launch, each charged the CPU time one operator takes here"
+        + (f" (--launch-us {plan['launch_us']:g})" if plan["launch_us"] is not None else
+           " (measured: a forward and backward pass of one row of "
+           f"{TINY_CHARS} characters, where the arithmetic is negligible, over its operators; a faster host CPU pays less)")
+        + "; collation measured on this CPU",
+        "  not counted: the final decoding of the test lines, checkpoint writes; the two terms are added because the"
+        " trainer waits for each step's loss (little overlap); measure an epoch on the GPU and compare",
         f"  a Colab session: --hours {plan['hours']:g}; the free tier's up-to-12 h is not guaranteed (sessions end"
         " when idle or when GPUs are scarce): train with checkpoints and --resume",
     ]
     if g["note"]:
         rows.append(f"  {g['name']}: {g['note']}")
+    if plan.get("public"):
+        p = plan["public"]
+        rows += [
+            "",
+            f"Beside a measurement: {p['source']}: {p['config'].upper()}, {p['epochs']} epochs in {p['minutes']:g} min on "
+            f"an {GPUS[p['gpu']].name}, {_duration(p['measured_epoch_seconds'])} an epoch.",
+            f"  This plan for {p['config'].upper()} on that GPU: floor {_duration(p['floor_epoch_seconds'])}, estimate "
+            f"{_duration(p['estimate_epoch_seconds'])} an epoch; the measurement is {p['measured_over_floor']:.0f}x the "
+            f"floor and {p['measured_over_estimate']:.1f}x the estimate (their batches, data and code are not these)",
+        ]
     return "\n".join(rows)
 
 
@@ -410,11 +578,13 @@ def _cmd_plan(args) -> int:
         raise ValueError(f"--mfu {args.mfu}: the utilisation is a share of the peak rate, above 0 and at most 1")
     if args.hours <= 0:
         raise ValueError(f"--hours {args.hours}: must be positive")
+    if args.launch_us is not None and args.launch_us < 0:
+        raise ValueError(f"--launch-us {args.launch_us}: a time per kernel launch cannot be negative")
     if args.preset.lower() not in PRESETS:
         raise ValueError(f"--preset {args.preset}: unknown preset; choose one of {', '.join(PRESETS)}")
     configs = tuple(c.lower() for c in args.config) if args.config else CONFIG_NAMES
     plan = plan_preset(args.preset.lower(), gpu, mfu=args.mfu, hours=args.hours, configs=configs,
-                       data_dir=args.data_dir, tokenize=args.tokenize, recipe=args.recipe)
+                       data_dir=args.data_dir, tokenize=args.tokenize, recipe=args.recipe, launch_us=args.launch_us)
     print(report(plan))
     if args.json:
         Path(args.json).write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
@@ -438,6 +608,8 @@ def register_cli(subparsers) -> None:
     p.add_argument("--memory-gb", type=float, help="memory of that GPU, GB")
     p.add_argument("--mfu", type=float, default=DEFAULT_MFU,
                    help=f"assumed share of the peak rate reached (default {DEFAULT_MFU})")
+    p.add_argument("--launch-us", type=float,
+                   help="CPU microseconds per kernel launch (default: measured here, per operator of a tiny pass)")
     p.add_argument("--hours", type=float, default=DEFAULT_HOURS,
                    help=f"length of the session to plan for (default {DEFAULT_HOURS:g}; Colab's free tier is not guaranteed 12)")
     p.add_argument("--recipe", default=DEFAULT_RECIPE, choices=list(RECIPES),
