@@ -36,7 +36,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from .cipher import KEY, DatasetError, bits_to_bytes, encrypt, verify_dataset
-from .errors import strip_bom, writable_file
+from .errors import strip_bom, writable_file, writable_folder
 
 PLAIN_FILE = "brown_plain.txt"
 CIPHER_FILE = "brown_cipher.txt"
@@ -618,6 +618,18 @@ def _cmd_verify(args) -> int:
     return 0
 
 
+def _cmd_export_split(args) -> int:
+    if args.first is not None and args.first < 1:
+        raise ValueError(f"--first {args.first}: give a positive number of lines, or leave it out for all")
+    out = writable_folder(args.out, "--out")  # checked before the work
+    corpus = load_corpus(args.data_dir)
+    ids = corpus.splits[args.split][: args.first]
+    for kind, lines in (("plain", corpus.plain), ("cipher", corpus.cipher)):
+        _write_lines(out / f"{args.split}_{kind}.txt", [lines[i] for i in ids])
+    print(f"wrote {len(ids)} {args.split} lines to {out / f'{args.split}_plain.txt'} and {out / f'{args.split}_cipher.txt'}")
+    return 0
+
+
 def _cmd_stats(args) -> int:
     stats = corpus_stats(load_corpus(args.data_dir))
     print(json.dumps(stats, indent=2))
@@ -625,7 +637,7 @@ def _cmd_stats(args) -> int:
 
 
 def register_cli(subparsers) -> None:
-    """Add `python -m cipherlab data {build-brown,build-docstrings,build-letters,cipher,verify,stats}`."""
+    """Add `python -m cipherlab data {build-brown,build-docstrings,build-letters,cipher,verify,export-split,stats}`."""
     data = subparsers.add_parser("data", help="build, encrypt, verify and describe the dataset")
     sub = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
     dir_help = f"folder with {PLAIN_FILE} and {CIPHER_FILE} (default: ${DATA_DIR_ENV} or the repository's data/)"
@@ -671,6 +683,19 @@ def register_cli(subparsers) -> None:
     )
     p.add_argument("--data-dir", help=dir_help)
     p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser(
+        "export-split",
+        help="write one split's lines as files: SPLIT_plain.txt and SPLIT_cipher.txt",
+        description="The lines of the train, val or test split, in split order, as two files in --out: the "
+        "plaintext and the cipher, one line each, to decrypt with any model and score with `score`. "
+        "--first 200 gives the test lines the cpu preset's runs are scored on.",
+    )
+    p.add_argument("split", choices=["train", "val", "test"])
+    p.add_argument("--out", required=True, help="folder to write the two files to (created if missing)")
+    p.add_argument("--first", type=int, metavar="N", help="only the split's first N lines (default: all)")
+    p.add_argument("--data-dir", help=dir_help)
+    p.set_defaults(func=_cmd_export_split)
 
     p = sub.add_parser("stats", help="print the dataset statistics as JSON")
     p.add_argument("--data-dir", help=dir_help)

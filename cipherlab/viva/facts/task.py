@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 
-from cipherlab.cipher import KEY, encrypt, key_phase
+from cipherlab.cipher import BITS_PER_CHAR, KEY, encrypt, key_phase
 from cipherlab.config import make_config
 from cipherlab.data import CHUNK_CHARS, load_corpus
 from cipherlab.metrics import bit_matches
@@ -42,6 +42,7 @@ FACTS = {
     "task_distinct_250": lambda: len(set(chunk_start_phases(250))),
     "task_distinct_253": lambda: len(set(chunk_start_phases(253))),
     "task_chunk1_phase_250": lambda: key_phase(250),
+    "task_chunk1_bit_offset_250": lambda: 250 * BITS_PER_CHAR,
     "task_wrong_bits_e_for_a": lambda: wrong_bits("e", "a"),
     "task_wrong_bits_space_for_e": lambda: wrong_bits(" ", "e"),
     "task_worst_swap_codes": lambda: "{} and {}".format(*map(ord, worst_character_swap()[:2])),
