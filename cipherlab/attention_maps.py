@@ -205,7 +205,9 @@ def _covers(codec, batch: dict, b: int, chunk, model) -> dict:
             raise ValueError(f"the source tokenizer cut chunk {b} into {len(src_tokens)} pieces but encoded "
                              f"{n_src} ids; attention_view cannot map its weights to characters")
         src = coverage([len(t) for t in src_tokens], 8)  # bits per token, 8 bits per character
-        tgt = coverage([len(t) for t in tgt_tokens], 1)  # characters per token
+        # characters per token; an unknown character is one <unk> token, whose text is not the character's
+        unk = [i == codec.tgt.unk_id for i in codec.tgt.encode(chunk.plain)]
+        tgt = coverage([1 if u else len(t) for t, u in zip(tgt_tokens, unk)], 1)
         n_enc, n_dec = len(model.encoder.layers), len(model.decoder.layers)
         # cross-attention row i predicts token i + 1 of [BOS, t1, ..., tn, EOS]: rows 0..n-1 hold t1..tn
         return ({("encoder self", i): (src, src) for i in range(n_enc)}
