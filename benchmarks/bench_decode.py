@@ -15,10 +15,12 @@ ablation (``results/learn/ablation/checkpoints/c1..c5.safetensors``, seed 0):
 3. **Lines per second** of each configuration on the first ``--lines`` test lines: free greedy,
    length-aware greedy and beam ``--beam``, batched.
 4. **Autograd off.** Length-aware greedy decoding of the first ``--lines`` test lines by C1 and C5,
-   each in a fresh process (peak resident memory is a per-process high-water mark), as shipped
-   (``cipherlab.decode`` runs under ``torch.inference_mode()``) and with autograd on as before
-   (the undecorated functions, under ``torch.enable_grad()``): seconds and peak RSS, ``--repeats``
-   processes of each, interleaved.
+   each in a fresh process, as shipped (``cipherlab.decode`` runs under ``torch.inference_mode()``)
+   and with autograd on as before (the undecorated functions, under ``torch.enable_grad()``):
+   seconds, the peak resident memory, and what decoding adds to it (the high-water mark is reset
+   to the resident memory just before decoding, through ``/proc/self/clear_refs``, so loading the
+   corpus does not hide it), ``--repeats`` processes of each, interleaved. ``--only autograd``
+   re-measures this section alone and keeps the others of ``--out``.
 
 Each timing is the median of ``--repeats`` runs. The runs of one comparison are interleaved, so
 machine load hits both alike; the JSON records the load average, and ratios are what to read.
@@ -108,7 +110,7 @@ def cache_benchmark(model, codec, n_bytes, batch, repeats):
 
 
 _ONE_RUN = """
-import json, resource, sys, time, torch
+import gc, json, resource, sys, time, torch
 import cipherlab.decode as D
 from cipherlab.checkpoint import load_trained
 from cipherlab.codec import select_lines
@@ -119,11 +121,23 @@ model, codec, config = load_trained(checkpoint, "cpu")
 cipher = select_lines(load_corpus(), config).lines("test")[1][:lines]
 if autograd:  # decoding as it was before: no inference mode, autograd recording every step
     D.greedy_decode, D.beam_search = D.greedy_decode.__wrapped__, D.beam_search.__wrapped__
+
+
+def mib(field):  # VmRSS (now) or VmHWM (the high-water mark) of this process, MiB
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field)) / 1024
+
+
+gc.collect()
+with open("/proc/self/clear_refs", "w") as f:  # reset the high-water mark to the RSS now: loading
+    f.write("5")                               # the corpus must not hide what decoding takes
+before = mib("VmRSS:")
 started = time.perf_counter()
 with torch.enable_grad() if autograd else torch.inference_mode():
     out = D.decrypt_lines(model, codec, cipher, chunk_chars=config.chunk_chars, device="cpu", length_aware=True)
 seconds = time.perf_counter() - started
-print(json.dumps({"seconds": seconds, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+peak = mib("VmHWM:")
+print(json.dumps({"seconds": seconds, "rss_before_mib": before, "peak_rss_mib": peak, "decoding_mib": peak - before,
                   "lines_per_s": len(cipher) / seconds, "output": out}))
 """
 
@@ -140,13 +154,27 @@ def autograd_benchmark(name: str, lines: int, repeats: int) -> dict:
             runs[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
     summary = {label: {"seconds_median": statistics.median(r["seconds"] for r in rs),
                        "peak_rss_mib_median": statistics.median(r["peak_rss_mib"] for r in rs),
+                       "decoding_mib_median": statistics.median(r["decoding_mib"] for r in rs),
                        "lines_per_s_median": statistics.median(r["lines_per_s"] for r in rs)}
                for label, rs in runs.items()}
     on, off = summary["autograd_on"], summary["inference_mode"]
     return {"lines": lines, "processes_each": repeats, **summary,
             "slowdown_with_autograd": on["seconds_median"] / off["seconds_median"],
             "memory_ratio_with_autograd": on["peak_rss_mib_median"] / off["peak_rss_mib_median"],
+            "decoding_memory_ratio_with_autograd": on["decoding_mib_median"] / off["decoding_mib_median"],
             "same_lines": all(r["output"] == runs["inference_mode"][0]["output"] for rs in runs.values() for r in rs)}
+
+
+def only_autograd(args) -> None:
+    """Re-measure section 4 alone into the existing ``args.out``, with the command and machine of this run."""
+    out = json.loads(args.out.read_text(encoding="utf-8"))
+    out.setdefault("updates", []).append({"command": " ".join(["python", *sys.argv]), "machine": machine_info()})
+    for name in ("c1", "c5"):
+        out["configurations"][name]["autograd"] = autograd_benchmark(name, args.lines, args.repeats)
+        print(name, "autograd", out["configurations"][name]["autograd"], flush=True)
+    out["updates"][-1]["machine"]["load_average_1_5_15min_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    args.out.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    print("wrote", args.out, flush=True)
 
 
 def main():
@@ -160,7 +188,11 @@ def main():
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads; 1 by default, so a shared machine's other jobs disturb it least")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--only", choices=["autograd"],
+                        help="re-measure this section alone, keeping the rest of --out as it is")
     args = parser.parse_args()
+    if args.only:
+        return only_autograd(args)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     out = {"command": " ".join(["python", *sys.argv]), "machine": machine_info(), "targets": TARGETS,
