@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cipherlab"
 # first; data and tokenizers import each other's constants.)
 FLOW = [
     {"cipherlab", "cipherlab.cipher", "cipherlab.config", "cipherlab.device", "cipherlab.brown",
-     "cipherlab.letters", "cipherlab.docstrings", "cipherlab.tables"},
+     "cipherlab.letters", "cipherlab.docstrings", "cipherlab.tables", "cipherlab.errors"},
     {"cipherlab.data", "cipherlab.tokenizers"},
     {"cipherlab.models"},
     {"cipherlab.codec"},
