@@ -100,6 +100,7 @@ __all__ = [
     "extended_table",
     "extension_table",
     "generalisation_table",
+    "goals_table",
     "late_vs_early",
     "length_table",
     "lines_of",
@@ -108,13 +109,17 @@ __all__ = [
     "load_curve",
     "load_errors",
     "load_generalisation",
+    "load_reference_runs",
     "load_run",
+    "mcnemar",
     "loss_at_epoch",
     "markdown_table",
     "merge_curves",
     "metric",
     "mode_gains",
     "mode_table",
+    "paired_rows",
+    "paired_table",
     "plot_accuracy",
     "plot_costs",
     "plot_curves",
@@ -211,7 +216,7 @@ def load_run(folder: str | os.PathLike) -> dict[str, dict]:
     return records
 
 
-# Issue 16: did the models learn the cipher? The controlled ablation with phase shuffles, bit-factored
+# Did the models learn the cipher? The controlled ablation with phase shuffles, bit-factored
 # and key-phase embeddings, two seeds (results/learn/ablation, written by results/learn/probe.py).
 LEARN_RUN = "learn/ablation"
 # Its goals for the cpu preset, at most 30 minutes of training per configuration:
@@ -330,6 +335,12 @@ def reference_tables(runs: dict[tuple[str, int], dict], goals: tuple = REFERENCE
     headers = ["config", "seed", "epochs", "best epoch", "training minutes",
                *(f"{label}: characters % / exact" for _name, label in REFERENCE_SETS)]
     every = markdown_table(headers, [reference_row(r) for r in runs.values()])
+    return every, goals_table(runs, goals)
+
+
+def goals_table(runs: dict[tuple[str, int], dict], goals: tuple = REFERENCE_GOALS) -> str:
+    """``goals`` (:data:`REFERENCE_GOALS` or some of them) against every configuration of a learn or
+    reference ablation: each seed's value in percent, and whether every seed met it."""
     seeds = " / ".join(f"seed {s}" for s in sorted({seed for _, seed in runs}))
     rows = []
     for name, measure, least, label in goals:
@@ -340,7 +351,7 @@ def reference_tables(runs: dict[tuple[str, int], dict], goals: tuple = REFERENCE
                  + (" (met)" if min(values[c]) >= least else " (not met)") if c in values else "not run"
                  for c in CONFIG_NAMES]
         rows.append([label, f"≥ {100 * least:.2f}", *cells])
-    return every, markdown_table(["goal", "target %", *(f"{n.upper()}: {seeds}" for n in CONFIG_NAMES)], rows)
+    return markdown_table(["goal", "target %", *(f"{n.upper()}: {seeds}" for n in CONFIG_NAMES)], rows)
 
 
 def mcnemar(a: str, b: str) -> tuple[int, int, float]:
@@ -359,6 +370,50 @@ def mcnemar(a: str, b: str) -> tuple[int, int, float]:
     n, k = only_a + only_b, min(only_a, only_b)
     p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
     return only_a, only_b, p
+
+
+def load_reference_runs(folder: str | os.PathLike = REFERENCE_RUN) -> dict[tuple[str, int], dict]:
+    """The reference ablation (``results/reference``) as ``{(config, seed): record}``: every set's
+    per-line outcomes are in ``exact_by_line``."""
+    return load_learn_runs(folder)
+
+
+def paired_rows(runs: dict[tuple[str, int], dict], baseline: str = "c1",
+                sets: tuple[str, ...] | None = None) -> list[dict]:
+    """Each configuration against ``baseline`` with the same seed, on every probe set both scored line by
+    line (``exact_by_line``; ``sets`` defaults to :data:`REFERENCE_SETS`): exact lines of both, the
+    discordant lines and McNemar's exact p-value (:func:`mcnemar`). Sets a record lacks are skipped."""
+    names = sets or tuple(name for name, _ in REFERENCE_SETS)
+    labels = dict(REFERENCE_SETS)
+    rows = []
+    for (config, seed), record in runs.items():
+        base = runs.get((baseline, seed))
+        if config == baseline or base is None:
+            continue
+        for name in names:
+            key = _SECTION.get(name, name)
+            if key not in record or key not in base or "exact_by_line" not in record[key]:
+                continue
+            x, y = section(base, name), section(record, name)
+            only_base, only_config, p = mcnemar(x["exact_by_line"], y["exact_by_line"])
+            rows.append({"config": config, "seed": seed, "set": name, "label": labels.get(name, name),
+                         "lines": x["lines"], "base_exact": x["exact_lines"], "exact": y["exact_lines"],
+                         "only_base": only_base, "only_config": only_config, "p": p})
+    return rows
+
+
+def paired_table(rows: list[dict], baseline: str = "c1") -> str:
+    """:func:`paired_rows` as one Markdown row per configuration and seed, one column per probe set:
+    exact lines of the baseline -> the configuration, the discordant lines and the p-value."""
+    sets = list(dict.fromkeys(row["label"] for row in rows))
+    cells: dict[tuple[str, int], dict[str, str]] = {}
+    for row in rows:
+        cells.setdefault((row["config"], row["seed"]), {})[row["label"]] = (
+            f"{row['base_exact']} → {row['exact']} of {row['lines']} "
+            f"(+{row['only_config']} −{row['only_base']}, p = {row['p']:.2g})")
+    body = [[config.upper(), str(seed), *(got.get(label, "–") for label in sets)]
+            for (config, seed), got in sorted(cells.items())]
+    return markdown_table(["config", "seed", *(f"{label}: {baseline.upper()} → config" for label in sets)], body)
 
 
 def recipe_comparison(before: dict[tuple[str, int], dict], after: dict[tuple[str, int], dict],
@@ -758,8 +813,10 @@ def calibration_table(calibration: dict) -> str:
 def exact_difference_stderr(records: dict[str, dict], config: str, baseline: str = "c1") -> float:
     """Binomial standard error of ``exact(config) - exact(baseline)``, the two rates taken as independent.
 
-    Only the sampling of the test lines: a floor on the noise, since a second training seed would move
-    both rates too (and one seed per configuration cannot measure by how much).
+    Only the sampling of the test lines, and it ignores that both models were scored on the *same* lines,
+    so it overstates that noise for a paired comparison (:func:`mcnemar` uses the pairing); a second
+    training seed would move both rates too, which one seed per configuration cannot measure. For
+    records without per-line outcomes it is the only yardstick there is.
     """
     return rate_difference_stderr(records[config], records[baseline])
 

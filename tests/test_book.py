@@ -216,3 +216,20 @@ def test_the_intro_lays_the_presets_side_by_side_as_the_code_defines_them():
             for cells in [[c.strip() for c in line.strip().strip("|").split("|")]]}
     for preset in ("smoke", "cpu", "assignment"):
         assert rows[f"`{preset}`"][:8] == _preset_row(preset), preset
+
+
+def test_colab_opens_the_release_the_book_was_built_from():
+    """The launch buttons (repository.branch) and every setup cell name one release tag, v<version>:
+    a reader in Colab runs the code the page they read was built from, not whatever main is later."""
+    import tomllib
+
+    import cipherlab
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert cipherlab.__version__ == version
+    url, branch = viva.repository()
+    assert branch == f"v{version}" and url == CONFIG["repository"]["url"]
+    assert CONFIG["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    for path in NOTEBOOKS:
+        first = nbformat.read(path, as_version=4).cells[0].source
+        assert first == setup_cell_source() and f"--branch {branch} {url}" in first, path.name

@@ -214,6 +214,12 @@ def test_every_explorer_draws_and_every_control_changes_the_picture(open_page, p
 def test_chapters_have_launch_and_download_buttons(path):
     html = path.read_text(encoding="utf-8")
     assert "colab.research.google.com" in html, f"{_id(path)}: no Colab launch button"
+    from cipherlab.viva import repository  # the tag the setup cells clone: Colab opens the same release
+
+    url, branch = repository()
+    owner_repo = url.removeprefix("https://github.com/")
+    assert f"colab.research.google.com/github/{owner_repo}/blob/{branch}/book/{path.stem}.ipynb" in html, \
+        f"{_id(path)}: the Colab button does not open release {branch}"
     assert re.search(rf'href="[^"]*{re.escape(path.stem)}\.ipynb"', html), f"{_id(path)}: no download of the notebook"
 
 

@@ -616,3 +616,44 @@ def test_the_results_readme_is_what_its_generator_writes_from_the_committed_file
     committed = results.REPO_RESULTS_DIR / "README.md"
     assert readme.OUT.read_text(encoding="utf-8") == committed.read_text(encoding="utf-8"), (
         "results/README.md is out of date: run python results/make_readme.py")
+
+
+def _paired_record(config, seed, outcomes):
+    """A reference-style record with one probe set (the docstrings) scored line by line."""
+    return {"config": config, "seed": seed, "stdlib": {"lines": len(outcomes), "exact_lines": outcomes.count("1"),
+                                                       "exact_by_line": outcomes}}
+
+
+def test_paired_rows_set_each_configuration_against_c1_of_the_same_seed():
+    runs = {("c1", 0): _paired_record("c1", 0, "1111111111"), ("c2", 0): _paired_record("c2", 0, "0000000011"),
+            ("c1", 1): _paired_record("c1", 1, "1111111110"), ("c2", 1): _paired_record("c2", 1, "1111111111"),
+            ("c3", 2): _paired_record("c3", 2, "1111111111")}  # no C1 of seed 2: nothing to pair with
+    rows = results.paired_rows(runs, sets=("stdlib", "random_letters"))
+    assert [(r["config"], r["seed"], r["set"]) for r in rows] == [("c2", 0, "stdlib"), ("c2", 1, "stdlib")]
+    first, second = rows
+    assert (first["base_exact"], first["exact"], first["only_base"], first["only_config"]) == (10, 2, 8, 0)
+    assert math.isclose(first["p"], 2 / 2 ** 8)  # all 8 discordant lines one way
+    assert (second["only_base"], second["only_config"], second["p"]) == (0, 1, 1.0)
+    table = results.paired_table(rows)
+    assert "10 → 2 of 10 (+0 −8, p = 0.0078)" in table and "| C2 | 1 |" in table
+
+
+def test_the_paired_test_of_the_reference_ablation_finds_one_low_p_value_in_one_seed():
+    """What chapter 9's second finding rests on: of C2-C5 against C1, seed by seed and set by set, one
+    p-value below 0.05 (C2, seed 1, docstrings), and the other seed ties C1 there."""
+    reference = results.load_reference_runs()
+    assert {name for name, _ in reference} == set(results.CONFIG_NAMES) and {s for _, s in reference} == {0, 1}
+    rows = results.paired_rows(reference)
+    assert len(rows) == 4 * 2 * len(results.REFERENCE_SETS)
+    low = [(r["config"], r["seed"], r["set"]) for r in rows if r["p"] < 0.05]
+    assert low == [("c2", 1, "stdlib")]
+    assert next(r for r in rows if (r["config"], r["seed"], r["set"]) == ("c2", 0, "stdlib"))["p"] == 1
+
+
+def test_goals_table_judges_only_the_goals_it_is_given():
+    learned = results.load_learn_runs(results.LEARN_RUN)
+    held = tuple(g for g in results.REFERENCE_GOALS if g[0] in ("random_letters", "stdlib", "brown_test_free"))
+    table = results.goals_table(learned, held)
+    assert table.count("\n") == len(held) + 1 and "2,600-character" not in table
+    reference = results.load_reference_runs()
+    assert results.reference_tables(reference)[1] == results.goals_table(reference)

@@ -21,9 +21,11 @@ import sacrebleu
 from cipherlab.cipher import encrypt
 from cipherlab.config import CONFIG_NAMES, make_config
 from cipherlab.metrics import compute_metrics, levenshtein
-from cipherlab.results import (BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN, beam_gains,
-                               exact_difference_stderr, exact_lines_stderr, lines_of, load_beam, load_curve,
-                               load_learn_runs, load_run, metric, rate_difference_stderr, reference, run_path)
+from cipherlab.results import (ANALYSIS_RUNS, BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
+                               REFERENCE_SETS, beam_gains, decoding_gains, exact_difference_stderr,
+                               exact_lines_stderr, lines_of, load_beam, load_curve, load_errors,
+                               load_generalisation, load_learn_runs, load_reference_runs, load_run, mcnemar, metric,
+                               paired_rows, rate_difference_stderr, reference, run_path, section)
 
 RUN = PRIMARY_RUN
 # The first sentence of the Brown corpus, and what a model might make of it.
@@ -287,7 +289,7 @@ def _chunk_chars() -> int:
 
 @functools.cache
 def learned() -> dict[tuple[str, int], dict]:
-    """The controlled ablation with the three changes of issue 16 (results/learn/ablation)."""
+    """The controlled ablation of the recipe before case flips and the end-of-source token (results/learn/ablation)."""
     return load_learn_runs(LEARN_RUN)
 
 
@@ -307,7 +309,113 @@ def _read_probe(name: str) -> dict:
     return json.loads((run_path("learn") / f"{name}.json").read_text(encoding="utf-8"))
 
 
+# --------------------------------------------------------------------------- the chapter's findings
+
+@functools.cache
+def ref_runs() -> dict[tuple[str, int], dict]:
+    """The reference ablation (results/reference): the default recipe, five configurations, two seeds."""
+    return load_reference_runs()
+
+
+def ref_exact_pct(pick=min, sets: tuple[str, ...] | None = None) -> float:
+    """``pick`` over every run and probe set of the reference ablation of the exact-line rate, in percent."""
+    names = sets or tuple(name for name, _ in REFERENCE_SETS)
+    return pct(pick(section(r, n)["sequence_accuracy"] for r in ref_runs().values() for n in names))
+
+
+def ref_perfect_runs() -> int:
+    """Reference runs that decoded every line of every probe set exactly."""
+    return sum(all(section(r, n)["exact_lines"] == section(r, n)["lines"] for n, _ in REFERENCE_SETS)
+               for r in ref_runs().values())
+
+
+@functools.cache
+def paired() -> tuple[dict, ...]:
+    """McNemar's exact test of C2-C5 against C1, seed by seed, on every probe set of the reference ablation."""
+    return tuple(paired_rows(ref_runs()))
+
+
+def paired_lowest() -> dict:
+    return min(paired(), key=lambda row: row["p"])
+
+
+def paired_other_seed() -> dict:
+    """The test of the lowest p-value's configuration and set with the other seed."""
+    low = paired_lowest()
+    return next(row for row in paired() if (row["config"], row["set"]) == (low["config"], low["set"])
+                and row["seed"] != low["seed"])
+
+
+@functools.cache
+def recipe_steps() -> tuple[dict, ...]:
+    """The recipe before case flips and the end-of-source token (results/learn/ablation) against the reference,
+    run by run, on the sets both decoded: lines only the new model got right, only the old, McNemar's p."""
+    before, after = learned(), ref_runs()
+    steps = []
+    for key in sorted(set(before) & set(after)):
+        for name in ("random_letters", "stdlib", "brown_test_free"):
+            only_before, only_after, p = mcnemar(section(before[key], name)["exact_by_line"],
+                                                 section(after[key], name)["exact_by_line"])
+            steps.append({"key": key, "set": name, "gained": only_after, "lost": only_before, "p": p})
+    return tuple(steps)
+
+
+def generalisation_exact(config: str, text: str) -> float:
+    """Exact lines (percent) of a committed course-notes model on its Brown test lines or the docstrings."""
+    if text == "brown":
+        return exact_pct(config, EXTENDED_RUN)
+    return pct(metric(load_generalisation(RUN)[config], "sequence_accuracy"))
+
+
+@functools.cache
+def recipe_bits() -> dict:
+    """C1 with the default recipe reading the course notes' bits-mode BPE (results/learn/bits)."""
+    return json.loads((run_path("learn/bits") / "cipher-c1-bits-seed0.json").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def aware_gains() -> dict[str, float]:
+    """Bit-accuracy gain (points) of length-aware over free decoding, per errors.json entry."""
+    return {key: pct(gain) for key, gain in decoding_gains(load_errors(RUN), "bit_accuracy").items()}
+
+
+def aware_gain_range(bits: bool, pick=max) -> float:
+    prefix = ANALYSIS_RUNS[BITS_RUN] + "/"
+    return pick(g for key, g in aware_gains().items() if key.startswith(prefix) == bits)
+
+
 FACTS = {
+    # the findings that open the chapter
+    "res_ref_runs": lambda: len(ref_runs()),
+    "res_ref_seeds": lambda: len({seed for _, seed in ref_runs()}),
+    "res_ref_sets": lambda: len(REFERENCE_SETS),
+    "res_ref_perfect_runs": ref_perfect_runs,
+    "res_ref_exact_min": ref_exact_pct,
+    "res_ref_brown_exact_min": lambda: ref_exact_pct(min, ("brown_test_free",)),
+    "res_ref_c5_time_ratio": lambda: (sum(r["train_seconds"] for (c, _), r in ref_runs().items() if c == "c5")
+                                      / sum(r["train_seconds"] for (c, _), r in ref_runs().items() if c == "c1")),
+    "res_step_tests": lambda: len(recipe_steps()),
+    "res_step_gains": lambda: sum(s["p"] < 0.05 and s["gained"] > s["lost"] for s in recipe_steps()),
+    "res_step_loss_p": lambda: min(s["p"] for s in recipe_steps() if s["lost"] > s["gained"]),
+    "res_paired_tests": lambda: len(paired()),
+    "res_paired_below_05": lambda: sum(row["p"] < 0.05 for row in paired()),
+    "res_paired_min_p": lambda: paired_lowest()["p"],
+    "res_paired_min_where": lambda: (f"{paired_lowest()['config'].upper()}, seed {paired_lowest()['seed']}, "
+                                     f"{paired_lowest()['label']}"),
+    "res_paired_min_lost": lambda: paired_lowest()["only_base"],
+    "res_paired_min_other_p": lambda: paired_other_seed()["p"],
+    "res_paired_bonferroni": lambda: 0.05 / len(paired()),
+    "res_gen_c2_brown": lambda: generalisation_exact("c2", "brown"),
+    "res_gen_c2_stdlib": lambda: generalisation_exact("c2", "stdlib"),
+    "res_gen_c5_brown": lambda: generalisation_exact("c5", "brown"),
+    "res_gen_c5_stdlib": lambda: generalisation_exact("c5", "stdlib"),
+    "res_recipe_bits_exact": lambda: recipe_bits()["brown_test_free"]["exact_lines"],
+    "res_recipe_bits_lines": lambda: recipe_bits()["brown_test_free"]["lines"],
+    "res_recipe_bits_random_chars": lambda: pct(recipe_bits()["random_strings"]["char_accuracy"]),
+    "res_aware_bits_gain_min": lambda: aware_gain_range(True, min),
+    "res_aware_bits_gain_max": lambda: aware_gain_range(True, max),
+    "res_aware_bytes_gain_max": lambda: aware_gain_range(False, max),
+
     # §7.8 Q1: what each metric sees
     "res_demo_chars": lambda: len(SENTENCE),
     "res_drop_at": lambda: DROP_AT,
