@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import cli, data, doctor, plan, score
+from . import check, cli, data, doctor, plan, score
 from .errors import OneLineParser, run_command
 
 
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.register_cli(sub)
     doctor.register_cli(sub)
     plan.register_cli(sub)
+    check.register_cli(sub)
     return parser
 
 

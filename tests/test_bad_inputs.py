@@ -165,6 +165,11 @@ CASES = [
     (["data", "cipher", "--data-dir", "{folder_data}"], "{folder_data}"),
     (["data", "build-letters", "--source", "{missing}", "--out", "{root}/letters.txt"], "{missing}"),
     (["data", "build-letters", "--source", "{good.txt}", "--out", UNDER_A_FILE], "{file}"),
+    # check
+    (["check", "attention", "{missing}:Attention"], "{missing}"),
+    (["check", "rmsnorm", "{empty.txt}:MyNorm"], "{empty.txt}"),
+    (["check", "rope", "{latin1.txt}:Rope"], "{latin1.txt}"),
+    (["check", "mha", "{folder}:Attention"], "{folder}"),
 ]
 VIVA_CASES = [
     (["view", "{missing}"], "{missing}"),

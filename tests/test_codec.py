@@ -30,7 +30,8 @@ FLOW = [
     {"cipherlab.decode"},
     {"cipherlab.metrics", "cipherlab.evaluate", "cipherlab.score", "cipherlab.probes"},
     {"cipherlab.results", "cipherlab.attention_maps", "cipherlab.broken", "cipherlab.explorers",
-     "cipherlab.doctor", "cipherlab.cli", "cipherlab.viva", "cipherlab.__main__"},
+     "cipherlab.doctor", "cipherlab.cli", "cipherlab.viva", "cipherlab.__main__",
+     "cipherlab.check"},
 ]
 
 

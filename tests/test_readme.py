@@ -1,7 +1,7 @@
 """The README's commands run as a newcomer would type them, in the order they appear.
 
 Every ``.venv/bin/python -m cipherlab ...`` line of every ``bash`` block runs in a fresh folder
-(with the committed ``results/`` beside it, read only by the commands), in process. Training is
+(with the committed ``results/`` and ``cipherlab/`` beside it, read only by the commands), in process. Training is
 shortened, and the shortening is written out in :data:`SHORTER`: the ``smoke`` preset for one
 epoch on a few lines instead of ``cpu``, fewer lines for the doctor, the test split and ``plan``.
 ``make`` lines and ``export VAR=...`` are the Makefile's and the shell's, not cipherlab's: they
@@ -34,6 +34,7 @@ SHORTER = {
     "doctor": [(["--json"], ["--lines", "4", "--random", "4", "--attention-chunks", "1", "--json"])],
     "plan": [(["--preset", "assignment"], ["--preset", "smoke", "--config", "c1"])],
     "data": [(["--first", "200"], ["--first", "3"])],
+    "check": [],
 }
 NOT_CIPHERLAB = ("make ", "export ")
 
@@ -71,7 +72,8 @@ def test_every_readme_command_is_a_cipherlab_command_or_named_as_not_one():
 
 
 def test_the_readme_commands_run_in_order_in_a_fresh_folder(tmp_path, monkeypatch, capsys):
-    (tmp_path / "results").symlink_to(ROOT / "results", target_is_directory=True)
+    for folder in ("results", "cipherlab"):  # read by the commands, as from the repository's root
+        (tmp_path / folder).symlink_to(ROOT / folder, target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CIPHERLAB_DATA_DIR", raising=False)
     ran = []
@@ -95,7 +97,7 @@ def test_the_readme_commands_run_in_order_in_a_fresh_folder(tmp_path, monkeypatc
         if out:
             Path(out).write_text(printed.out, encoding="utf-8")
         ran.append(argv[0])
-    assert {"train", "ablate", "evaluate", "export", "decrypt", "score", "doctor", "plan", "data"} <= set(ran)
+    assert {"train", "ablate", "evaluate", "export", "decrypt", "score", "doctor", "plan", "data", "check"} <= set(ran)
     # what the commands wrote stayed in the fresh folder
     assert (tmp_path / "runs" / "smoke" / "c2" / "best.pt").is_file() and (tmp_path / "c2.safetensors").is_file()
     predictions = (tmp_path / "my_predictions.txt").read_text(encoding="utf-8").splitlines()
