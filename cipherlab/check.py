@@ -98,6 +98,11 @@ class InterfaceError(ValueError):
     """The object cannot be built or called as its part's interface says."""
 
 
+class NotWritten(InterfaceError):
+    """The object raised NotImplementedError: a stub still to be filled in (the chapters' exercises
+    catch it and check cipherlab's own module instead)."""
+
+
 class _Unfit(Exception):
     """A check cannot compare (e.g. no q_proj to copy weights from); its message is the finding."""
 
@@ -122,12 +127,18 @@ def _run(part: str, subject: str, checks: list[tuple[str, Check]]) -> Report:
     return report
 
 
+def _raised(e: Exception, what: str, interface: str) -> InterfaceError:
+    """The InterfaceError (NotWritten for a stub's NotImplementedError) naming the call that raised ``e``."""
+    kind = NotWritten if isinstance(e, NotImplementedError) else InterfaceError
+    return kind(f"{what} raised {why(e)}; the interface is {interface}")
+
+
 def _interface_build(build: Callable, what: str, interface: str):
     """``build()``, a constructor call; an exception is an InterfaceError naming the call."""
     try:
         return build()
     except Exception as e:
-        raise InterfaceError(f"{what} raised {why(e)}; the interface is {interface}") from None
+        raise _raised(e, what, interface) from None
 
 
 def _interface(call: Callable, what: str, interface: str):
@@ -136,7 +147,7 @@ def _interface(call: Callable, what: str, interface: str):
         with torch.no_grad():
             out = call()
     except Exception as e:
-        raise InterfaceError(f"{what} raised {why(e)}; the interface is {interface}") from None
+        raise _raised(e, what, interface) from None
     parts = out if isinstance(out, tuple) else (out,)
     if not parts or not all(isinstance(t, torch.Tensor) for t in parts):
         raise InterfaceError(f"{what} returned {type(out).__name__}, not a tensor; the interface is {interface}")

@@ -286,6 +286,7 @@ def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", rat
     train = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)
     val = make_chunks(corpus.plain, corpus.cipher, corpus.splits["val"], config.chunk_chars)
     c = config.chunk_chars
+    full_chunks = [ch for ch in train if len(ch.plain) == c] or train  # chunks of the whole length
     points = sorted({max(c // 4, 1), max(c // 2, 1), c})
     if codec.kind == "bpe":
         rs, rt, sampled = ratios or _token_ratios(codec, train)
@@ -300,8 +301,7 @@ def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", rat
         units = (f"{tokens_how}: {rs:.3f} source and {rt:.3f} target tokens per character, measured on "
                  f"{sampled} training chunks")
     else:
-        full = [ch for ch in train if len(ch.plain) == c] or train
-        example = max(full, key=lambda ch: len(ch.plain))
+        example = max(full_chunks, key=lambda ch: len(ch.plain))
 
         def src_len(n: int) -> int:
             return n
@@ -335,7 +335,6 @@ def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", rat
     tiny = (_bpe_batch(codec, src_len(TINY_CHARS), tgt_len(TINY_CHARS) - 2) if codec.kind == "bpe"
             else _blt_batch(codec, example, TINY_CHARS))
     dispatch_us = dispatch_microseconds(model, tiny, codec.tgt_pad_id, config)
-    full_chunks = [ch for ch in train if len(ch.plain) == c] or train
     return {
         "config": config.name,
         "components": config.components(),

@@ -299,3 +299,18 @@ class RopeIgnored(MultiHeadAttention):
 
 def test_a_rope_accepted_but_never_applied_is_named():
     assert "rope= is accepted but never applied" in _failure(check.multi_head(RopeIgnored, "mha"), "rope")
+
+
+def test_a_stub_is_not_written_and_any_other_failure_is_an_interface_error():
+    """The chapters' exercises catch NotWritten alone and check cipherlab's own module instead."""
+    def stub(q, k, v, mask=None):
+        raise NotImplementedError("write me")
+
+    def wrong(q, k, v, mask=None):
+        raise TypeError("bad call")
+
+    with pytest.raises(check.NotWritten, match="NotImplementedError"):
+        check.attention(stub)
+    with pytest.raises(check.InterfaceError, match="TypeError") as e:
+        check.attention(wrong)
+    assert not isinstance(e.value, check.NotWritten)
