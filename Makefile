@@ -4,6 +4,8 @@
 #                  and open every page in Chromium (tests/test_browser.py; as root, `make test`
 #                  installs Debian's chromium when it is missing; otherwise those tests are skipped)
 #   make lab    -- also install JupyterLab and open the chapters with a live kernel
+#   make outputs [NB=book/03_mha.ipynb] -- rewrite the chapters' generated cells, then run each in a
+#                  fresh kernel on one thread and store its outputs (CONTRIBUTING.md)
 # On Linux x86_64, PyPI's torch is the CUDA build (several GB); for the CPU build:
 #   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
 PYTHON ?= python3
@@ -14,7 +16,7 @@ TORCH_INDEX ?=
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup data book test browser browser-test lab clean
+.PHONY: setup data book test browser browser-test lab outputs clean
 
 setup: $(STAMP)
 
@@ -55,6 +57,10 @@ browser-test: setup browser
 	       "sudo apt-get install chromium) or name one with CHROMIUM=... CIPHERLAB_CHROMIUM=... ***"; \
 	fi
 	CIPHERLAB_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_browser.py -rs
+
+outputs: data
+	$(BIN)/python -m cipherlab.viva sync $(NB)
+	$(BIN)/python -m cipherlab.viva outputs $(NB)
 
 lab: data
 	$(BIN)/python -m pip install --progress-bar off -r requirements-lab.txt

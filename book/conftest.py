@@ -4,15 +4,21 @@ nbval waits a hard-coded 5 seconds for each output message after a cell has fini
 machine the kernel can take longer to report that it is idle after a long cell (the training in
 chapter 2), and the cell then fails although it ran. Give it a minute.
 
+Each chapter's kernel runs on one thread with no progress bars, as ``python -m cipherlab.viva outputs`` ran it when it
+stored the outputs nbval compares with (``cipherlab.viva.outputs.KERNEL_ENV``).
+
 Every executed cell's Markdown outputs are also checked the way Colab would show them: a MyST
 role or directive in them (``show_source``, the drill's answer list, a table) fails the cell,
 because outside the built site it would show raw.
 """
 
+import os
+
 import pytest
 from nbval.plugin import IPyNbCell
 
 from cipherlab.viva import myst_markup
+from cipherlab.viva.outputs import KERNEL_ENV
 
 OUTPUT_TIMEOUT_S = 60
 
@@ -32,6 +38,24 @@ def markdown_outputs(outputs) -> list[str]:
         if text:
             texts.append("".join(text) if isinstance(text, list) else text)
     return texts
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """Start a chapter's kernel (nbval does it in the first cell's setup) with KERNEL_ENV set,
+    without changing the environment of the tests that run in this process."""
+    if not isinstance(item, IPyNbCell):
+        return (yield)
+    saved = {k: os.environ.get(k) for k in KERNEL_ENV}
+    os.environ.update(KERNEL_ENV)
+    try:
+        return (yield)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.hookimpl(wrapper=True)

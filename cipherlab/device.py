@@ -32,7 +32,8 @@ def describe_device(device: torch.device | str | None = None) -> str:
         return f"cuda: {name}, torch {torch.__version__}"
     if device.type == "mps":
         return f"mps (Apple GPU), torch {torch.__version__}"
-    return f"cpu ({torch.get_num_threads()} threads), torch {torch.__version__}"
+    threads = torch.get_num_threads()
+    return f"cpu ({threads} thread{'s' if threads != 1 else ''}), torch {torch.__version__}"
 
 
 def autocast(device: torch.device | str, enabled: bool | None = None):

@@ -383,15 +383,13 @@ class Trainer:
         p = self.progress
         batches = self.train_batches.epoch(p.epoch)
         self.model.train()
-        bar = tqdm(
-            total=len(batches),
-            initial=p.batch,
-            desc=f"{self.config.name} epoch {p.epoch + 1}",
-            unit="batch",
-            # None: no bar when output is not a terminal or a notebook (CI, logs); False: never
-            disable=None if self.show_progress is None else not self.show_progress,
-            leave=False,
-        )
+        # None: no bar when output is not a terminal or a notebook (CI, logs), and none when the
+        # environment sets TQDM_DISABLE (tqdm's own switch; the chapters' stored outputs use it)
+        disable = None if self.show_progress is None else not self.show_progress
+        if self.show_progress is None and os.environ.get("TQDM_DISABLE"):
+            disable = True
+        bar = tqdm(total=len(batches), initial=p.batch, desc=f"{self.config.name} epoch {p.epoch + 1}",
+                   unit="batch", disable=disable, leave=False)
         with bar:
             while p.batch < len(batches):
                 t0 = time.perf_counter()

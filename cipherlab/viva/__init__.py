@@ -256,28 +256,6 @@ def myst_markup(markdown: str) -> list[str]:
     return found
 
 
-def commonmark_html(notebook: Path, mathjax: str | None = None) -> str:
-    """A notebook's markdown cells as Colab, JupyterLab and GitHub show them: a CommonMark render
-    (markdown-it-py's preset with tables), code cells as plain blocks, no MyST. For looking at a
-    chapter the way a student who opened it in Colab does (see BOOK_NOTES.md for a screenshot).
-    """
-    import html
-
-    from cipherlab.viva.flashcards import card_html  # CommonMark with the maths set aside, as Jupyter does
-
-    parts = []
-    for cell in _nbformat().read(notebook, as_version=4).cells:
-        if cell.cell_type == "markdown":
-            parts.append(card_html(cell.source))
-        elif cell.cell_type == "code":
-            parts.append(f"<pre class='code'>{html.escape(cell.source)}</pre>")
-    script = ("<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']]}};</script>"
-              f"<script src='{mathjax}'></script>") if mathjax else ""
-    return ("<!doctype html><meta charset='utf-8'><style>body{max-width:50em;margin:2em auto;"
-            "font-family:sans-serif} pre.code{background:#f3f3f3;padding:.5em}</style>"
-            f"{script}<body>{''.join(parts)}</body>")
-
-
 def show_source(obj) -> None:
     """Display the real source of a cipherlab function or class, highlighted, with its file and lines."""
     from IPython.display import Markdown, display
@@ -421,16 +399,21 @@ def chapter_of(notebook: Path) -> str:
 
 
 def expected_notebook(nb, chapter: str | None):
-    """The notebook as sync would write it: generated cells replaced, outputs stripped."""
+    """The notebook as sync would write it: generated cells replaced, the facts in the prose
+    refilled, every code cell's stored outputs kept (``python -m cipherlab.viva outputs`` writes
+    them; a setup cell whose source changed loses its outputs, as they no longer belong to it)."""
     new = _nbformat().from_dict(nb)
+    old_setup = next((c for c in new.cells if c.metadata.get(GENERATED_KEY) == "setup"), None)
     body = [c for c in new.cells if GENERATED_KEY not in c.metadata]
     for n, cell in enumerate(body):
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-        elif cell.cell_type == "markdown" and chapter is not None:
+        if cell.cell_type == "markdown" and chapter is not None:
             cell.source = refill_prose(cell.source, chapter, f"markdown cell {n + 2} of the {chapter} chapter")
     viva = viva_cells(chapter) if chapter is not None else []
-    new.cells = [_code(setup_cell_source(), "setup", "setup", tags=["remove-cell"])] + body + viva
+    # The setup cell prints the machine's device, which differs from machine to machine.
+    setup = _code(setup_cell_source(), "setup", "setup", tags=["remove-cell", "nbval-ignore-output"])
+    if old_setup is not None and old_setup.source == setup.source:
+        setup.outputs, setup.execution_count = old_setup.outputs, old_setup.execution_count
+    new.cells = [setup] + body + viva
     new.nbformat, new.nbformat_minor = 4, 5
     return new
 
@@ -444,7 +427,7 @@ def _texts(path: Path) -> tuple[str, str]:
 
 
 def sync_notebook(path: Path) -> bool:
-    """(Re)write a chapter's setup and viva cells and strip outputs; True when the file changed."""
+    """(Re)write a chapter's setup and viva cells and the facts in its prose; True when the file changed."""
     before, after = _texts(path)
     if after != before:
         Path(path).write_text(after, encoding="utf-8")

@@ -1,9 +1,10 @@
 """Command line for the viva bank.
 
-    python -m cipherlab.viva sync  [NOTEBOOK ...]   rewrite setup + viva cells and the facts in the prose, strip outputs
+    python -m cipherlab.viva sync  [NOTEBOOK ...]   rewrite setup + viva cells and the facts in the prose (outputs kept)
     python -m cipherlab.viva check [NOTEBOOK ...]   exit 1 if any notebook is out of sync
     python -m cipherlab.viva drill [CHAPTER ...]    ask questions in the terminal, answers on Enter
-    python -m cipherlab.viva view NOTEBOOK --out F  the notebook's markdown as Colab renders it (CommonMark)
+    python -m cipherlab.viva outputs [NOTEBOOK ...] run each chapter in a fresh kernel, one thread, and store its outputs
+    python -m cipherlab.viva view NOTEBOOK --out F  the notebook, outputs included, as Colab and GitHub render it
 
 Without NOTEBOOK, every notebook under book/ is used. Any error is one line on stderr and exit
 code 1 (:func:`cipherlab.errors.run_command`), never a traceback.
@@ -18,9 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cipherlab.errors import OneLineParser, require_file, run_command, why, writable_file
-from cipherlab.viva import (REPO_ROOT, book_notebooks, commonmark_html, fill_facts, load_bank, notebook_in_sync,
+from cipherlab.viva import (REPO_ROOT, book_notebooks, fill_facts, load_bank, notebook_in_sync,
                             sync_notebook)
 from cipherlab.viva.flashcards import card_parts, terminal_text
+from cipherlab.viva.view import notebook_html
 
 
 _NOTEBOOK_FIX = "pass a chapter notebook, e.g. book/01_task.ipynb"
@@ -57,6 +59,25 @@ def _sync(args) -> int:
         with _reading(path):
             changed = sync_notebook(path)
         print(f"{'rewrote' if changed else 'unchanged'} {path}")
+    return 0
+
+
+def _outputs(args) -> int:
+    import time
+
+    from cipherlab.viva.outputs import write_outputs
+
+    notebooks = _notebooks(args.notebooks)
+    for path in notebooks:
+        with _reading(path):
+            if not notebook_in_sync(path):
+                raise ValueError(f"{path} is out of sync with the bank and the facts; "
+                                 f"run: python -m cipherlab.viva sync {path}, then outputs again")
+    for path in notebooks:
+        start = time.perf_counter()
+        changed = write_outputs(path)
+        print(f"{'stored new outputs in' if changed else 'same outputs in'} {path} "
+              f"({time.perf_counter() - start:.0f} s)", flush=True)
     return 0
 
 
@@ -100,9 +121,9 @@ def _view(args) -> int:
     out = writable_file(args.out, "--out")  # before the work
     mathjax = (REPO_ROOT / "_vendor" / "mathjax" / "tex-mml-chtml.js").as_uri()
     with _reading(notebook):
-        page = commonmark_html(notebook, mathjax)
+        page = notebook_html(notebook, mathjax)
     out.write_text(page, encoding="utf-8")
-    print(f"wrote {args.out}: {args.notebook} as a CommonMark renderer (Colab, JupyterLab, GitHub) shows it")
+    print(f"wrote {args.out}: {args.notebook} with its stored outputs, as GitHub and a Colab without a kernel show it")
     return 0
 
 
@@ -115,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("check", help="exit 1 if a notebook differs from what sync would write")
     p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK")
     p.set_defaults(run=_check)
-    p = sub.add_parser("view", help="write a notebook's markdown as an HTML page, rendered as CommonMark")
+    p = sub.add_parser("outputs", help="execute each chapter in a fresh kernel on one thread and store its outputs")
+    p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK")
+    p.set_defaults(run=_outputs)
+    p = sub.add_parser("view", help="write a notebook, stored outputs included, as an HTML page: what GitHub and Colab show")
     p.add_argument("notebook", metavar="NOTEBOOK")
     p.add_argument("--out", default="commonmark_view.html")
     p.set_defaults(run=_view)

@@ -15,11 +15,11 @@ when such a card is first shown (some chapters train a tiny model to get their n
 from __future__ import annotations
 
 import html
+import hashlib
 import itertools
 import json
 import random
 import re
-import uuid
 from collections.abc import Iterable, Sequence
 
 from cipherlab.viva import Question, cited_facts, fill_facts, load_bank
@@ -530,10 +530,13 @@ def flashcards_html(chapters: Iterable[str] | None = None, seed: int = 0) -> str
     (GitHub's viewer, a PDF) only a note shows, pointing at the full list with folded answers.
     """
     data = deck_data(chapters, seed)
-    root_id = f"cipherlab-flashcards-{next(_fragment_ids)}-{uuid.uuid4().hex[:8]}"
     # Inside <script>, "</" would end the element early: write <, > and & as JSON escapes.
     payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e") \
         .replace("&", "\\u0026")
+    # The same deck gives the same id (a notebook's stored output stays the same from run to run);
+    # the counter tells apart two decks on one page.
+    digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()[:8]
+    root_id = f"cipherlab-flashcards-{next(_fragment_ids)}-{digest}"
     fallback = (f"<b>Flashcards ({len(data['cards'])} questions, {len(data['chapters'])} chapters).</b> "
                 "The cards need JavaScript, which this viewer does not run. The same questions are "
                 "listed below, under <i>Every question, by chapter</i>, each with its answer folded: "
