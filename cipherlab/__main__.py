@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import check, cli, data, doctor, plan, score
+from . import check, cli, data, doctor, plan, report, score
 from .errors import OneLineParser, run_command
 
 
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.register_cli(sub)
     plan.register_cli(sub)
     check.register_cli(sub)
+    report.register_cli(sub)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""Check a student's own attention, norms and positions against cipherlab's reference and PyTorch's own.
+"""Check a student's own components against cipherlab's reference modules and PyTorch's own.
 
     python -m cipherlab check PART FILE.py:NAME
 
@@ -13,13 +13,20 @@ at d = 2048 where the reference gives 0.11"); exit 0 when every check passes, 1 
     rmsnorm
     sinusoidal,   a position class                              check.positional(cls, "sinusoidal" | "rope")
     rope
+    bpe           a BPE trainer and encoder (class or fn)       check.bpe(obj)
+    patcher       the BLT's entropy patcher (fn)                check.patcher(fn)
+    pooling       the BLT's patch pooling class                 check.pooling(cls)
+    patch_mask    the BLT's patch-causal mask (fn)              check.patch_mask(fn)
+    decoding      a model (class or factory) with a KV cache    check.decoding(obj)
 
 Each function's docstring gives the interface (the same as cipherlab's reference module) and returns
 a :class:`Report`. Masks are bool and True = BLOCKED, as everywhere in cipherlab
 (``F.scaled_dot_product_attention`` uses True = keep). An object that cannot even be called as the
 interface says raises :class:`InterfaceError`, one line naming the call and the fix; a check that
 raises inside is a FAIL naming the exception. The reference agrees with PyTorch to FLOAT32_TOL in
-float32; bfloat16 outputs are compared to BF16_TOL.
+float32; bfloat16 outputs are compared to BF16_TOL. The BPE check compares with a textbook loop
+written here, independently of cipherlab's learner, as well as with cipherlab's BPETokenizer; its
+speed check is the one timing, and fails only an encoder grossly slower than cipherlab's.
 """
 
 from __future__ import annotations
@@ -28,21 +35,35 @@ import copy
 import importlib.machinery
 import importlib.util
 import inspect
+import itertools
 import math
+import operator
+import random
+import re
 import sys
+import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from unittest import mock
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+import cipherlab.models.blt as blt_module
 from cipherlab.errors import require_file, why
-from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention, causal_mask, padding_mask
+from cipherlab.models.attention import (KVCache, MultiHeadAttention, ScaledDotProductAttention, causal_mask,
+                                        padding_mask)
+from cipherlab.models.blt import BLTModel, ByteEntropyModel, PatchPooling, patch_causal_mask, patch_membership
 from cipherlab.models.norm import NORMS
 from cipherlab.models.positional import (RotaryPositionalEmbedding, SinusoidalPositionalEncoding,
                                          inverse_frequencies, rotate_half)
+from cipherlab.tokenizers.bpe import BPETokenizer
+from cipherlab.tokenizers.bytes import BOS_ID, VOCAB_SIZE
+from cipherlab.tokenizers.pretokenize import split_plaintext
 
 FLOAT32_TOL = 1e-5  # atol and rtol against the reference in float32
 BF16_TOL = 3e-2  # atol and rtol against the reference in bfloat16 (8 significant bits)
@@ -381,7 +402,7 @@ MHA_INTERFACE = ("cls(d_model, n_heads, n_kv_heads=..., rope=None) (n_kv_heads o
                  "mask=None) -> (B, Lq, D), mask bool True = blocked, broadcast to (B, H, Lq, Lk)")
 
 
-def multi_head(cls, kind: str = "mha") -> Report:
+def multi_head(cls, kind: str = "mha", kv_cache: bool = True) -> Report:
     """Check multi-head ("mha") or grouped-query ("gqa") attention, self and cross.
 
     ``cls`` is built as ``cls(d_model, n_heads)`` for "mha" and ``cls(d_model, n_heads,
@@ -392,6 +413,10 @@ def multi_head(cls, kind: str = "mha") -> Report:
     copied into the reference and into nn.MultiheadAttention. forward(query (B, Lq, D), key (B, Lk, D),
     value (B, Lk, D), mask=None) -> (B, Lq, D); mask bool, True = BLOCKED, broadcast to (B, H, Lq, Lk).
     With rope, q and k are rotated after the head split (self-attention: both at positions 0..L-1).
+    ``kv_cache`` (on by default; off checks a layer without a cache alone): when forward also takes
+    ``cache=`` (cipherlab's KVCache, chapter 3), check that a self-attention cache filled one
+    position at a time gives the full causal pass, with RoPE at offset = cache.length too, and
+    that a static cross-attention cache gives what recomputing gives.
     """
     if kind not in ("mha", "gqa"):
         raise ValueError(f"check.multi_head: unknown kind {kind!r}; expected 'mha' or 'gqa'")
@@ -399,7 +424,7 @@ def multi_head(cls, kind: str = "mha") -> Report:
     module = _interface_build(build, _build_call(cls, kind), MHA_INTERFACE)
     x = _randn(B, L, D_MODEL)
     _interface(lambda: module(x, x, x, None), f"{_build_call(cls, kind)}(x, x, x, mask=None)", MHA_INTERFACE)
-    return _run(kind, _label(cls), [
+    checks = [
         ("shape", partial(_mha_shape, module)),
         ("projections", partial(_mha_projections, module, kind)),
         ("reference", partial(_mha_reference, module, kind)),
@@ -409,7 +434,18 @@ def multi_head(cls, kind: str = "mha") -> Report:
         ("padding", partial(_mha_padding, module)),
         ("rope", partial(_mha_rope, build, kind)),
         ("bfloat16", partial(_mha_bf16, module)),
-    ])
+    ]
+    if kv_cache and _takes(module.forward, "cache"):  # the KV cache of chapter 3 is optional in a student's layer
+        checks.append(("kv cache", partial(_mha_cache, build, module)))
+    return _run(kind, _label(cls), checks)
+
+
+def _takes(fn, name: str) -> bool:
+    """Whether ``fn`` has a parameter called ``name`` (False when its signature cannot be read)."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _build_call(cls, kind: str, **extra) -> str:
@@ -502,7 +538,8 @@ def _mha_torch(build, kind: str) -> tuple[bool, str]:
     x, memory = _randn(B, L, D_MODEL), _randn(B, LK, D_MODEL, seed=1)
     ids = torch.tensor([[1] * 4 + [0] * 3, [1] * LK])
     gaps = [_gap(module(x, x, x, causal_mask(L)), theirs(x, x, x, attn_mask=causal_mask(L)[0, 0])[0]),
-            _gap(module(x, memory, memory, padding_mask(ids, 0)), theirs(x, memory, memory, key_padding_mask=ids == 0)[0])]
+            _gap(module(x, memory, memory, padding_mask(ids, 0)),
+                 theirs(x, memory, memory, key_padding_mask=ids == 0)[0])]
     what = f"with n_kv_heads = n_heads = {N_HEADS} (then GQA is MHA)" if kind == "gqa" else "with its weights copied"
     if max(gaps) <= FLOAT32_TOL:
         return True, f"{what}, agrees with nn.MultiheadAttention, causal self- and padded cross-attention " \
@@ -514,7 +551,8 @@ def _mha_causality(module) -> tuple[bool, str]:
     x = _randn(B, L, D_MODEL)
     changed = x.clone()
     changed[:, -1] = _randn(B, D_MODEL, seed=5)
-    gap = (module(changed, changed, changed, causal_mask(L)) - module(x, x, x, causal_mask(L)))[:, :-1].abs().max().item()
+    mask = causal_mask(L)
+    gap = (module(changed, changed, changed, mask) - module(x, x, x, mask))[:, :-1].abs().max().item()
     if gap <= 1e-6:
         return True, f"under the causal mask, outputs 0..{L - 2} do not change when only input {L - 1} changes"
     return False, (f"under the causal mask, the outputs of positions 0..{L - 2} change by up to {gap:.2g} when "
@@ -583,10 +621,77 @@ def _mha_rope(build, kind: str) -> tuple[bool, str]:
     return True, "with RoPE, agrees with the reference and depends on offsets only (shifted inputs, same outputs)"
 
 
+class _OffsetBlindRope(RotaryPositionalEmbedding):
+    """RoPE that rotates every call at positions 0, 1, ..., whatever offset it is given."""
+
+    def forward(self, q, k, offset: int = 0):
+        return super().forward(q, k, 0)
+
+    def rotate(self, x, offset: int = 0):
+        return super().rotate(x, 0)
+
+
+def _with_rope(build, module: nn.Module, rope_cls) -> nn.Module:
+    """The student's layer built again with a ``rope_cls`` rope and ``module``'s weights."""
+    other = build(rope=rope_cls(D_MODEL // N_HEADS, max_len=64))
+    other.load_state_dict(module.state_dict())
+    return other
+
+
+def _stepped(module, x: torch.Tensor, memory: torch.Tensor | None = None, mask=None) -> torch.Tensor:
+    """(B, L, D): ``x`` fed one position per call through one KVCache, as incremental decoding does.
+    Self-attention (``memory`` None) grows the cache; cross-attention fills a static cache once."""
+    cache = KVCache(static=memory is not None)
+    steps = []
+    for t in range(x.size(1)):
+        q = x[:, t:t + 1]
+        if memory is None:
+            steps.append(module(q, q, q, causal_mask(1, offset=t), cache=cache))
+        else:
+            steps.append(module(q, memory, memory, mask, cache=cache))
+    return torch.cat(steps, dim=1)
+
+
+def _mha_cache(build, module) -> tuple[bool, str]:
+    """Self-attention through a growing cache, cross-attention through a static one, then RoPE under the cache."""
+    x, memory = _randn(B, L, D_MODEL), _randn(B, LK, D_MODEL, seed=1)
+    pad = padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0)
+    fix = ("append each step's keys and values (cache.update(k, v)) and attend over all of them, "
+           "keys and values that are already cached included")
+    gap = _gap(_stepped(module, x), module(x, x, x, causal_mask(L)))
+    if gap > 1e-5:
+        return False, (f"self-attention fed one position at a time through cache=KVCache() differs from the full "
+                       f"causal pass by up to {gap:.2g}: {fix}")
+    gap = _gap(_stepped(module, x, memory, pad), module(x, memory, memory, pad))
+    if gap > 1e-5:
+        return False, (f"cross-attention with a static cache (KVCache(static=True)) differs from recomputing it by "
+                       f"up to {gap:.2g}: project the memory into the cache on the first step only, then reuse "
+                       "cache.k and cache.v (never append the memory again)")
+    try:
+        roped = build(rope=RotaryPositionalEmbedding(D_MODEL // N_HEADS, max_len=64))
+    except TypeError:
+        return True, "a self-attention cache built step by step equals the full causal pass; a static "\
+                     "cross-attention cache equals recomputing (no rope=, so RoPE under the cache is not checked)"
+    stepped = _stepped(roped, x)
+    gap = _gap(stepped, roped(x, x, x, causal_mask(L)))
+    if gap > 1e-5:
+        said = (f"with RoPE, self-attention fed one position at a time through the cache differs from the full "
+                f"causal pass by up to {gap:.2g} (without RoPE it agrees)")
+        if _shift_gap(roped) > 1e-4:
+            return False, said + "; the layer with RoPE is wrong without a cache too (see 'rope'): fix that first"
+        if _close(stepped, _stepped(_with_rope(build, roped, _OffsetBlindRope), x), 1e-5):
+            return False, (said + ": the cache ignores the position offset, every step is rotated as position 0; "
+                           "rotate the new q and k at offset = cache.length, the position of the new token")
+        return False, said + "; rotate the new q and k at offset = cache.length and cache the rotated k"
+    return True, ("a self-attention cache built step by step equals the full causal pass, with RoPE too (offset = "
+                  "cache.length); a static cross-attention cache equals recomputing")
+
+
 def _mha_bf16(module) -> tuple[bool, str]:
     low = copy.deepcopy(module).to(torch.bfloat16)
     x = _randn(B, L, D_MODEL).bfloat16()
-    return _bf16_verdict(low(x, x, x, causal_mask(L)), module(x.float(), x.float(), x.float(), causal_mask(L)).bfloat16())
+    mask, high = causal_mask(L), x.float()
+    return _bf16_verdict(low(x, x, x, mask), module(high, high, high, mask).bfloat16())
 
 
 # --------------------------------------------------------------------------- LayerNorm and RMSNorm
@@ -877,6 +982,910 @@ def _rope_offset(module) -> tuple[bool, str]:
                    + "; rotate at positions offset .. offset + L - 1")
 
 
+# --------------------------------------------------------------------------- BPE: the trainer and the encoder
+
+Pair = tuple[str, str]
+BPE_INTERFACE = ("cls.train(texts, vocab_size) (a classmethod, as cipherlab's BPETokenizer), cls().train(texts, "
+                 "vocab_size), or fn(texts, vocab_size) -> a tokenizer with .merges [(left, right), ...] in the order "
+                 "learned, .vocab_size, .encode(text) -> list of ids and .decode(ids) -> text; pre-tokens of "
+                 "split_plaintext, characters as base symbols")
+BPE_CORPUS = (
+    "the cat sat on the mat and the dog sat on the log",
+    "a cat and a dog met at the gate of the old garden",
+    "then the cat ran at the rat that ate the oats",
+    "the rain in the lane ran down the drain again and again",
+    "a man and his dog walked to the dam at ten",
+    "that hat on the mat is the hat the cat hated",
+)
+BPE_UNSEEN = "the old dog ate the  oats at the gate then this dog sat down again "  # a new line: 2 spaces, 1 last
+BPE_VOCAB = 60  # cipherlab's BPETokenizer: 3 specials, <unk>, 18 characters and 38 merged tokens
+BPE_SPEED_CHARS = (1_000, 10_000)  # the encoder is timed on the first, and on the second unless grossly slow
+BPE_SLOWEST = 50  # times cipherlab's encoding time: beyond it the speed check fails
+BPE_NOISE_S = 0.02  # an encoding this short passes whatever the ratio: the timer's noise
+
+
+def bpe(obj) -> Report:
+    """Check a byte-pair-encoding trainer and its encoder.
+
+    ``obj`` is trained on a small corpus as ``obj.train(texts, vocab_size)`` when ``train`` is a
+    classmethod (cipherlab's BPETokenizer), ``obj().train(texts, vocab_size)`` (returning the
+    tokenizer, or None for the object itself) when it is an ordinary method, else
+    ``obj(texts, vocab_size)``. The tokenizer has ``merges``, the (left, right) string pairs in the
+    order learned; ``vocab_size``, every id it can return (specials, if any, the base alphabet and
+    the merged tokens); ``encode(text)`` -> ids and ``decode(ids)`` -> text. It cuts texts into
+    pre-tokens with ``cipherlab.tokenizers.split_plaintext`` (whitespace glued to the front of the
+    next word) and pieces into characters, counts every adjacent pair within each pre-token
+    (overlapping ones too), merges the most frequent, ties to the smallest (left, right) by code
+    point, and encodes by replaying the merges in order within each pre-token.
+    """
+    call = _bpe_call(obj)
+    tok = _interface_build(lambda: _bpe_train(obj, list(BPE_CORPUS), BPE_VOCAB), call, BPE_INTERFACE)
+    ids = _interface_value(lambda: tok.encode("the cat"), f"{call}.encode('the cat')", BPE_INTERFACE,
+                           lambda out: all(isinstance(i, int) or getattr(i, "ndim", 1) == 0 for i in out),
+                           "a sequence of int ids")
+    _interface_value(lambda: tok.decode([int(i) for i in ids]), f"{call}.decode(ids)", BPE_INTERFACE,
+                     lambda out: isinstance(out, str), "a str")
+    return _run("bpe", _label(obj), [
+        ("merges", partial(_bpe_merges, tok)),
+        ("pre-token boundaries", partial(_bpe_boundaries, tok)),
+        ("encode", partial(_bpe_encode, tok)),
+        ("round trip", partial(_bpe_round_trip, tok)),
+        ("vocabulary size", partial(_bpe_vocab, tok)),
+        ("speed", partial(_bpe_speed, tok)),
+    ])
+
+
+def _bpe_call(obj) -> str:
+    """How ``obj`` is trained, in words for an error message."""
+    train = inspect.getattr_static(obj, "train", None) if inspect.isclass(obj) else None
+    if isinstance(train, (classmethod, staticmethod)):
+        return f"{_label(obj)}.train(texts, {BPE_VOCAB})"
+    return f"{_label(obj)}().train(texts, {BPE_VOCAB})" if train is not None else f"{_label(obj)}(texts, {BPE_VOCAB})"
+
+
+def _bpe_train(obj, texts: list[str], vocab_size: int):
+    """The tokenizer ``obj`` trains on ``texts`` (see :func:`bpe` for the three ways)."""
+    train = inspect.getattr_static(obj, "train", None) if inspect.isclass(obj) else None
+    if isinstance(train, (classmethod, staticmethod)):
+        return obj.train(texts, vocab_size)
+    if train is not None:
+        tok = obj()
+        out = tok.train(texts, vocab_size)
+        return tok if out is None else out
+    return obj(texts, vocab_size)
+
+
+def _interface_value(call: Callable, what: str, interface: str, ok: Callable, expected: str):
+    """``call()``, whose result must satisfy ``ok``; an exception or anything else is an InterfaceError."""
+    try:
+        out = call()
+    except Exception as e:
+        raise _raised(e, what, interface) from None
+    try:
+        fits = ok(out)
+    except Exception:
+        fits = False
+    if not fits:
+        raise InterfaceError(f"{what} returned {type(out).__name__}, not {expected}; the interface is {interface}")
+    return out
+
+
+def _merged(symbols: tuple[str, ...], pair: Pair) -> tuple[str, ...]:
+    """``symbols`` with each occurrence of ``pair``, left to right, joined into one symbol."""
+    out, i = [], 0
+    while i < len(symbols):
+        if symbols[i:i + 2] == pair:
+            out.append(pair[0] + pair[1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return tuple(out)
+
+
+def _textbook_bpe(texts, n_merges: int) -> list[tuple[Pair, Counter]]:
+    """The textbook loop, written here independently of cipherlab's learner: count the adjacent
+    pairs within each pre-token weighted by its frequency, merge the most frequent (ties: the
+    smallest pair), repeat. Each step's (merged pair, the counts it was chosen from)."""
+    pieces = Counter(piece for text in texts for piece in split_plaintext(text))
+    words = Counter({tuple(piece): n for piece, n in pieces.items()})
+    steps = []
+    while len(steps) < n_merges:
+        counts = Counter()
+        for symbols, n in words.items():
+            for pair in zip(symbols, symbols[1:]):
+                counts[pair] += n
+        if not counts:
+            break
+        best = min(counts, key=lambda p: (-counts[p], p))
+        steps.append((best, counts))
+        merged = Counter()
+        for symbols, n in words.items():
+            merged[_merged(symbols, best)] += n
+        words = merged
+    return steps
+
+
+def _replay(text: str, merges: list[Pair]) -> list[str]:
+    """The tokens of ``text`` by the definition: each pre-token's characters, every merge replayed in order."""
+    tokens = []
+    for piece in split_plaintext(text):
+        symbols = tuple(piece)
+        for pair in merges:
+            symbols = _merged(symbols, pair)
+        tokens.extend(symbols)
+    return tokens
+
+
+def _pairs(tok) -> list[Pair]:
+    """The tokenizer's merges as (str, str) tuples; _Unfit when it has none to read."""
+    merges = getattr(tok, "merges", None)
+    if merges is None:
+        raise _Unfit("the tokenizer has no .merges; keep the learned (left, right) pairs, in order, in .merges as "
+                     "cipherlab's BPETokenizer does")
+    return [(str(left), str(right)) for left, right in merges]
+
+
+def _tokens(tok, text: str) -> list[str]:
+    """The token strings of ``text``: each id of ``tok.encode(text)`` decoded alone."""
+    return [tok.decode([int(i)]) for i in tok.encode(text)]
+
+
+def _spanning(tokens) -> str | None:
+    """The first token that holds whitespace after a non-space character, i.e. spans two pre-tokens."""
+    return next((t for t in tokens if re.search(r"\S\s", t)), None)
+
+
+def _bpe_merges(tok) -> tuple[bool, str]:
+    mine = _pairs(tok)
+    if not mine:
+        return False, f"no merges learned for vocab_size = {BPE_VOCAB}: learn merges until the vocabulary is full"
+    steps = _textbook_bpe(BPE_CORPUS, len(mine))
+    theirs = BPETokenizer.train(BPE_CORPUS, BPE_VOCAB).merges
+    for i, pair in enumerate(mine):
+        if i >= len(steps):
+            return False, f"{len(mine)} merges where the corpus runs out of pairs after {len(steps)}"
+        best, counts = steps[i]
+        if pair != best:
+            return False, f"merge {i}: yours is {pair!r}, the textbook loop's {best!r}; " + _merge_diagnosis(
+                pair, best, counts)
+    agree = mine[:len(theirs)] == theirs[:len(mine)]
+    return agree, (f"the same {len(mine)} merges in the same order as the textbook loop (pairs counted within each "
+                   f"pre-token, the most frequent merged, ties to the smallest pair), first {mine[0]!r}, {mine[1]!r}"
+                   + ("" if agree else "; but cipherlab's BPETokenizer.train learns others (report this)"))
+
+
+def _merge_diagnosis(pair: Pair, best: Pair, counts: Counter) -> str:
+    """Why ``pair`` rather than ``best`` was merged, read off the pair ``counts`` of that step."""
+    joined = pair[0] + pair[1]
+    if re.search(r"\S\s", joined):
+        return f"merges across pre-token boundaries: token {joined!r} spans a space; count pairs within each pre-token"
+    if pair not in counts:
+        return (f"{pair!r} is never adjacent inside a pre-token at that step; after the earlier merges count "
+                "the pairs of the merged symbols, within each pre-token of split_plaintext")
+    if counts[pair] == counts[best]:
+        return (f"both occur {counts[best]} times: ties must go to the smallest (left, right) by code point, "
+                "min(counts, key=lambda p: (-counts[p], p))")
+    return (f"{pair!r} occurs {counts[pair]} times, {best!r} {counts[best]} times: merge the most frequent pair, "
+            "each pre-token's pairs weighted by how often it occurs, overlapping pairs ('a', 'a') in 'aaa' counted "
+            "twice")
+
+
+def _bpe_boundaries(tok) -> tuple[bool, str]:
+    learned = _spanning(left + right for left, right in _pairs(tok))
+    encoded = _spanning(_tokens(tok, BPE_UNSEEN))
+    token = learned or encoded
+    if token is not None:
+        where = "a learned merge" if learned else f"encoding {BPE_UNSEEN!r}"
+        return False, (f"merges across pre-token boundaries: token {token!r} spans a space ({where}); "
+                       "split_plaintext cuts ' the cat' into ' the' and ' cat', whitespace glued to the front of "
+                       "the next word, and no merge may join two pre-tokens")
+    return True, ("no learned token and no token of an unseen text holds a space after a letter: merges stay inside "
+                  "a pre-token")
+
+
+def _bpe_encode(tok) -> tuple[bool, str]:
+    merges = _pairs(tok)
+    for text in (BPE_UNSEEN, _random_text(60, seed=1)):
+        mine, expected = _tokens(tok, text), _replay(text, merges)
+        if mine != expected:
+            first = next(k for k, (a, b) in enumerate(zip(mine + [None] * len(expected), expected)) if a != b)
+            bug = _name_encode_bug(mine, text, merges)
+            return False, (f"encoding {text!r} gives tokens {mine[max(first - 2, 0):first + 3]} (from token {first}) "
+                           f"where replaying your merges in order within each pre-token gives "
+                           f"{expected[max(first - 2, 0):first + 3]}{bug}")
+    return True, "encodes unseen text as its merges replayed in the order learned, within each pre-token"
+
+
+def _name_encode_bug(mine: list[str], text: str, merges: list[Pair]) -> str:
+    """"; BUG" when ``mine`` is what a usual wrong encoder makes of ``text``, else ""."""
+    vocab = {c for c in text} | {left + right for left, right in merges}
+    if mine == _longest_match(text, vocab):
+        return ("; it takes the longest known token first (greedy longest match): BPE replays the merges in the "
+                "order it learned them")
+    symbols = tuple(text)
+    for pair in merges:
+        symbols = _merged(symbols, pair)
+    if mine == list(symbols):
+        return "; it encodes the whole text as one piece: merges across pre-token boundaries"
+    return ""
+
+
+def _longest_match(text: str, vocab: set[str]) -> list[str]:
+    """``text`` cut greedily, left to right, into the longest strings of ``vocab`` (one character at worst)."""
+    tokens, i, longest = [], 0, max(map(len, vocab))
+    while i < len(text):
+        n = next(n for n in range(min(longest, len(text) - i), 0, -1) if n == 1 or text[i:i + n] in vocab)
+        tokens.append(text[i:i + n])
+        i += n
+    return tokens
+
+
+def _random_text(n: int, seed: int) -> str:
+    """``n`` random characters of the corpus's alphabet, spaces (runs of them too) included."""
+    alphabet = sorted(set("".join(BPE_CORPUS)))
+    return "".join(random.Random(seed).choices(alphabet, k=n))
+
+
+def _bpe_round_trip(tok) -> tuple[bool, str]:
+    texts = [BPE_UNSEEN, "  the   cat ", "t", "", *(_random_text(40 + 10 * k, seed=k) for k in range(3))]
+    for text in texts:
+        out = tok.decode([int(i) for i in tok.encode(text)])
+        if out != text:
+            return False, (f"decode(encode({text!r})) gives {out!r}: every character, spaces included, must come "
+                           "back (pre-tokens concatenate to the text; decode joins the token strings)")
+    return True, f"decode(encode(text)) gives text back for {len(texts)} unseen texts (random strings and '' too)"
+
+
+def _bpe_vocab(tok) -> tuple[bool, str]:
+    size = getattr(tok, "vocab_size", None)
+    size = size() if callable(size) else size
+    if not isinstance(size, int):
+        raise _Unfit("the tokenizer has no int .vocab_size; give it the number of ids it can return")
+    alphabet = len(set("".join(BPE_CORPUS)))
+    ids = [int(i) for text in (BPE_UNSEEN, _random_text(200, seed=5)) for i in tok.encode(text)]
+    merges = len(_pairs(tok))
+    if size != BPE_VOCAB:
+        return False, f"vocab_size is {size} where {BPE_VOCAB} was asked for (the corpus has pairs enough to fill it)"
+    if merges > BPE_VOCAB - alphabet:
+        return False, (f"{merges} merges: with {alphabet} base characters a vocabulary of {BPE_VOCAB} holds at most "
+                       f"{BPE_VOCAB - alphabet} merged tokens; stop merging when the vocabulary is full")
+    if min(ids) < 0 or max(ids) >= size:
+        return False, f"encode returns ids {min(ids)}..{max(ids)}, outside 0..{size - 1} (vocab_size {size})"
+    return True, f"vocab_size {size} as asked, {merges} merges on {alphabet} characters, every id in 0..{size - 1}"
+
+
+def _encode_seconds(tok, text: str) -> float:
+    start = time.perf_counter()
+    tok.encode(text)
+    return time.perf_counter() - start
+
+
+def _speed_ratio(tok, ref: BPETokenizer, n_chars: int) -> tuple[float, float, float]:
+    """(ratio, seconds, reference seconds) encoding ``n_chars`` characters: the best of up to three fresh
+    texts (a timing is only ever too long, never too short), each against a fresh, cold reference."""
+    best = (math.inf, math.inf, math.inf)
+    for attempt in range(3):
+        text = _speed_text(n_chars, seed=attempt)
+        mine = _encode_seconds(tok, text)
+        theirs = min(_encode_seconds(BPETokenizer(ref.merges, ref.alphabet, unk=True), text) for _ in range(3))
+        best = min(best, (mine / max(theirs, 1e-6), mine, theirs))
+        if best[0] <= BPE_SLOWEST or best[0] > 4 * BPE_SLOWEST or best[1] <= BPE_NOISE_S:
+            break  # retried only near the limit, where a busy machine could tip the verdict
+    return best
+
+
+def _bpe_speed(tok) -> tuple[bool, str]:
+    if type(tok) is BPETokenizer:
+        return True, (f"this is cipherlab's own BPETokenizer, the yardstick: an encoder passes within {BPE_SLOWEST}x "
+                      f"its time on {BPE_SPEED_CHARS[-1]:,} characters")
+    ref = BPETokenizer.train(BPE_CORPUS, BPE_VOCAB)
+    for n in BPE_SPEED_CHARS:  # the short text first: a grossly slow encoder fails before the long one
+        ratio, mine, theirs = _speed_ratio(tok, ref, n)
+        if ratio > BPE_SLOWEST and mine > BPE_NOISE_S:
+            return False, (f"encoding {n:,} characters takes {mine:.2f} s, {ratio:.0f}x cipherlab's {theirs * 1e3:.1f} "
+                           f"ms, grossly slower (the limit is {BPE_SLOWEST}x): look up each pair's merge rank in a "
+                           "dict and merge the lowest-ranked pair present, piece by piece, memoising repeated words")
+    return True, (f"encodes {n:,} characters in {mine * 1e3:.0f} ms, {ratio:.1f}x cipherlab's time "
+                  f"(limit {BPE_SLOWEST}x)")
+
+
+def _speed_text(n_chars: int, seed: int = 0) -> str:
+    """``n_chars`` characters of text: mostly the corpus's words, some random ones, as natural text repeats."""
+    rng = random.Random(n_chars + seed)
+    words = sorted(set(" ".join(BPE_CORPUS).split()))
+    letters = sorted(set("".join(BPE_CORPUS)) - {" "})
+    out, size = [], 0
+    while size < n_chars:
+        word = rng.choice(words) if rng.random() < 0.8 else "".join(rng.choices(letters, k=rng.randint(3, 9)))
+        out.append(word)
+        size += len(word) + 1
+    return " ".join(out)[:n_chars]
+
+
+# --------------------------------------------------------------------------- BLT: the entropy patcher
+
+PATCHER_INTERFACE = ("fn(entropies, threshold, max_patch) -> the patch start indices: entropies (L,) floats, byte i's "
+                     "entropy in bits given the bytes before it; a patch starts at 0, at each i with entropies[i] > "
+                     "threshold, and after max_patch bytes without a start; a class is built with no arguments")
+MAX_PATCHES = (3, 5)  # the max_patch values the patcher is checked at
+
+
+def patcher(obj) -> Report:
+    """Check an entropy patcher: where the BLT's source patches begin.
+
+    ``obj``: a function (or an object, or a class built with no arguments, that is called)
+    ``fn(entropies, threshold, max_patch)`` -> the start index of every patch, 0 first, rising
+    (a list of ints; none for an empty sequence). ``entropies`` (L,) float64, a numpy array as
+    ``ByteEntropyModel.entropy_curve`` returns it: the entropy in bits of byte i's distribution
+    given the bytes before it. A patch starts at i when ``entropies[i] > threshold`` or when the
+    running patch already holds ``max_patch`` bytes, as ``ByteEntropyModel.patch_boundaries``.
+    """
+    fn = _interface_build(lambda: obj(), f"{obj.__name__}()", PATCHER_INTERFACE) if inspect.isclass(obj) else obj
+    curve = _entropy_curves()[0]
+    _interface_value(lambda: fn(curve, float(np.median(curve)), 4), f"{_label(obj)}(entropies, threshold, 4)",
+                     PATCHER_INTERFACE, _int_list, "a list of int start indices")
+    return _run("patcher", _label(obj), [
+        ("starts", partial(_patcher_starts, fn)),
+        ("reference", partial(_patcher_reference, fn)),
+        ("max patch", partial(_patcher_max_patch, fn)),
+        ("threshold", partial(_patcher_threshold, fn)),
+        ("prefix", partial(_patcher_prefix, fn)),
+    ])
+
+
+def _int_list(out) -> bool:
+    return all(float(s) == int(s) for s in out)
+
+
+def _starts(fn, curve, threshold: float, max_patch: int) -> list[int]:
+    return [int(s) for s in fn(np.asarray(curve, dtype=np.float64), float(threshold), max_patch)]
+
+
+class _GivenCurve(ByteEntropyModel):
+    """A ByteEntropyModel whose entropy curve is given: cipherlab's own patch_boundaries on any curve."""
+
+    def __init__(self, curve):
+        super().__init__()
+        self.curve = np.asarray(curve, dtype=np.float64)
+
+    def entropy_curve(self, seq=None) -> np.ndarray:
+        return self.curve
+
+
+def _reference_starts(curve, threshold: float, max_patch: int) -> list[int]:
+    return _GivenCurve(curve).patch_boundaries(None, threshold, max_patch)
+
+
+def _entropy_curves() -> list[np.ndarray]:
+    """Two curves: a real one (an order-2 byte model of the BPE corpus on an unseen line) and random
+    entropies on a 0.25-bit grid, so that thresholds equal to an entropy occur."""
+    model = ByteEntropyModel(min_count=1).fit([line.encode() for line in BPE_CORPUS])
+    real = model.entropy_curve(BPE_UNSEEN.encode())
+    grid = np.random.default_rng(0).integers(0, 13, 40) / 4
+    return [real, grid]
+
+
+def _patcher_cases():
+    """(curve, threshold, max_patch): each curve at thresholds on, between and around its values."""
+    for curve in _entropy_curves():
+        for threshold in (*np.quantile(curve, [0.3, 0.6]), float(curve[5]), float(np.median(curve))):
+            for max_patch in MAX_PATCHES:
+                yield curve, float(threshold), max_patch
+
+
+def _patcher_starts(fn) -> tuple[bool, str]:
+    curve = _entropy_curves()[0]
+    if _starts(fn, curve[:0], 1.0, 4) != []:
+        return False, "an empty sequence gives patches; it has none (an empty list)"
+    for curve, threshold, max_patch in _patcher_cases():
+        starts = _starts(fn, curve, threshold, max_patch)
+        if not starts or starts[0] != 0 or any(a >= b for a, b in zip(starts, starts[1:])) or starts[-1] >= len(curve):
+            return False, (f"starts {starts[:12]} for {len(curve)} bytes: the first patch starts at 0, and the "
+                           f"starts rise strictly and stay below the length")
+    return True, "starts at 0, rising strictly, below the length; none for an empty sequence"
+
+
+def _loop_starts(curve, threshold: float, max_patch: float, starts_at=operator.gt) -> list[int]:
+    """Byte by byte: a patch starts at 0, where ``starts_at(entropy, threshold)``, or after ``max_patch`` bytes."""
+    starts, run = [], 0
+    for i, h in enumerate(curve):
+        if i == 0 or starts_at(h, threshold) or run >= max_patch:
+            starts.append(i)
+            run = 0
+        run += 1
+    return starts
+
+
+def _patcher_suspects(curve, threshold: float, max_patch: int) -> dict[str, list[int]]:
+    """The starts of the usual wrong patchers, by their bug."""
+    fixed = sorted({0, *np.flatnonzero(curve > threshold).tolist(), *range(0, len(curve), max_patch)})
+    return {"a patch starts where the entropy EQUALS the threshold too (>=); it starts only above it (>)":
+            _loop_starts(curve, threshold, max_patch, operator.ge),
+            "patches start where the entropy is BELOW the threshold; a boundary goes where the next byte is hard "
+            "to predict, entropy > threshold": _loop_starts(curve, threshold, max_patch, operator.lt),
+            "max_patch is not applied: a patch must end after max_patch bytes":
+            _loop_starts(curve, threshold, math.inf),
+            "the patches hold max_patch + 1 bytes: start a new patch once the running one holds max_patch":
+            _loop_starts(curve, threshold, max_patch + 1),
+            "the forced starts sit at multiples of max_patch; count max_patch bytes from each patch's own start":
+            fixed}
+
+
+def _patcher_reference(fn) -> tuple[bool, str]:
+    cases = list(_patcher_cases())
+    for curve, threshold, max_patch in cases:
+        mine, theirs = _starts(fn, curve, threshold, max_patch), _reference_starts(curve, threshold, max_patch)
+        if mine != theirs:
+            first = next((k for k, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
+            bugs = _patcher_suspects(curve, threshold, max_patch)
+            bug = next((f"; {name}" for name, starts in bugs.items() if starts == mine), "")
+            return False, (f"at threshold {threshold:.3g}, max_patch {max_patch}: starts {mine[first:first + 6]} "
+                           f"(from patch {first}) where ByteEntropyModel.patch_boundaries gives "
+                           f"{theirs[first:first + 6]}{bug}")
+    return True, f"agrees with ByteEntropyModel.patch_boundaries on {len(cases)} curves, thresholds and max_patch"
+
+
+def _patcher_max_patch(fn) -> tuple[bool, str]:
+    for curve in _entropy_curves():
+        for max_patch in MAX_PATCHES:
+            lengths = np.diff([*_starts(fn, curve, curve.max() + 1, max_patch), len(curve)]).tolist()
+            if lengths[:-1] != [max_patch] * (len(lengths) - 1) or lengths[-1] > max_patch:
+                return False, (f"with the threshold above every entropy and max_patch {max_patch}, the patches hold "
+                               f"{lengths[:8]} bytes: each must end after max_patch bytes (the last may be shorter)")
+    return True, f"above every entropy, patches of exactly max_patch bytes ({', '.join(map(str, MAX_PATCHES))})"
+
+
+def _patcher_threshold(fn) -> tuple[bool, str]:
+    for curve in _entropy_curves():
+        levels = [curve.min() - 1, *np.unique(curve), curve.max() + 1]
+        counts = [len(_starts(fn, curve, t, 4)) for t in levels]
+        if counts[0] != len(curve):
+            return False, (f"with the threshold below every entropy, {counts[0]} patches for {len(curve)} bytes: "
+                           "every byte's entropy is above it, so every byte starts a patch")
+        rise = next((k for k in range(1, len(counts)) if counts[k] > counts[k - 1]), None)
+        if rise is not None:
+            return False, (f"raising the threshold from {levels[rise - 1]:.3g} to {levels[rise]:.3g} bits makes "
+                           f"{counts[rise - 1]} patches {counts[rise]}: a higher threshold may only merge patches")
+    return True, "a higher threshold never makes more patches; below every entropy every byte starts one"
+
+
+def _patcher_prefix(fn) -> tuple[bool, str]:
+    for curve, threshold, max_patch in list(_patcher_cases())[:: len(MAX_PATCHES)]:
+        whole = _starts(fn, curve, threshold, max_patch)
+        for n in range(1, len(curve)):
+            if _starts(fn, curve[:n], threshold, max_patch) != [s for s in whole if s < n]:
+                return False, (f"the patches of the first {n} bytes are not those of the whole sequence cut at {n}: "
+                               "a boundary at i depends on entropies after i; it may read entropies[0..i] only, so "
+                               "that the patches of a prefix never change as bytes are appended")
+    return True, "the patches of every prefix are those of the whole sequence: no boundary looks ahead"
+
+
+# --------------------------------------------------------------------------- BLT: patch pooling
+
+POOLING_INTERFACE = ("cls(d_model, n_heads) with forward(x (B, L, D), member (B, K, L) bool) -> (pooled (B, K, D), "
+                     "empty (B, K) bool): patch k pools the bytes i with member[b, k, i], an empty patch gives zeros")
+
+
+def pooling(cls) -> Report:
+    """Check patch pooling: one vector per patch from the vectors of its bytes (the BLT's PatchPooling).
+
+    ``cls(d_model, n_heads)``, put in eval mode, with forward(x (B, L, D) byte vectors,
+    member (B, K, L) bool, True where byte i is in patch k) -> (pooled (B, K, D), empty (B, K) bool,
+    True for a patch with no bytes, whose vector is zeros). Each patch reads its own bytes only, and
+    its vector depends on their order (the byte vectors carry their positions). As cipherlab's
+    PatchPooling: a learned query (D,) attends over the patch's bytes, then a LayerNorm; with its
+    parameter names (query, attn.q_proj ... attn.o_proj, norm.gamma, norm.beta) the weights are copied
+    into the reference for the comparison.
+    """
+    build = f"{_label(cls)}({D_MODEL}, {N_HEADS})"
+    module = _interface_build(lambda: cls(D_MODEL, N_HEADS), build, POOLING_INTERFACE)
+    if isinstance(module, nn.Module):
+        module.eval()
+    x, member = _pooling_input()
+    _interface_value(lambda: module(x, member), f"{build}(x, member)", POOLING_INTERFACE,
+                     lambda out: isinstance(out, tuple) and all(isinstance(t, torch.Tensor) for t in out)
+                     and len(out) == 2, "a pair of tensors (pooled, empty)")
+    return _run("pooling", _label(cls), [
+        ("shape", partial(_pooling_shape, module)),
+        ("empty patches", partial(_pooling_empty, module)),
+        ("own bytes", partial(_pooling_own_bytes, module)),
+        ("order", partial(_pooling_order, module)),
+        ("reference", partial(_pooling_reference, module)),
+    ])
+
+
+def _pooling_input(content: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (2, 10, D): content plus sinusoidal byte positions, as the BLT pools them; member (2, 4, 10):
+    row 0 patches [0, 3) [3, 4) [4, 8) [8, 10); row 1 patches [0, 5) [5, 7), two empty patches and
+    three padding bytes."""
+    content = _randn(2, 10, D_MODEL, seed=11) if content is None else content
+    positions = SinusoidalPositionalEncoding(D_MODEL, max_len=16, dropout=0.0)
+    return positions(content), patch_membership([[0, 3, 4, 8], [0, 5]], [10, 7], 10)
+
+
+def _pooling_out(module, content=None) -> torch.Tensor:
+    return module(*_pooling_input(content))[0]
+
+
+def _pooling_shape(module) -> tuple[bool, str]:
+    x, member = _pooling_input()
+    pooled, empty = module(x, member)
+    expected = torch.tensor([[False] * 4, [False, False, True, True]])
+    if tuple(pooled.shape) != (2, 4, D_MODEL) or pooled.dtype != torch.float32:
+        return False, f"pooled is {tuple(pooled.shape)} {str(pooled.dtype)[6:]}; expected (2, 4, {D_MODEL}) float32"
+    if not isinstance(empty, torch.Tensor) or empty.dtype != torch.bool or not torch.equal(empty, expected):
+        return False, f"empty is {empty!r}; expected (B, K) bool, True exactly for the patches with no byte"
+    return True, f"pooled (2, 4, {D_MODEL}) float32 and empty (2, 4) bool for 2 rows of 4 patches (2 empty)"
+
+
+def _pooling_empty(module) -> tuple[bool, str]:
+    pooled = _pooling_out(module)
+    if not torch.isfinite(pooled).all():
+        return False, ("an empty patch gives NaN or inf: its attention sees no key (a softmax over nothing); output "
+                       "zeros for it, as ScaledDotProductAttention does for a row that sees no key")
+    if pooled[1, 2:].abs().max() > 1e-6:
+        return False, f"an empty patch gives values up to {pooled[1, 2:].abs().max():.2g}, not zeros"
+    return True, "an empty patch gives a zero vector, no NaN"
+
+
+def _pooling_own_bytes(module) -> tuple[bool, str]:
+    content = _randn(2, 10, D_MODEL, seed=11)
+    base = _pooling_out(module, content)
+    for (row, bytes_, patch), what in (((0, [3], 1), "the byte of patch 1"), ((1, [7, 8, 9], None), "padding bytes")):
+        changed = content.clone()
+        changed[row, bytes_] = _randn(len(bytes_), D_MODEL, seed=12)
+        moved = (_pooling_out(module, changed) - base).abs().amax(-1)  # (2, 4)
+        if patch is not None:
+            moved[row, patch] = 0
+        if moved.max() > 1e-6:
+            b, k = divmod(int(moved.argmax()), moved.size(1))
+            return False, (f"changing only {what} (row {row}) changes pooled patch {k} of row {b} by "
+                           f"{moved.max():.2g}: "
+                           "a patch reads bytes outside it; attend over member[b, k]'s bytes only (mask the others)")
+    return True, "each patch reads its own bytes only: changing one patch's bytes, or padding, moves no other patch"
+
+
+def _pooling_order(module) -> tuple[bool, str]:
+    content = _randn(2, 10, D_MODEL, seed=11)
+    swapped = content[:, [2, 1, 0, *range(3, 10)]]  # bytes 0 and 2 of patch 0 swap places, positions stay
+    gap = (_pooling_out(module, swapped)[0, 0] - _pooling_out(module, content)[0, 0]).abs().max().item()
+    if gap > 1e-4:
+        return True, f"swapping two bytes inside a patch changes its vector (by up to {gap:.2g}): it sees their order"
+    x, member = _pooling_input(content)
+    mean = member.float() @ x / member.sum(-1, keepdim=True).clamp(min=1)
+    pooled = _pooling_out(module, content)[0]
+    is_mean = any(_close(pooled, m[0], 1e-4) for m in (mean, F.layer_norm(mean, (D_MODEL,), eps=1e-5)))
+    return False, ("swapping two bytes inside a patch leaves its vector unchanged: "
+                   + ("it is the mean of its bytes' vectors, " if is_mean else "")
+                   + "blind to their order, as a mean of (content + position) vectors is (the 'bag of bits' bug); "
+                   "pool with attention, a learned query over the patch's bytes")
+
+
+def _pooling_reference(module) -> tuple[bool, str]:
+    ref = PatchPooling(D_MODEL, N_HEADS, dropout=0.0).eval()
+    try:
+        ref.load_state_dict(module.state_dict())
+    except Exception as e:
+        names = sorted({n.rsplit(".", 1)[0] if n.startswith("attn.") else n for n in module.state_dict()})
+        raise _Unfit(f"cannot copy its weights ({', '.join(names) or 'none'}) into cipherlab's PatchPooling "
+                     f"({type(e).__name__}); name them as it does: query (D,), attn.q_proj, attn.k_proj, attn.v_proj, "
+                     "attn.o_proj (nn.Linear), norm.gamma, norm.beta") from None
+    x, member = _pooling_input()
+    gap = _gap(module(x, member)[0], ref(x, member)[0])
+    if gap <= FLOAT32_TOL:
+        return True, f"with its weights copied, agrees with cipherlab's PatchPooling (max difference {gap:.1e})"
+    return False, f"with its weights copied, differs from cipherlab's PatchPooling by up to {gap:.2g}"
+
+
+# --------------------------------------------------------------------------- BLT: the patch-causal mask
+
+PATCH_MASK_INTERFACE = ("fn(Lt, K, patch) -> (1, 1, Lt, K) bool (or anything that broadcasts to (Lt, K)), True = "
+                        "BLOCKED: decoder-input byte i may read global slot j iff slot j pools only bytes 0..i")
+
+
+def patch_mask(fn) -> Report:
+    """Check the BLT's patch-causal mask: which global slots each target byte may read.
+
+    ``fn(Lt, K, patch)`` -> bool, (1, 1, Lt, K) as cipherlab's ``patch_causal_mask`` or anything
+    that broadcasts to (Lt, K), True = BLOCKED. Slot 0 is the start patch; slot j >= 1 pools target
+    patch j - 1, decoder-input positions (j - 1) * patch .. j * patch - 1. Byte i predicts byte
+    i + 1, so it may read exactly the slots that pool nothing after i: j <= (i + 1) // patch.
+    """
+    _interface(lambda: fn(8, 3, 4), f"{_label(fn)}(8, 3, 4)", PATCH_MASK_INTERFACE)
+    return _run("patch_mask", _label(fn), [
+        ("shape", partial(_mask_shape, fn)),
+        ("no leak", partial(_mask_no_leak, fn)),
+        ("no over-blocking", partial(_mask_complete, fn)),
+        ("reference", partial(_mask_reference, fn)),
+        ("in a model", partial(_mask_in_model, fn)),
+    ])
+
+
+def _mask_grid():
+    """(Lt, K, patch) for patch 1..4 and Lt up to 13, K = Lt // patch + 1 slots, as BLTModel makes them."""
+    return [(lt, lt // p + 1, p) for p in range(1, 5) for lt in range(1, 14)]
+
+
+def _mask(fn, lt: int, k: int, p: int) -> torch.Tensor:
+    """(Lt, K) bool, True = blocked."""
+    return torch.as_tensor(fn(lt, k, p)).expand(1, 1, lt, k)[0, 0]
+
+
+def _mask_shape(fn) -> tuple[bool, str]:
+    out = torch.as_tensor(fn(13, 4, 4))
+    try:
+        out.expand(1, 1, 13, 4)
+    except RuntimeError:
+        return False, f"fn(13, 4, 4) is {tuple(out.shape)}; expected (1, 1, 13, 4) (Lt rows, K slots)"
+    if out.dtype != torch.bool:
+        return False, f"fn(13, 4, 4) is {str(out.dtype)[6:]}; expected bool, True = blocked"
+    return True, f"fn(13, 4, 4) is {tuple(out.shape)} bool"
+
+
+def _first_wrong(fn, wrong: Callable[[bool, int, int, int], bool]):
+    """The first (Lt, K, patch, i, j) over the grid where ``wrong(byte i may read slot j, i, j, patch)``, else None."""
+    for lt, k, p in _mask_grid():
+        allowed = ~_mask(fn, lt, k, p)
+        for i, j in itertools.product(range(lt), range(k)):
+            if wrong(bool(allowed[i, j]), i, j, p):
+                return lt, k, p, i, j
+    return None
+
+
+def _mask_no_leak(fn) -> tuple[bool, str]:
+    found = _first_wrong(fn, lambda allowed, i, j, p: allowed and j * p - 1 > i)
+    if found is None:
+        return True, "no byte i may read a slot that pools a position after i"
+    lt, k, p, i, j = found
+    own = " (the slot of its own patch)" if j == i // p + 1 else ""
+    return False, (f"byte {i} may read slot {j}{own}, which pools positions {(j - 1) * p}..{j * p - 1} (patch = {p}, "
+                   f"Lt = {lt}): it sees bytes after itself, byte {i + 1}, the one it must predict, among them, so "
+                   "under teacher forcing the answer leaks; block slot j unless j <= (i + 1) // patch")
+
+
+def _mask_complete(fn) -> tuple[bool, str]:
+    found = _first_wrong(fn, lambda allowed, i, j, p: not allowed and j * p - 1 <= i)
+    if found is None:
+        return True, "every byte may read every slot whose bytes it has read, slot 0 (the start patch) included"
+    lt, k, p, i, j = found
+    return False, (f"byte {i} is blocked from slot {j}, which pools only positions up to {j * p - 1} <= {i} (patch = "
+                   f"{p}, Lt = {lt}): it loses a complete patch it is entitled to (j <= (i + 1) // patch, "
+                   "not i // patch)" + ("; slot 0 must be open to every byte" if j == 0 else ""))
+
+
+def _mask_reference(fn) -> tuple[bool, str]:
+    grid = _mask_grid()
+    for lt, k, p in grid:
+        mine, theirs = _mask(fn, lt, k, p), patch_causal_mask(lt, k, p)[0, 0]
+        if not torch.equal(mine, theirs):
+            i, j = (int(t) for t in (mine != theirs).nonzero()[0])
+            keep = " (read as True = keep: cipherlab's masks are True = BLOCKED)" if torch.equal(mine, ~theirs) else ""
+            return False, (f"differs from patch_causal_mask at Lt = {lt}, K = {k}, patch = {p}: byte {i}, slot {j} is "
+                           f"{'blocked' if mine[i, j] else 'open'}{keep}")
+    return True, f"equals cipherlab's patch_causal_mask on {len(grid)} sizes (patch 1..4, Lt 1..13)"
+
+
+def _mask_in_model(fn) -> tuple[bool, str]:
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = BLTModel(**{**BLT_SIZES, "patch_tgt": 3}).eval()
+    src, member, tgt_in = _decoding_batch(1, 13, blt=True)
+
+    def logits(tgt):
+        with mock.patch.object(blt_module, "patch_causal_mask", lambda lt, k, p, device=None: fn(lt, k, p)):
+            return model(src, member, tgt)
+
+    base = logits(tgt_in)
+    leaks = []
+    for i in range(tgt_in.size(1) - 1):
+        changed = tgt_in.clone()
+        changed[0, i + 1] = changed[0, i + 1] % 26 + ord("a")  # another letter
+        leaks += [i] if _gap(logits(changed)[0, i], base[0, i]) > 1e-6 else []
+    if leaks:
+        return False, (f"in a tiny BLT (patch_tgt = 3) with this mask, the logits at positions {leaks} change when "
+                       "only tgt_in[i + 1], the byte position i must predict, changes: the answer leaks")
+    return True, "in a tiny BLT (patch_tgt = 3), no position's logits change when only the byte it predicts changes"
+
+
+# --------------------------------------------------------------------------- a whole model's incremental decoding
+
+DECODING_SIZES = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)
+BLT_SIZES = {**DECODING_SIZES, "window": 8, "patch_tgt": 4, "max_len": 128}
+DECODING_INTERFACE = (f"a model class built as cls({VOCAB_SIZE}, {VOCAB_SIZE}, d_model=32, n_heads=4, enc_layers=1, "
+                      "dec_layers=1, ffn_dim=64, dropout=0.0), or a function with no arguments returning a model, with "
+                      "model(src, tgt_in) -> logits (B, Lt, V), model.begin_decoding(src) -> state and "
+                      "model.decode_step(state, tokens (B,)) -> logits (B, V); a BLT takes src_member after src")
+DECODE_TOL = 1e-4  # cached against full-pass logits: the same sums in another order
+
+
+def decoding(obj) -> Report:
+    """Check a whole model's incremental decoding: ``begin_decoding`` and ``decode_step`` with a cache.
+
+    ``obj`` is a model class, built (seeded) as ``cls(259, 259, d_model=32, n_heads=4, enc_layers=1,
+    dec_layers=1, ffn_dim=64, dropout=0.0)`` like cipherlab's Seq2SeqTransformer (a BLTModel
+    subclass as ``cls(d_model=32, ..., window=8, patch_tgt=4)``), or a function with no arguments
+    that returns a model; it is put in eval mode. Ids are bytes: source 0..255, target BOS = 257
+    then lowercase letters. ``model(src, tgt_in)`` -> teacher-forced logits (B, Lt, V), position i
+    predicting tgt_in[i + 1]; ``model.begin_decoding(src)`` -> a state (encoder run once, empty
+    cache); ``model.decode_step(state, tokens)`` feeds tokens (B,), the ids at the next target
+    position, and returns that position's logits (B, V), as cipherlab.decode drives every model.
+    A BLT takes ``src_member`` (B, Ks, Ls) after ``src`` in the call and in begin_decoding.
+    """
+    model = _interface_build(lambda: _build_model(obj), _decoding_call(obj), DECODING_INTERFACE)
+    if isinstance(model, nn.Module):
+        model.eval()
+    blt = _takes(model.begin_decoding, "src_member") if hasattr(model, "begin_decoding") else False
+    src, member, tgt_in = _decoding_batch(2, 8, blt)
+    head = (src, member) if blt else (src,)
+    _interface(lambda: model(*head, tgt_in), f"{_label(obj)} model(src{', src_member' * blt}, tgt_in)",
+               DECODING_INTERFACE)
+    _interface(lambda: model.decode_step(model.begin_decoding(*head), tgt_in[:, 0]),
+               f"model.decode_step(model.begin_decoding(src{', src_member' * blt}), tokens)", DECODING_INTERFACE)
+    return _run("decoding", _label(obj), [
+        ("shape", partial(_decoding_shape, model, head, tgt_in)),
+        ("causality", partial(_decoding_causality, model, head, tgt_in)),
+        ("cache", partial(_decoding_cache, model, head, tgt_in)),
+        ("greedy", partial(_decoding_greedy, model, head, tgt_in)),
+        ("batch rows", partial(_decoding_rows, model, head, tgt_in)),
+    ])
+
+
+def _decoding_call(obj) -> str:
+    if not inspect.isclass(obj):
+        return f"{_label(obj)}()"
+    if issubclass(obj, BLTModel):
+        return f"{obj.__name__}({', '.join(f'{k}={v}' for k, v in BLT_SIZES.items())})"
+    return f"{obj.__name__}({VOCAB_SIZE}, {VOCAB_SIZE}, {', '.join(f'{k}={v}' for k, v in DECODING_SIZES.items())})"
+
+
+def _build_model(obj):
+    """The model ``obj`` builds (see :func:`decoding`), its weights drawn from seed 0."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        if not inspect.isclass(obj):
+            return obj()
+        if issubclass(obj, BLTModel):
+            return obj(**BLT_SIZES)
+        return obj(VOCAB_SIZE, VOCAB_SIZE, **DECODING_SIZES)
+
+
+def _decoding_batch(n: int, length: int, blt: bool):
+    """src (n, 12) cipher bytes 1..255 (never 0, a default PAD id), src_member (n, 4, 12) 3-byte patches
+    for a BLT (else None), tgt_in (n, length) = BOS + lowercase letters."""
+    gen = torch.Generator().manual_seed(n * 100 + length)
+    src = torch.randint(1, 256, (n, 12), generator=gen)
+    member = patch_membership([[0, 3, 6, 9]] * n, [12] * n, 12) if blt else None
+    letters = torch.randint(ord("a"), ord("z") + 1, (n, length - 1), generator=gen)
+    return src, member, torch.cat([torch.full((n, 1), BOS_ID), letters], dim=1)
+
+
+def _step_all(model, head, tgt_in: torch.Tensor) -> torch.Tensor:
+    """(B, Lt, V): the logits of decode_step fed tgt_in one position at a time from a fresh state."""
+    state = model.begin_decoding(*head)
+    return torch.stack([model.decode_step(state, tgt_in[:, t]) for t in range(tgt_in.size(1))], dim=1)
+
+
+def _decoding_shape(model, head, tgt_in) -> tuple[bool, str]:
+    full = _finite(model(*head, tgt_in))
+    step = _finite(model.decode_step(model.begin_decoding(*head), tgt_in[:, 0]))
+    B, Lt = tgt_in.shape
+    if full.dim() != 3 or full.shape[:2] != (B, Lt) or tuple(step.shape) != (B, full.size(-1)):
+        return False, (f"model(..., tgt_in {tuple(tgt_in.shape)}) gives {tuple(full.shape)} and decode_step "
+                       f"{tuple(step.shape)}; expected (B, Lt, V) and (B, V)")
+    return True, f"model(...) gives (B, Lt, V) = {tuple(full.shape)} and decode_step (B, V) = {tuple(step.shape)}"
+
+
+def _decoding_causality(model, head, tgt_in) -> tuple[bool, str]:
+    base = model(*head, tgt_in)
+    for at in range(1, tgt_in.size(1)):
+        changed = tgt_in.clone()
+        changed[:, at:] = changed[:, at:] % 26 + ord("a")  # other letters from position at on
+        gap = _gap(model(*head, changed)[:, :at], base[:, :at])
+        if gap > 1e-6:
+            where = "position 0" if at == 1 else f"positions 0..{at - 1}"
+            return False, (f"the teacher-forced logits at target {where} change by up to {gap:.2g} when only "
+                           f"positions {at}.. change: a later target position leaks backwards; position i "
+                           "predicts tgt_in[i + 1] and may read tgt_in[0..i] only (a causal mask on the decoder's "
+                           "self-attention, and nothing else that mixes target positions)")
+    return True, "no teacher-forced logit changes when only later target positions change"
+
+
+def _decoding_cache(model, head, tgt_in) -> tuple[bool, str]:
+    stepped, full = _step_all(model, head, tgt_in), model(*head, tgt_in)
+    gaps = (stepped - full).abs().flatten(2).amax(-1).amax(0)  # (Lt,) per position
+    if gaps.max() <= DECODE_TOL:
+        return True, (f"decode_step, fed one token at a time through the cache, gives the full pass's logits "
+                      f"(max difference {gaps.max():.1e}, tolerance {DECODE_TOL:g})")
+    t = int((gaps > DECODE_TOL).nonzero()[0])
+    said = (f"decode_step's logits at target position {t} differ from the full teacher-forced pass by "
+            f"{gaps[t]:.2g} (tolerance {DECODE_TOL:g})")
+    if not _decoding_causality(model, head, tgt_in)[0]:
+        return False, said + "; the full pass is not causal (see 'causality'), so no cache can match it"
+    if t == 0:
+        return False, said + ": already the first step differs; begin_decoding must encode the source as forward does"
+    ignored = _offset_ignored(model, head, tgt_in)
+    if ignored:
+        return False, (said + f" (position 0 agrees): the cache ignores the position offset: {ignored}; a step at "
+                       "target position t must be embedded and rotated at position t (offset = the cache's length)")
+    return False, (said + " (position 0 agrees): each step must see the keys and values of every earlier position "
+                   "(appended to the cache) at their own positions, the new token at position t")
+
+
+def _offset_ignored(model, head, tgt_in) -> str:
+    """Words for the position modules (those whose forward takes ``offset``) that ignore it: called
+    with offset 0 at a cached step t > 0, or giving at offset 7 what they give at 0. "" if none."""
+    found, seen = [], {}
+
+    def record(name):
+        def hook(module, args, kwargs):
+            try:
+                bound = inspect.signature(module.forward).bind(*args, **kwargs)
+                seen.setdefault(name, set()).add(int(bound.arguments.get("offset", 0) or 0))
+            except (TypeError, ValueError):
+                pass
+        return hook
+
+    modules = [(n, m) for n, m in model.named_modules() if n and _takes(m.forward, "offset")]
+    handles = [m.register_forward_pre_hook(record(n), with_kwargs=True) for n, m in modules]
+    try:
+        state = model.begin_decoding(*head)
+        seen.clear()
+        for t in range(tgt_in.size(1)):
+            model.decode_step(state, tgt_in[:, t])
+    finally:
+        for h in handles:
+            h.remove()
+    found += [f"{n} is only ever called with offset 0" for n, offsets in seen.items() if offsets == {0}]
+    found += [f"{n}(..., offset=7) gives what offset=0 gives" for n, m in modules if _blind_to_offset(m)]
+    return "; ".join(found)
+
+
+def _blind_to_offset(module) -> bool:
+    """Whether a RoPE (it has head_dim) or absolute position module (a 2-D table) gives the same at offsets 0 and 7."""
+    try:
+        if isinstance(getattr(module, "head_dim", None), int):
+            q = _randn(1, 1, 3, module.head_dim)
+            return _close(module(q, q, offset=7)[0], module(q, q, offset=0)[0])
+        table = getattr(module, "table", None)
+        if isinstance(table, torch.Tensor) and table.dim() == 2:
+            x = _randn(1, 3, table.size(1))
+            return _close(module(x, offset=7), module(x, offset=0))
+    except Exception:
+        return False
+    return False
+
+
+def _greedy(model, head, bos: torch.Tensor, steps: int, cached: bool) -> torch.Tensor:
+    """(B, steps) argmax tokens after ``bos`` (B, 1): through the cache, or a full pass per step."""
+    ys = bos
+    state = model.begin_decoding(*head) if cached else None
+    for _ in range(steps):
+        logits = model.decode_step(state, ys[:, -1]) if cached else model(*head, ys)[:, -1]
+        ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], dim=1)
+    return ys[:, 1:]
+
+
+def _decoding_greedy(model, head, tgt_in) -> tuple[bool, str]:
+    steps = 8
+    cached, recomputed = (_greedy(model, head, tgt_in[:, :1], steps, c) for c in (True, False))
+    if torch.equal(cached, recomputed):
+        return True, f"greedy decoding of {steps} tokens through the cache picks the same tokens as full passes"
+    t = int((cached != recomputed).any(0).nonzero()[0])
+    return False, (f"greedy decoding through the cache picks {cached[:, t].tolist()} at step {t} where a full pass "
+                   f"over the prefix picks {recomputed[:, t].tolist()}")
+
+
+def _decoding_rows(model, head, tgt_in) -> tuple[bool, str]:
+    together = _step_all(model, head, tgt_in)
+    alone = torch.cat([_step_all(model, tuple(h[b:b + 1] for h in head), tgt_in[b:b + 1]) for b in range(2)])
+    gap = _gap(together, alone)
+    if gap <= DECODE_TOL:
+        return True, "each row decodes as it would alone: the cache keeps the batch rows apart"
+    return False, (f"a row's cached logits change by up to {gap:.2g} with the other row of the batch: the state mixes "
+                   "rows; keep the batch dimension first in every cached tensor")
+
+
 # --------------------------------------------------------------------------- the command line
 
 PARTS: dict[str, Callable[[object], Report]] = {
@@ -887,6 +1896,11 @@ PARTS: dict[str, Callable[[object], Report]] = {
     "rmsnorm": partial(norm, kind="rmsnorm"),
     "sinusoidal": partial(positional, kind="sinusoidal"),
     "rope": partial(positional, kind="rope"),
+    "bpe": bpe,
+    "patcher": patcher,
+    "pooling": pooling,
+    "patch_mask": patch_mask,
+    "decoding": decoding,
 }
 
 
@@ -932,11 +1946,13 @@ def register_cli(subparsers) -> None:
     """Add ``python -m cipherlab check``."""
     p = subparsers.add_parser(
         "check",
-        help="check your own attention, norm or positions against cipherlab's and PyTorch's",
+        help="check your own attention, norm, positions, BPE, BLT parts or decoding against cipherlab's",
         description="Load NAME from FILE.py and check it against cipherlab's reference module and PyTorch's own "
         "(F.scaled_dot_product_attention, nn.MultiheadAttention, nn.LayerNorm, nn.RMSNorm): shapes, dtypes "
-        "(bfloat16 too), masks (True = blocked), causality, invariances and RoPE's relative property. One line "
-        "per check; exit 0 when all pass. The interface of each part: help(cipherlab.check.PART).",
+        "(bfloat16 too), masks (True = blocked), causality, invariances, RoPE's relative property, the KV cache; "
+        "BPE merges against a textbook loop, pre-token boundaries, round trips and speed; the BLT's patcher, "
+        "pooling and patch-causal mask; a whole model's cached decoding against full passes. One line per check; "
+        "exit 0 when all pass. The interface of each part: help(cipherlab.check.PART).",
     )
     p.add_argument("part", choices=list(PARTS), help="the part NAME implements")
     p.add_argument("target", metavar="FILE.py:NAME", help="your file and the class or function in it")

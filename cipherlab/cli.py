@@ -16,6 +16,13 @@ length says (length-aware greedy); ``--free`` lets the model decide where a line
     python -m cipherlab decrypt --checkpoint runs/cpu/c2/best.pt 0000100100100111
     python -m cipherlab ablate --preset smoke                   # all five, then runs/smoke/table.md
 
+``--part PART=FILE.py:NAME`` (train, evaluate, decrypt, ablate; repeatable) puts a class of the
+student's in place of cipherlab's: ``attention``, ``norm``, ``positional`` or ``rope``
+(:mod:`cipherlab.parts` gives each interface). It is checked before training starts, and the
+checkpoint and results record name it; such a checkpoint decodes again only with the same ``--part``.
+
+    python -m cipherlab train --config c1 --preset cpu --part attention=my_attention.py:MyAttention
+
 User runs write under ``runs/`` (ignored by git): the committed reference results in ``results/``
 change only when a command is given ``--results-dir results`` on purpose.
 """
@@ -23,6 +30,7 @@ change only when a command is given ``--results-dir results`` on purpose.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
 import subprocess
@@ -33,10 +41,13 @@ from pathlib import Path
 from cipherlab.cipher import check_bits
 from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, make_config, parse_field, recipe_caveats
 from cipherlab.decode import decrypt_lines
-from cipherlab.checkpoint import export_checkpoint, load_trained
+from cipherlab.check import load_target
+from cipherlab.checkpoint import CheckpointError, export_checkpoint, load_trained, read_payload
 from cipherlab.errors import writable_file, writable_folder
 from cipherlab.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
                                 write_table)
+from cipherlab.parts import (PARTS, PartError, load_parts, parse_part, part_records, parts_for_checkpoint,
+                             unused_parts, using)
 from cipherlab.score import read_text_lines
 from cipherlab.train import TrainingDiverged, train_config
 
@@ -63,6 +74,8 @@ def _cmd_train(args) -> int:
     config = make_config(args.config, args.preset, args.recipe, **overrides)
     for caveat in recipe_caveats(config):
         print(f"note: {config.name} ({config.preset} preset) cannot take all of the recipe: {caveat}")
+    parts = load_parts(args.part, config, load=load_target)  # loaded and tried before anything else
+    _note_parts(parts, config)
     out = Path(args.out) if args.out else Path("runs") / config.run_name / config.name
     if (out / "last.pt").exists() and not (args.resume or args.overwrite):
         raise FileExistsError(
@@ -73,7 +86,8 @@ def _cmd_train(args) -> int:
     writable_folder(Path(args.results_dir) / config.run_name, "--results-dir")
     length_aware = _length_aware(args)
     try:
-        run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True)
+        run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True,
+                           parts=parts)
     except TrainingDiverged as e:
         return _error(str(e))
     except KeyboardInterrupt:
@@ -89,9 +103,12 @@ def _cmd_train(args) -> int:
                                  if config.select_on == "val_accuracy" else f"validation loss {fit.best_val_loss:.4f}")
         + f". Evaluating {run.best_checkpoint} on the test lines ({decoding_name(1, length_aware)} decoding)"
     )
-    metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device,
-                                  length_aware=length_aware)
+    with using(parts):
+        metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device,
+                                      length_aware=length_aware)
     record = results_record(config, run, metrics)
+    if run.parts:
+        record["parts"] = run.parts  # [{"part", "file", "class", "sha256"}]: the student's classes it used
     record["command"] = shlex.join(["python", "-m", "cipherlab", *getattr(args, "argv", [])])
     record["wall_seconds"] = time.monotonic() - started  # data, tokenizers, training and the test lines
     path = write_results(config, record, args.results_dir, curve=out / "log.jsonl")
@@ -101,7 +118,35 @@ def _cmd_train(args) -> int:
     return 0
 
 
+def _note_parts(parts: dict, config) -> None:
+    """One line per part of the student's: what it replaces, and that only its interface was checked."""
+    for record in part_records(parts):
+        part, name = record["part"], record["class"]
+        check = f"python -m cipherlab check {PARTS[part].check(config)} {record['file'] or 'FILE.py'}:{name}"
+        print(f"note: {part} is your {name}, in place of {PARTS[part].replaces}; its interface fits "
+              f"(`{check}` checks its maths)")
+
+
 # --------------------------------------------------------------------------- evaluate / decrypt
+
+
+@contextlib.contextmanager
+def _checkpoint_parts(path, values):
+    """Run the block with the ``--part`` classes the checkpoint ``path`` was trained with.
+
+    With ``--part`` the checkpoint is read first, to load and try the classes with its configuration
+    and compare them with its record. Without, a checkpoint that needs parts fails to load inside the
+    block; only then is it read again, to say in one line which ``--part`` to pass.
+    """
+    parts = parts_for_checkpoint(read_payload(path), values, path, load=load_target) if values else {}
+    try:
+        with using(parts):
+            yield
+    except CheckpointError:
+        if not values:
+            parts_for_checkpoint(read_payload(path), values, path, load=load_target)  # PartError: parts missing
+        raise
+
 
 
 def _length_aware(args) -> bool:
@@ -116,10 +161,11 @@ def _length_aware(args) -> bool:
 def _cmd_evaluate(args) -> int:
     if args.json:
         writable_file(args.json, "--json")  # before the work
-    metrics = evaluate_checkpoint(
-        args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
-        length_aware=_length_aware(args),
-    )
+    with _checkpoint_parts(args.checkpoint, args.part):
+        metrics = evaluate_checkpoint(
+            args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
+            length_aware=_length_aware(args),
+        )
     text = json.dumps(metrics, indent=2)
     if args.json:
         Path(args.json).write_text(text + "\n", encoding="utf-8")
@@ -158,7 +204,8 @@ _DECODING_NOTES = {
 def _cmd_decrypt(args) -> int:
     length_aware = _length_aware(args)
     lines = _read_cipher_lines(args)
-    model, codec, config = load_trained(args.checkpoint, args.device)
+    with _checkpoint_parts(args.checkpoint, args.part):
+        model, codec, config = load_trained(args.checkpoint, args.device)
     print(f"cipherlab: {decoding_name(args.beam, length_aware)} decoding ({_DECODING_NOTES[length_aware]})",
           file=sys.stderr)  # stdout holds the plaintext lines alone
     device = next(model.parameters()).device
@@ -177,6 +224,7 @@ def _cmd_ablate(args) -> int:
     preset = args.preset.lower()
     names = [name.strip().lower() for name in args.configs.split(",")]
     configs = [make_config(name, preset, args.recipe, **_mode(args)) for name in names]  # fail early
+    parts = _ablation_parts(args.part or [], configs)  # each configuration's --part values, tried first
     run_name = configs[0].run_name
     started = time.monotonic()
     failed = []
@@ -190,6 +238,8 @@ def _cmd_ablate(args) -> int:
         ]  # fmt: skip
         for item in args.set or []:
             command += ["--set", item]
+        for value in parts[name]:
+            command += ["--part", value]
         for flag, value in (("--source-mode", args.source_mode), ("--data-dir", args.data_dir), ("--device", args.device), ("--time-budget", args.time_budget)):
             if value is not None:
                 command += [flag, str(value)]
@@ -204,6 +254,27 @@ def _cmd_ablate(args) -> int:
     if failed:
         return _error(f"configuration(s) {', '.join(failed)} failed; the table has the others")
     return 0
+
+
+def _ablation_parts(values: list[str], configs: list) -> dict[str, list[str]]:
+    """The ``--part`` values each configuration takes, every one loaded and tried first.
+
+    A configuration trains with the parts it has a place for (C2 has no sinusoidal encoding, C5 none of
+    these parts) and cipherlab's own others, with a note; a part no configuration takes is an error.
+    """
+    named = [(parse_part(value)[0], value) for value in values]
+    taken = {}
+    for config in configs:
+        unused = unused_parts([part for part, _ in named], config)
+        taken[config.name] = [value for part, value in named if part not in unused]
+        load_parts(taken[config.name], config, load=load_target)
+        for part, reason in unused.items():
+            print(f"note: {config.name} trains with cipherlab's own {part}: {reason}")
+    for part, value in named:
+        if not any(value in chosen for chosen in taken.values()):
+            raise PartError(f"--part {value}: none of {', '.join(taken)} has a place for {part}; "
+                            f"{unused_parts([part], configs[0])[part]}")
+    return taken
 
 
 # --------------------------------------------------------------------------- the parsers
@@ -254,6 +325,19 @@ def _mode(args) -> dict:
     return overrides
 
 
+_PART_HELP = {
+    "train": "train with your own class NAME of FILE.py in place of cipherlab's; PART is one of {parts} "
+             "(interfaces: cipherlab/parts.py); checked before training, named in the results; repeatable",
+    "load": "the --part a checkpoint was trained with (one per part; the error says which are missing)",
+    "ablate": "as train's --part, for each configuration that has a place for PART ({parts}); repeatable",
+}
+
+
+def _add_part(p: argparse.ArgumentParser, kind: str) -> None:
+    p.add_argument("--part", action="append", metavar="PART=FILE.py:NAME",
+                   help=_PART_HELP[kind].format(parts=", ".join(PARTS)))
+
+
 def _add_set(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--set",
@@ -295,6 +379,7 @@ def register_cli(subparsers) -> None:
     _add_source_mode(p)
     _add_recipe(p)
     _add_set(p)
+    _add_part(p, "train")
     _add_common(p)
     p.set_defaults(func=_cmd_train)
 
@@ -312,6 +397,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
     p.add_argument("--json", metavar="FILE", help="also write the metrics to FILE")
     _add_free(p)
+    _add_part(p, "load")
     _add_common(p)
     p.set_defaults(func=_cmd_evaluate)
 
@@ -337,6 +423,7 @@ def register_cli(subparsers) -> None:
     source.add_argument("--input", metavar="FILE", help="a file with one cipher line per line")
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
     _add_free(p)
+    _add_part(p, "load")
     p.add_argument("--device", help=_DEVICE_HELP)
     p.set_defaults(func=_cmd_decrypt)
 
@@ -357,5 +444,6 @@ def register_cli(subparsers) -> None:
     _add_source_mode(p)
     _add_recipe(p)
     _add_set(p)
+    _add_part(p, "ablate")
     _add_common(p)
     p.set_defaults(func=_cmd_ablate)

@@ -9,7 +9,8 @@ A codec turns the cipher and the plaintext into what a model reads and writes, a
 
 Each gives datasets and batches for training, source ids and target text for decoding, and
 what a checkpoint must carry to do the same later (``artifacts``) and to recognise itself
-(``identity``). :func:`build_model` builds any of the five models from a ``Config``;
+(``identity``). :func:`build_model` builds any of the five models from a ``Config``, C1-C4 with a
+student's own classes in place of cipherlab's if asked (``parts``, :mod:`cipherlab.parts`);
 :func:`select_lines` is the part of the corpus a ``Config`` learns from; and
 :func:`teacher_forcing_logits` is how every model is called on a batch.
 
@@ -33,6 +34,7 @@ from cipherlab.config import Config
 from cipherlab.data import ByteChunkDataset, SubwordChunkDataset, collate
 from cipherlab.models import ScaledDotProductAttention, Seq2SeqTransformer
 from cipherlab.models.blt import BLTModel, ByteEntropyModel, collate_bytes, collate_source
+from cipherlab.parts import check_names, part_keywords, resolve
 from cipherlab.tokenizers import BPETokenizer, get_tokenizers
 from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer
 
@@ -57,6 +59,9 @@ class SubwordCodec:
     """
 
     kind = "bpe"
+    # Rebuilt from a checkpoint: the records of the parts its model was trained with (cipherlab.parts);
+    # None for a codec fitted afresh.
+    trained_parts: tuple[dict, ...] | None = None
 
     def __init__(self, src_tokenizer, tgt_tokenizer, source_eos: bool = False):
         self.src, self.tgt = src_tokenizer, tgt_tokenizer
@@ -133,6 +138,7 @@ class ByteCodec:
     """
 
     kind = "blt"
+    trained_parts: tuple[dict, ...] | None = None  # as SubwordCodec's
 
     def __init__(self, entropy_model, threshold: float, config: Config):
         self.entropy_model, self.threshold = entropy_model, threshold
@@ -210,8 +216,14 @@ def fit_codec(config: Config, corpus) -> Codec:
 
 
 def codec_from_artifacts(config: Config, artifacts: dict) -> Codec:
-    """The codec a checkpoint was trained with, rebuilt from the checkpoint alone."""
-    return _CODECS[config.tokenization].from_artifacts(artifacts, config)
+    """The codec a checkpoint was trained with, rebuilt from the checkpoint alone.
+
+    It keeps the records of the parts the model was trained with (``artifacts["parts"]``), so that
+    :func:`build_model` builds that model again only with the same parts.
+    """
+    codec = _CODECS[config.tokenization].from_artifacts(artifacts, config)
+    codec.trained_parts = tuple(artifacts.get("parts") or ())
+    return codec
 
 
 def _sha256(text: str) -> str:
@@ -236,6 +248,7 @@ def build_model(
     config: Config,
     codec: Codec | None = None,
     *,
+    parts: dict[str, type] | None = None,
     vocab_sizes: tuple[int, int] | None = None,
     pad_id: int | None = None,
     fused_attention: bool = False,
@@ -249,7 +262,16 @@ def build_model(
     through ``F.scaled_dot_product_attention`` instead of the scratch maths (the same weights and,
     up to float rounding, the same outputs; training on CUDA asks for it,
     :func:`cipherlab.train.fused_attention_on`).
+
+    ``parts`` (C1-C4): a student's classes in place of cipherlab's, by part name, e.g.
+    ``{"attention": MyAttention}`` (the names and interfaces: :mod:`cipherlab.parts`; check a class with
+    :func:`cipherlab.parts.validate_parts` first for one-line errors). With ``parts=None`` and a codec
+    rebuilt from a checkpoint trained with parts, they come from :func:`cipherlab.parts.using`.
     """
+    if parts is None and codec is not None and codec.trained_parts is not None:
+        parts = resolve(codec.trained_parts)
+    parts = dict(parts or {})
+    check_names(parts, config)  # unknown names, and parts this configuration has no place for
     if config.tokenization == "blt":
         model = BLTModel(
             **config.model_hyperparameters(),
@@ -289,6 +311,7 @@ def build_model(
         tgt_codes=codes[1],
         phase_embedding=config.phase_embedding,
         fused_attention=fused_attention,
+        **part_keywords(parts),
     )
 
 

@@ -103,6 +103,8 @@ def levenshtein(a: str, b: str) -> int:
     >>> levenshtein("kitten", "sitting")
     3
     """
+    if a == b:  # most lines of a model that learned the cipher: no table to fill
+        return 0
     if len(a) < len(b):
         a, b = b, a
     previous = list(range(len(b) + 1))  # distances from a[:0] to each prefix of b

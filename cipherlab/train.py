@@ -28,7 +28,8 @@ The module has two parts:
 1. :class:`Trainer`, which knows nothing about ciphers: it takes any model called as
    ``model(src=..., tgt_in=..., **extra)`` and batches that are dicts with ``src`` and ``tgt``;
 2. :func:`train_config`, which puts data, codec (:mod:`cipherlab.codec`), model and trainer
-   together for a ``Config``.
+   together for a ``Config``, with a student's own classes in place of cipherlab's if given
+   (``parts``, :mod:`cipherlab.parts`: checked before anything else, recorded in every checkpoint).
 
 Checkpoint files (save, load, the random-number state, ``log.jsonl``) are
 :mod:`cipherlab.checkpoint`'s; bf16 autocast is :func:`cipherlab.device.autocast`. On CUDA,
@@ -45,7 +46,8 @@ import random
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +58,7 @@ from tqdm.auto import tqdm
 
 from cipherlab.checkpoint import (
     CHECKPOINT_FORMAT,
+    CheckpointError,
     load_checkpoint,
     read_log,
     rng_state,
@@ -66,6 +69,7 @@ from cipherlab.codec import build_model, fit_codec, select_lines, teacher_forcin
 from cipherlab.config import Config
 from cipherlab.data import BucketBatchSampler, load_corpus, make_chunks, shuffle_chunks
 from cipherlab.device import autocast, pick_device
+from cipherlab.parts import mismatch, part_records, validate_parts
 
 try:  # peak resident memory on CPU; the module does not exist on Windows
     import resource
@@ -292,6 +296,7 @@ class Trainer:
 
     def _restore(self) -> None:
         payload = load_checkpoint(self.last_path, config=self.config, identity=self.identity)
+        self._check_parts(payload)
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
@@ -300,6 +305,12 @@ class Trainer:
         # A run killed between writing its log record and its checkpoint would log an epoch twice.
         kept = [r for r in read_log(self.log_path) if r["epoch"] <= self.progress.epoch]
         self.log_path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+
+    def _check_parts(self, payload: dict) -> None:
+        """Refuse to resume a run with other parts (``artifacts["parts"]``) than it was trained with."""
+        problem = mismatch(payload["artifacts"].get("parts") or [], self.artifacts.get("parts") or [])
+        if problem:
+            raise CheckpointError(f"{self.last_path}: {problem} to resume it, or train into a new --out folder")
 
     # ---- validation
     def validation_loss(self) -> float:
@@ -476,6 +487,7 @@ class RunResult:
     peak_memory_bytes: int | None
     device: str
     best_checkpoint: Path
+    parts: list[dict] = field(default_factory=list)  # the student's parts it was trained with (cipherlab.parts)
 
 
 def fused_attention_on(device: torch.device | str, enabled: bool | None = None) -> bool:
@@ -497,8 +509,17 @@ def train_config(
     time_budget_s: float | None = None,
     verbose: bool = False,
     progress: bool | None = None,
+    parts: Mapping[str, type] | None = None,
 ) -> RunResult:
-    """Everything for one configuration: data, codec, model, and :meth:`Trainer.fit`."""
+    """Everything for one configuration: data, codec, model, and :meth:`Trainer.fit`.
+
+    ``parts``: a student's classes in place of cipherlab's, e.g. ``{"attention": MyAttention}``
+    (:mod:`cipherlab.parts`). They are validated first, before any data is read, and the checkpoints
+    record them (``artifacts["parts"]``); the model loads again only with the same parts.
+    """
+    parts = dict(parts or {})
+    validate_parts(parts, config)  # one line, before anything else, for a part that does not fit
+    records = part_records(parts)
     device = pick_device(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -518,7 +539,7 @@ def train_config(
         return Batches(dataset, sampler, codec.collate)
 
     seed_everything(config.seed)  # the initial weights depend on the seed alone
-    model = build_model(config, codec, fused_attention=fused_attention_on(device))
+    model = build_model(config, codec, parts=parts, fused_attention=fused_attention_on(device))
     trainer = Trainer(
         model,
         batches("train", shuffle=True),
@@ -528,7 +549,7 @@ def train_config(
         device=device,
         tgt_pad_id=codec.tgt_pad_id,
         identity={"data": corpus.sha256, **codec.identity()},
-        artifacts=codec.artifacts(),
+        artifacts={**codec.artifacts(), **({"parts": records} if records else {})},
         verbose=verbose,
         progress=progress,
     )
@@ -539,4 +560,5 @@ def train_config(
         peak_memory_bytes=peak_memory_bytes(device),
         device=str(device),
         best_checkpoint=trainer.best_path,
+        parts=records,
     )

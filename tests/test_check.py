@@ -7,11 +7,15 @@ import math
 import pytest
 import torch
 
+import student_mistakes as mistakes
 from cipherlab import broken, check
 from cipherlab.__main__ import main
 from cipherlab.models.attention import GroupedQueryAttention, MultiHeadAttention, ScaledDotProductAttention
+from cipherlab.models.blt import BLTModel, ByteEntropyModel, PatchPooling, patch_causal_mask
 from cipherlab.models.norm import LayerNorm, RMSNorm
 from cipherlab.models.positional import RotaryPositionalEmbedding, SinusoidalPositionalEncoding
+from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.tokenizers import BPETokenizer
 
 
 @pytest.fixture(autouse=True)
@@ -20,6 +24,18 @@ def _no_debug(monkeypatch):
 
 
 # --------------------------------------------------------------------------- cipherlab's own parts pass
+
+def cipherlabs_patcher(entropies, threshold, max_patch):
+    """ByteEntropyModel.patch_boundaries, cipherlab's patcher, on a given entropy curve."""
+    model = ByteEntropyModel()
+    model.entropy_curve = lambda seq: entropies
+    return model.patch_boundaries(None, threshold, max_patch)
+
+
+def c2_model():
+    """cipherlab's RoPE configuration at the check's sizes: RoPE in self- and cross-attention, under the cache."""
+    return Seq2SeqTransformer(259, 259, pos_encoding="rope", **check.DECODING_SIZES)
+
 
 OWN = [
     ("attention", ScaledDotProductAttention),
@@ -31,6 +47,13 @@ OWN = [
     ("rmsnorm", RMSNorm),
     ("sinusoidal", SinusoidalPositionalEncoding),
     ("rope", RotaryPositionalEmbedding),
+    ("bpe", BPETokenizer),
+    ("patcher", cipherlabs_patcher),
+    ("pooling", PatchPooling),
+    ("patch_mask", patch_causal_mask),
+    ("decoding", Seq2SeqTransformer),
+    ("decoding", c2_model),
+    ("decoding", BLTModel),
 ]
 
 
@@ -39,6 +62,31 @@ def test_cipherlabs_own_parts_pass_every_check(part, obj):
     report = check.PARTS[part](obj)
     assert report.passed, str(report)
     assert len(report.findings) >= 3
+
+
+def test_every_part_has_a_reference_that_passes():
+    assert {part for part, _ in OWN} == set(check.PARTS)
+
+
+def test_the_kv_cache_is_checked_when_the_layer_takes_one():
+    message = check.PARTS["gqa"](GroupedQueryAttention)["kv cache"].message
+    assert "equals the full causal pass, with RoPE too" in message
+    with pytest.raises(KeyError):  # a layer without cache= (chapter 3's exercise) is not asked for one
+        check.PARTS["mha"](rope_ignored_without_cache)["kv cache"]
+    with pytest.raises(KeyError):  # off on request: a layer checked without its cache
+        check.multi_head(GroupedQueryAttention, "gqa", kv_cache=False)["kv cache"]
+
+
+def test_a_students_own_right_bpe_passes_and_is_timed():
+    report = check.bpe(mistakes.TextbookBPE)  # no specials, trained by its constructor
+    assert report.passed, str(report)
+    assert "x cipherlab's time (limit 50x)" in report["speed"].message
+
+    class SubclassedTokenizer(BPETokenizer):
+        pass
+
+    timed = check.bpe(SubclassedTokenizer)  # cipherlab's encoder under another name: timed, about 1x
+    assert timed.passed and "cipherlab's time" in timed["speed"].message, str(timed)
 
 
 def test_a_plain_function_is_checked_as_attention():
@@ -92,11 +140,12 @@ def rope_on_values(d_model, n_heads, rope=None):
 
 
 def test_rope_on_values_is_caught():
-    report = check.multi_head(rope_on_values, "mha")
-    assert [f.name for f in report.findings if not f.passed] == ["rope"], str(report)
+    report = check.multi_head(rope_on_values, "mha", kv_cache=True)
+    assert [f.name for f in report.findings if not f.passed] == ["rope", "kv cache"], str(report)
     message = report["rope"].message
     assert "the same tokens 5 positions later give outputs different" in message
     assert "rotate q and k, never v" in message
+    assert "wrong without a cache too (see 'rope'): fix that first" in report["kv cache"].message  # not the cache's
 
 
 def test_rope_without_its_offset_is_caught():
@@ -297,6 +346,13 @@ class RopeIgnored(MultiHeadAttention):
         super().__init__(d_model, n_heads, dropout=0.0)
 
 
+class rope_ignored_without_cache(RopeIgnored):
+    """The layer of a student who wrote no KV cache: forward takes no cache=."""
+
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, key, value, mask)
+
+
 def test_a_rope_accepted_but_never_applied_is_named():
     assert "rope= is accepted but never applied" in _failure(check.multi_head(RopeIgnored, "mha"), "rope")
 
@@ -314,3 +370,139 @@ def test_a_stub_is_not_written_and_any_other_failure_is_an_interface_error():
     with pytest.raises(check.InterfaceError, match="TypeError") as e:
         check.attention(wrong)
     assert not isinstance(e.value, check.NotWritten)
+
+
+# --------------------------------------------------------------------------- the mistakes of tests/student_mistakes.py
+
+
+@pytest.mark.parametrize("part, obj, name, words", [
+    ("attention", mistakes.softmax_over_queries, "weights", "the softmax runs over the query axis (dim=-2)"),
+    ("attention", mistakes.mask_after_softmax, "causal mask", "the mask is applied after the softmax"),
+    ("rope", mistakes.MismatchedRoPE, "relative", "RoPE scores must depend on the offset n - m only"),
+    ("rope", mistakes.MismatchedRoPE, "rotation", "each pair's two coordinates must turn by the same angle"),
+    ("rmsnorm", mistakes.CentredRMSNorm, "reference", "the mean is subtracted: that is LayerNorm"),
+    ("bpe", mistakes.CrossBoundaryBPE, "pre-token boundaries", "merges across pre-token boundaries: token 'e ' spans "
+                                                               "a space"),
+    ("bpe", mistakes.CrossBoundaryBPE, "merges", "merges across pre-token boundaries"),
+    ("bpe", mistakes.LongestMatchBPE, "encode", "it takes the longest known token first (greedy longest match)"),
+    ("bpe", mistakes.OneAtATimeBPE, "speed", "grossly slower (the limit is 50x)"),
+    ("patcher", mistakes.patches_at_or_above, "reference", "where the entropy EQUALS the threshold too (>=)"),
+    ("pooling", mistakes.MeanPatchPooling, "order", "it is the mean of its bytes' vectors, blind to their order"),
+    ("patch_mask", mistakes.own_patch_mask, "no leak", "(the slot of its own patch), which pools positions"),
+    ("patch_mask", mistakes.own_patch_mask, "in a model", "the answer leaks"),
+    ("decoding", mistakes.PositionlessSteps, "cache", "the cache ignores the position offset: pos_enc is only ever "
+                                                      "called with offset 0"),
+])
+def test_each_student_mistake_fails_with_its_bug_named(part, obj, name, words):
+    assert words in _failure(check.PARTS[part](obj), name)
+
+
+def test_the_mistakes_fail_no_check_they_do_not_break():
+    """A check that fails on everything names nothing: each mistake passes the checks it leaves alone."""
+    failing = {part: [f.name for f in check.PARTS[part](obj).findings if not f.passed] for part, obj in [
+        ("bpe", mistakes.LongestMatchBPE), ("patcher", mistakes.patches_at_or_above),
+        ("pooling", mistakes.MeanPatchPooling), ("patch_mask", mistakes.own_patch_mask),
+        ("decoding", mistakes.PositionlessSteps)]}
+    assert failing == {"bpe": ["encode"], "patcher": ["reference"], "pooling": ["order", "reference"],
+                       "patch_mask": ["no leak", "reference", "in a model"], "decoding": ["cache"]}
+
+
+def test_a_bpe_that_breaks_ties_the_other_way_is_named():
+    message = _failure(check.bpe(mistakes.LargestTieBPE), "merges")
+    assert "both occur" in message and "ties must go to the smallest (left, right) by code point" in message
+
+
+# --------------------------------------------------------------------------- chapter 11's BLT and decoding variants
+
+
+def test_mean_pooling_is_caught():
+    report = check.pooling(broken.MeanPooling)
+    assert "it is the mean of its bytes' vectors, blind to their order" in _failure(report, "order")
+    assert "differs from cipherlab's PatchPooling" in _failure(report, "reference")
+    assert report["own bytes"].passed  # each patch still reads its own bytes only
+
+
+def test_the_own_patch_mask_is_caught_as_a_leak():
+    report = check.patch_mask(broken.own_patch_mask)
+    assert "(the slot of its own patch)" in _failure(report, "no leak")
+    assert "under teacher forcing the answer leaks" in report["no leak"].message
+    assert "the answer leaks" in _failure(report, "in a model")
+    assert report["no over-blocking"].passed
+
+
+def test_the_stricter_mask_and_the_inverted_one_are_named():
+    strict = check.patch_mask(lambda lt, k, p: (torch.arange(k)[None, :] > torch.arange(lt)[:, None] // p)[None, None])
+    assert "not i // patch" in _failure(strict, "no over-blocking") and strict["no leak"].passed
+    inverted = check.patch_mask(lambda lt, k, p: ~patch_causal_mask(lt, k, p))
+    assert "read as True = keep" in _failure(inverted, "reference")
+
+
+def test_the_own_patch_blt_leaks_under_teacher_forcing():
+    report = check.decoding(lambda: broken.tiny_blt(broken.OwnPatchBLT))
+    assert "a later target position leaks backwards" in _failure(report, "causality")
+    assert "the full pass is not causal (see 'causality')" in _failure(report, "cache")
+
+
+def test_a_decoder_without_its_causal_mask_is_caught():
+    report = check.decoding(lambda: broken.tiny(broken.NoCausalMask))
+    assert "the teacher-forced logits at target position 0 change" in _failure(report, "causality")
+
+
+def test_the_rope_cache_without_its_offset_is_caught():
+    report = check.decoding(lambda: broken.tiny(broken.RopeCacheWithoutOffset))
+    assert [f.name for f in report.findings if not f.passed] == ["cache"], str(report)
+    assert ("(position 0 agrees): the cache ignores the position offset: decoder.layers.0.self_attn.rope(..., "
+            "offset=7) gives what offset=0 gives") in report["cache"].message
+
+
+class RopeLayerWithoutOffset(MultiHeadAttention):
+    """MultiHeadAttention whose rope is broken.RopeCacheWithoutOffset's: offsets ignored."""
+
+    def __init__(self, d_model, n_heads, rope=None):
+        rope = None if rope is None else broken._RopeWithoutOffset(rope.head_dim, rope.max_len)
+        super().__init__(d_model, n_heads, 0.0, rope)
+
+
+def test_a_layers_cache_without_the_offset_is_caught():
+    report = check.multi_head(RopeLayerWithoutOffset, "mha", kv_cache=True)
+    assert [f.name for f in report.findings if not f.passed] == ["kv cache"], str(report)
+    assert "the cache ignores the position offset, every step is rotated as position 0" in report["kv cache"].message
+
+
+# --------------------------------------------------------------------------- the new parts from a student's file
+
+
+STUB = {  # part: (NAME, FILE.py), a student's file before the exercise is written
+    "bpe": ("MyBPE", "class MyBPE:\n    @classmethod\n    def train(cls, texts, vocab_size):\n"
+                     "        raise NotImplementedError\n"),
+    "patcher": ("my_patcher", "def my_patcher(entropies, threshold, max_patch):\n    raise NotImplementedError\n"),
+    "patch_mask": ("my_mask", "def my_mask(Lt, K, patch):\n    raise NotImplementedError\n"),
+    "pooling": ("MyPooling", "class MyPooling:\n    def __init__(self, d_model, n_heads):\n"
+                             "        raise NotImplementedError\n"),
+    "decoding": ("my_model", "def my_model():\n    raise NotImplementedError\n"),
+}
+
+
+@pytest.mark.parametrize("part", sorted(STUB))
+def test_a_stub_of_each_new_part_is_not_written(tmp_path, part):
+    name, text = STUB[part]
+    obj = check.load_target(f"{_student(tmp_path, 'stub.py', text)}:{name}")
+    with pytest.raises(check.NotWritten, match="NotImplementedError"):
+        check.PARTS[part](obj)
+
+
+def test_the_command_checks_the_new_parts(tmp_path, capsys):
+    mine = _student(tmp_path, "mine.py", "from cipherlab.tokenizers import BPETokenizer as MyBPE\n"
+                    "from cipherlab.models.blt import patch_causal_mask\n\n\n"
+                    "def own_patch(Lt, K, patch):\n    import torch\n"
+                    "    return (torch.arange(K)[None, :] > torch.arange(Lt)[:, None] // patch + 1)[None, None]\n")
+    assert main(["check", "bpe", f"{mine}:MyBPE"]) == 0
+    assert "6 of 6 checks pass" in capsys.readouterr().out
+    assert main(["check", "patch_mask", f"{mine}:patch_causal_mask"]) == 0
+    capsys.readouterr()
+    assert main(["check", "patch_mask", f"{mine}:own_patch"]) == 1
+    assert "FAIL  no leak: byte 0 may read slot 1 (the slot of its own patch)" in capsys.readouterr().out
+    assert main(["check", "decoding", f"{mine}:patch_causal_mask"]) == 1  # a mask is no model factory
+    _one_line(capsys.readouterr().err, f"{mine}:patch_causal_mask: patch_causal_mask() raised TypeError")
+    assert main(["check", "bpe", f"{mine}:own_patch"]) == 1  # a function of the wrong part
+    _one_line(capsys.readouterr().err, f"{mine}:own_patch: own_patch(texts, 60) raised TypeError")

@@ -24,14 +24,14 @@ FLOW = [
      "cipherlab.letters", "cipherlab.docstrings", "cipherlab.tables", "cipherlab.errors"},
     {"cipherlab.data", "cipherlab.tokenizers"},
     {"cipherlab.models"},
-    {"cipherlab.codec"},
+    {"cipherlab.codec", "cipherlab.parts"},
     {"cipherlab.checkpoint"},
     {"cipherlab.train", "cipherlab.plan"},
     {"cipherlab.decode"},
     {"cipherlab.metrics", "cipherlab.evaluate", "cipherlab.score", "cipherlab.probes"},
     {"cipherlab.results", "cipherlab.attention_maps", "cipherlab.broken", "cipherlab.explorers",
      "cipherlab.doctor", "cipherlab.cli", "cipherlab.viva", "cipherlab.__main__",
-     "cipherlab.check"},
+     "cipherlab.check", "cipherlab.report"},
 ]
 
 

@@ -10,6 +10,7 @@ are listed, not run (CI runs ``make test`` itself).
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -35,6 +36,7 @@ SHORTER = {
     "plan": [(["--preset", "assignment"], ["--preset", "smoke", "--config", "c1"])],
     "data": [(["--first", "200"], ["--first", "3"])],
     "check": [],
+    "report": [(["runs/cpu"], ["runs/smoke"])],
 }
 NOT_CIPHERLAB = ("make ", "export ")
 
@@ -97,8 +99,12 @@ def test_the_readme_commands_run_in_order_in_a_fresh_folder(tmp_path, monkeypatc
         if out:
             Path(out).write_text(printed.out, encoding="utf-8")
         ran.append(argv[0])
-    assert {"train", "ablate", "evaluate", "export", "decrypt", "score", "doctor", "plan", "data", "check"} <= set(ran)
+    assert {"train", "ablate", "evaluate", "export", "decrypt", "score", "doctor", "plan", "data", "check",
+            "report"} <= set(ran)
     # what the commands wrote stayed in the fresh folder
     assert (tmp_path / "runs" / "smoke" / "c2" / "best.pt").is_file() and (tmp_path / "c2.safetensors").is_file()
+    own = json.loads((tmp_path / "runs" / "own-norm" / "smoke" / "c1.json").read_text(encoding="utf-8"))
+    assert [p["part"] for p in own["parts"]] == ["norm"]  # the record names the replaced part
+    assert "| C1 |" in (tmp_path / "reference_report" / "report.md").read_text(encoding="utf-8")
     predictions = (tmp_path / "my_predictions.txt").read_text(encoding="utf-8").splitlines()
     assert predictions == (tmp_path / "my_test" / "test_plain.txt").read_text(encoding="utf-8").splitlines()

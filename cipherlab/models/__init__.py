@@ -3,7 +3,8 @@
     attention    ScaledDotProductAttention, MultiHeadAttention, GroupedQueryAttention, masks, KV cache
     positional   SinusoidalPositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding
     norm         LayerNorm, RMSNorm
-    transformer  FeedForward, Encoder/Decoder layers and stacks, Seq2SeqTransformer (C1-C4)
+    transformer  FeedForward, Encoder/Decoder layers and stacks, Seq2SeqTransformer (C1-C4),
+                 RotaryAdapter (a student's rotary class inside cipherlab's attention)
 """
 
 from .attention import (GroupedQueryAttention, KVCache, MultiHeadAttention, ScaledDotProductAttention,
@@ -12,7 +13,8 @@ from .norm import LayerNorm, RMSNorm, make_norm
 from .positional import (AbsolutePositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding,
                          SinusoidalPositionalEncoding, interleaved_to_half_split, rotate_half)
 from .transformer import (Decoder, DecoderCache, DecoderLayer, DecodingState, Encoder, EncoderLayer, FeedForward,
-                          Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights, kv_cache_bytes)
+                          RotaryAdapter, Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights,
+                          kv_cache_bytes)
 
 __all__ = [
     "ScaledDotProductAttention", "MultiHeadAttention", "GroupedQueryAttention", "KVCache",
@@ -21,5 +23,5 @@ __all__ = [
     "rotate_half", "interleaved_to_half_split",
     "LayerNorm", "RMSNorm", "make_norm",
     "FeedForward", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "DecoderCache", "DecodingState",
-    "Seq2SeqTransformer", "init_transformer_weights", "kv_cache_bytes", "cross_kv_cache_bytes",
+    "Seq2SeqTransformer", "init_transformer_weights", "kv_cache_bytes", "cross_kv_cache_bytes", "RotaryAdapter",
 ]

@@ -1,0 +1,251 @@
+"""Training with a student's own classes: ``--part PART=FILE.py:NAME`` and ``build_model(..., parts=...)``."""
+
+import hashlib
+import json
+import textwrap
+
+import pytest
+import torch
+
+from cipherlab.__main__ import main
+from cipherlab.checkpoint import CheckpointError, load_checkpoint, load_trained
+from cipherlab.cipher import encrypt
+from cipherlab.codec import build_model
+from cipherlab.config import make_config
+from cipherlab.models import MultiHeadAttention, RotaryAdapter
+from cipherlab.parts import PartError, using, validate_parts
+from samples import SAMPLE_LINES
+
+TINY = ["--preset", "smoke", "--set", "max_epochs=1", "--set", "max_train_lines=40", "--set", "max_eval_lines=2",
+        "--device", "cpu"]
+
+# A student's file: attention written from scratch (no KV cache), a rotary embedding with forward only,
+# a norm and a position encoding, and the usual ways of not fitting the interfaces.
+STUDENT = textwrap.dedent('''
+    import math
+    import torch
+    from torch import nn
+
+
+    class MyAttention(nn.Module):
+        def __init__(self, d_model, n_heads, dropout=0.1, rope=None):
+            super().__init__()
+            self.h, self.d, self.rope = n_heads, d_model // n_heads, rope
+            self.q_proj, self.k_proj = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+            self.v_proj, self.o_proj = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+            self.drop = nn.Dropout(dropout)
+
+        def split(self, x):
+            return x.view(x.size(0), x.size(1), self.h, self.d).transpose(1, 2)
+
+        def forward(self, query, key, value, mask=None):
+            q, k, v = (self.split(p(x)) for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
+            if self.rope is not None:
+                q, k = self.rope(q, k)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d)
+            if mask is not None:
+                scores = scores.masked_fill(mask, -1e9)
+            out = self.drop(scores.softmax(-1)) @ v
+            return self.o_proj(out.transpose(1, 2).reshape(query.shape))
+
+
+    class NarrowAttention(MyAttention):
+        def forward(self, query, key, value, mask=None):
+            return super().forward(query, key, value, mask)[..., : query.size(-1) // 2]
+
+
+    class NanAttention(MyAttention):
+        def forward(self, query, key, value, mask=None):
+            return super().forward(query, key, value, mask) / 0 * 0
+
+
+    class OneArgAttention(nn.Module):
+        def __init__(self, d_model):
+            super().__init__()
+
+
+    class MyRope(nn.Module):
+        def __init__(self, head_dim, max_len=4096):
+            super().__init__()
+            angles = torch.outer(torch.arange(max_len).float(), 10000 ** (-torch.arange(0, head_dim, 2) / head_dim))
+            self.register_buffer("cos", angles.cos(), persistent=False)
+            self.register_buffer("sin", angles.sin(), persistent=False)
+
+        def turn(self, x, offset):
+            cos, sin = self.cos[offset : offset + x.size(-2)], self.sin[offset : offset + x.size(-2)]
+            even, odd = x[..., 0::2], x[..., 1::2]
+            return torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1).flatten(-2)
+
+        def forward(self, q, k, offset=0):
+            return self.turn(q, offset), self.turn(k, offset)
+
+
+    class MyNorm(nn.Module):
+        def __init__(self, d_model, eps=1e-5):
+            super().__init__()
+            self.eps, self.gamma = eps, nn.Parameter(torch.ones(d_model))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.gamma
+
+
+    class MyPositions(nn.Module):
+        def __init__(self, d_model, max_len=4096, dropout=0.1):
+            super().__init__()
+            self.table = nn.Parameter(torch.zeros(max_len, d_model))
+
+        def forward(self, x, offset=0):
+            return x + self.table[offset : offset + x.size(1)]
+''')
+
+
+def _student(folder):
+    path = folder / "student.py"
+    path.write_text(STUDENT, encoding="utf-8")
+    return path
+
+
+def _load(folder):
+    """The student's module, imported as ``--part`` imports it."""
+    from cipherlab.check import load_target
+    path = _student(folder)
+    return {name: load_target(f"{path}:{name}") for name in ("MyAttention", "MyRope", "MyNorm", "MyPositions")}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """c1 (smoke, one epoch on 40 lines) trained with MyAttention: (root, student file, printed, exit code)."""
+    import contextlib
+    import io
+
+    root = tmp_path_factory.mktemp("parts")
+    (root / "data").mkdir()
+    (root / "data" / "brown_plain.txt").write_text("".join(x + "\n" for x in SAMPLE_LINES), encoding="latin-1")
+    student = _student(root)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["train", "--config", "c1", *TINY, "--data-dir", str(root / "data"), "--out", str(root / "run"),
+                     "--results-dir", str(root / "results"), "--part", f"attention={student}:MyAttention"])
+    return root, student, printed.getvalue(), code
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("cipherlab: error: "), err
+    return err
+
+
+def test_training_with_a_part_records_it_and_decodes_only_with_it(trained, capsys):
+    root, student, printed, code = trained
+    assert code == 0 and "note: attention is your MyAttention" in printed
+    record = {"part": "attention", "file": str(student), "class": "MyAttention",
+              "sha256": hashlib.sha256(student.read_bytes()).hexdigest()}
+    assert json.loads((root / "results" / "smoke" / "c1.json").read_text())["parts"] == [record]
+    assert load_checkpoint(root / "run" / "best.pt")["artifacts"]["parts"] == [record]
+    capsys.readouterr()
+    bits = encrypt("Hi there")
+    assert main(["decrypt", "--checkpoint", str(root / "run" / "best.pt"), "--part",
+                 f"attention={student}:MyAttention", bits]) == 0
+    assert [len(line) for line in capsys.readouterr().out.splitlines()] == [len("Hi there")]
+    for command in (["decrypt", "--checkpoint", str(root / "run" / "best.pt"), bits],
+                    ["evaluate", "--checkpoint", str(root / "run" / "best.pt"), "--data-dir", str(root / "data")]):
+        assert main(command) == 1
+        assert _one_line_error(capsys) == (f"cipherlab: error: {root / 'run' / 'best.pt'}: it was trained with its "
+                                           f"own attention, MyAttention of {student}; pass --part "
+                                           f"attention={student}:MyAttention\n")
+
+
+def test_a_part_trained_model_refuses_another_file_and_a_resume_without_the_part(trained, capsys):
+    root, student, _, _ = trained
+    edited = root / "edited.py"
+    edited.write_text(student.read_text() + "# changed after training\n")
+    capsys.readouterr()
+    assert main(["decrypt", "--checkpoint", str(root / "run" / "best.pt"), "--part",
+                 f"attention={edited}:MyAttention", encrypt("Hi")]) == 1
+    assert f"{edited} is not the file its attention MyAttention was trained in" in _one_line_error(capsys)
+    assert main(["train", "--config", "c1", *TINY, "--data-dir", str(root / "data"), "--out", str(root / "run"),
+                 "--results-dir", str(root / "results"), "--resume"]) == 1
+    assert "last.pt: it was trained with its own attention" in _one_line_error(capsys)
+    with pytest.raises(CheckpointError, match=f"pass --part attention={student}:MyAttention"):
+        load_trained(root / "run" / "best.pt")
+
+
+BAD = [  # (the --part value, with {f} for the student's file; what the one-line error must say)
+    ("attention={f}.missing:MyAttention", ["attention={f}.missing:MyAttention", "no such Python file"]),
+    ("attention={f}:Missing", ["attention={f}:Missing", "defines no 'Missing'"]),
+    ("attention={f}:OneArgAttention", ["attention={f}:OneArgAttention", "OneArgAttention(32, 4, dropout=",
+                                        "TypeError"]),
+    ("attention={f}:NarrowAttention", ["attention={f}:NarrowAttention",
+                                       "returned shape (2, 5, 16), expected (2, 5, 32)"]),
+    ("attention={f}:NanAttention", ["attention={f}:NanAttention", "returned NaN or inf"]),
+    ("attn={f}:MyAttention", ["--part attn=", "unknown part 'attn'; choose one of attention, norm, positional, rope"]),
+    ("attention", ["--part attention: expected PART=FILE.py:NAME"]),
+    ("rope={f}:MyRope", ["rope={f}:MyRope", "c1 has no rotary embedding"]),
+]
+
+
+@pytest.mark.parametrize("value, says", BAD, ids=["no file", "no class", "constructor", "shape", "nan", "unknown part",
+                                                  "malformed", "unused part"])
+def test_a_part_that_does_not_fit_is_one_line_before_training(tmp_path, capsys, value, says):
+    student = _student(tmp_path)
+    code = main(["train", "--config", "c1", *TINY, "--data-dir", str(tmp_path / "no-data"), "--out",
+                 str(tmp_path / "run"), "--part", value.format(f=student)])
+    err = _one_line_error(capsys)
+    assert code == 1 and not (tmp_path / "run").exists()
+    for text in says:
+        assert text.format(f=student) in err
+
+
+def test_ablate_refuses_a_part_no_configuration_has_a_place_for(tmp_path, capsys):
+    student = _student(tmp_path)
+    assert main(["ablate", "--configs", "c2,c5", *TINY, "--part", f"positional={student}:MyPositions"]) == 1
+    assert "none of c2, c5 has a place for positional" in _one_line_error(capsys)
+
+
+def test_build_model_puts_each_part_in_its_place(tmp_path):
+    own = _load(tmp_path)
+    sizes = dict(vocab_sizes=(40, 50), pad_id=0)
+    c1 = make_config("c1", "smoke", recipe="notes")
+    model = build_model(c1, parts={"attention": own["MyAttention"], "norm": own["MyNorm"],
+                                   "positional": own["MyPositions"]}, **sizes)
+    layers = [*model.encoder.layers, *model.decoder.layers]
+    assert all(isinstance(layer.self_attn, own["MyAttention"]) for layer in layers)
+    assert all(type(layer.cross_attn) is MultiHeadAttention for layer in model.decoder.layers)
+    norms = [m for m in model.modules() if isinstance(m, own["MyNorm"])]
+    assert len(norms) == 2 * len(model.encoder.layers) + 3 * len(model.decoder.layers) + 2
+    assert isinstance(model.pos_enc, own["MyPositions"])
+    c2 = build_model(make_config("c2", "smoke", recipe="notes"), parts={"rope": own["MyRope"]}, **sizes)
+    rope = c2.encoder.layers[0].self_attn.rope
+    assert isinstance(rope, RotaryAdapter) and isinstance(rope.inner, own["MyRope"])
+    assert c2.decoder.layers[0].cross_attn.rope is rope
+    assert not any(isinstance(m, own["MyAttention"]) for m in build_model(c1, **sizes).modules())
+
+
+@pytest.mark.parametrize("config, part", [("c1", "attention"), ("c2", "rope")])
+def test_decoding_step_by_step_with_own_parts_gives_the_full_pass_logits(tmp_path, config, part):
+    """The student's attention gets no KV cache: each step runs it over the prefix again, which must agree."""
+    own = _load(tmp_path)
+    parts = {"attention": own["MyAttention"]} | ({"rope": own["MyRope"]} if part == "rope" else {})
+    torch.manual_seed(0)
+    model = build_model(make_config(config, "smoke", recipe="notes"), parts=parts, vocab_sizes=(40, 50),
+                        pad_id=0).eval()
+    src, tgt = torch.randint(3, 40, (2, 7)), torch.randint(3, 50, (2, 6))
+    with torch.no_grad():
+        full = model(src, tgt)
+        state = model.begin_decoding(src)
+        steps = torch.stack([model.decode_step(state, tgt[:, t]) for t in range(tgt.size(1))], dim=1)
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-5)
+
+
+def test_python_api_errors_name_the_part(tmp_path):
+    own = _load(tmp_path)
+    c1 = make_config("c1", "smoke", recipe="notes")
+    with pytest.raises(PartError, match="unknown part 'attn'"):
+        validate_parts({"attn": own["MyAttention"]}, c1)
+    with pytest.raises(PartError, match=r"rope=.*student.py:MyRope: c1 has no rotary embedding"):
+        build_model(c1, parts={"rope": own["MyRope"]}, vocab_sizes=(40, 50), pad_id=0)
+    with pytest.raises(PartError, match="not a subclass of torch.nn.Module"):
+        validate_parts({"norm": dict}, c1)
+    with using({"attention": own["MyAttention"]}):  # restores what was given before, also on errors
+        pass
+    validate_parts({"attention": own["MyAttention"], "norm": own["MyNorm"]}, c1)  # fits: no error

@@ -1,0 +1,301 @@
+"""``python -m cipherlab report``: chapter 9's tables for anyone's runs. On the committed reference runs it
+reproduces chapter 9's main table cell for cell; on prediction files it finds the errors where they are; bad
+input is one line naming the file and the fix; it never writes inside the committed ``results/``."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cipherlab import report, results
+from cipherlab.errors import OneLineParser, run_command
+
+RESULTS = results.REPO_RESULTS_DIR
+REFERENCE = RESULTS / "reference"
+NOTES = RESULTS / "notes" / "cpu"
+
+
+@pytest.fixture(autouse=True)
+def _no_debug(monkeypatch):
+    monkeypatch.delenv("CIPHERLAB_DEBUG", raising=False)  # the debug switch would show tracebacks
+
+
+def _run(*argv: str) -> int:
+    """``report ARGV`` through the parser its register_cli builds, as ``python -m cipherlab`` runs commands."""
+    parser = OneLineParser(prog="cipherlab")
+    report.register_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["report", *argv])
+    return run_command("cipherlab", args.func, args)
+
+
+def _tables(markdown: str) -> list[list[list[str]]]:
+    """Every Markdown table of a text as rows of cells (the header row first, the |---| row left out)."""
+    tables, rows = [], []
+    for line in [*markdown.splitlines(), ""]:
+        if line.startswith("|"):
+            if not set(line) <= set("|-"):
+                rows.append(line.strip()[2:-2].split(" | "))
+        elif rows:
+            tables.append(rows)
+            rows = []
+    return tables
+
+
+def _table_with_header(text: str, header: list[str]) -> list[list[str]]:
+    found = [t for t in _tables(text) if t[0] == header]
+    assert len(found) == 1, f"{len(found)} tables with the header {header}"
+    return found[0]
+
+
+def _only_tables_and_figures(text: str) -> None:
+    """report.md holds headings, captions, tables and figure links: no sentences."""
+    for line in text.splitlines():
+        assert not line or line.startswith(("#", "|", "*Table ", "*Figure ", "![Figure ")), line
+        if line.startswith("*"):
+            assert line.endswith("*"), line
+
+
+@pytest.fixture(scope="module")
+def reference_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference") / "report"
+    assert _run(str(REFERENCE), "--out", str(out)) == 0
+    return out
+
+
+# --------------------------------------------------------------------------- the reference runs: chapter 9's tables
+
+
+def test_the_reference_report_has_chapter_9s_main_table_cell_for_cell(reference_report):
+    text = (reference_report / report.REPORT_FILE).read_text(encoding="utf-8")
+    chapter, _goals = results.reference_tables(results.load_reference_runs(REFERENCE))  # what chapter 9 calls
+    expected = _tables(chapter)[0]
+    got = _table_with_header(text, expected[0])
+    assert len(got) == len(expected) == 11  # the header and ten runs
+    for row_got, row_expected in zip(got, expected):
+        assert row_got == row_expected
+
+
+def test_the_reference_report_has_chapter_9s_paired_tests_and_goals(reference_report):
+    text = (reference_report / report.REPORT_FILE).read_text(encoding="utf-8")
+    runs = results.load_reference_runs(REFERENCE)
+    rows = results.paired_rows(runs)
+    paired = _tables(results.paired_table(rows))[0]
+    assert _table_with_header(text, paired[0]) == paired
+    goals = _tables(results.reference_tables(runs)[1])[0]
+    assert _table_with_header(text, goals[0]) == goals
+    summary = _table_with_header(text, ["tests", "p < 0.05", "Bonferroni threshold (0.05 / tests)", "p below it",
+                                        "lowest p", "where"])
+    assert summary[1][:2] == [str(len(rows)), "1"] and summary[1][-1] == "C2, seed 1, docstrings"  # section 9.2
+
+
+def test_the_reference_report_holds_only_tables_and_figures_and_says_what_is_missing(reference_report):
+    text = (reference_report / report.REPORT_FILE).read_text(encoding="utf-8")
+    _only_tables_and_figures(text)
+    for title in ("## Results", "## Paired comparisons", "## Random-string probe", "## Free or length-aware",
+                  "## Training curves", "## Not available"):
+        assert title in text
+    assert "## Where the errors are" not in text  # the records keep no per-character errors
+    missing = _table_with_header(text, ["section", "input", "lacks"])
+    assert [row[0] for row in missing[1:]] == ["Where the errors are"]
+    assert (reference_report / report.CURVES_FILE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "](curves.png)" in text
+    free = _table_with_header(text, ["config", "seed", "lines", "free: bit acc %", "length-aware: bit acc %",
+                                     "free: characters %", "length-aware: characters %", "free: exact",
+                                     "length-aware: exact", "length-aware vs free"])
+    assert ["C4", "1", "500"] == free[8][:3] and free[8][-3:] == ["499 of 500", "500 of 500", "+1 −0, p = 1"]
+
+
+def test_the_learn_ablation_gets_chapter_9s_table_of_it(tmp_path):
+    folder = RESULTS / "learn" / "ablation"
+    assert _run(str(folder), "--out", str(tmp_path / "out")) == 0
+    text = (tmp_path / "out" / report.REPORT_FILE).read_text(encoding="utf-8")
+    expected = _tables(results.learn_tables(results.load_learn_runs(folder))[0])[0]
+    assert _table_with_header(text, expected[0]) == expected
+
+
+# --------------------------------------------------------------------------- train/ablate records
+
+
+def test_train_records_get_the_comparison_table_curves_and_errors_json(tmp_path, capsys):
+    assert _run(str(NOTES), "--out", str(tmp_path / "out")) == 0
+    assert "report.md: " in capsys.readouterr().out
+    text = (tmp_path / "out" / report.REPORT_FILE).read_text(encoding="utf-8")
+    _only_tables_and_figures(text)
+    expected = _tables(results.comparison_table(NOTES))[0]
+    assert _table_with_header(text, expected[0]) == expected
+    decoding = _tables(results.decoding_table(results.load_errors(NOTES)))[0]
+    assert _table_with_header(text, decoding[0]) == decoding
+    assert "worst key phase: × mean" in text and "line length, characters" in text
+    assert (tmp_path / "out" / report.CURVES_FILE).is_file()
+    missing = [row[0] for row in _table_with_header(text, ["section", "input", "lacks"])[1:]]
+    assert missing == ["Paired comparisons against the baseline", "Random-string probe"]  # no exact_by_line
+    assert "exact lines: reading" in text  # the unpaired comparison of chapter 9 instead
+
+
+def test_train_records_that_keep_per_line_outcomes_get_mcnemar(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name, outcomes in (("c1", "1101"), ("c2", "0001")):
+        record = json.loads((NOTES / f"{name}.json").read_text(encoding="utf-8"))
+        record["test"].update(lines=4, exact_by_line=outcomes)
+        (runs / f"{name}.json").write_text(json.dumps(record), encoding="utf-8")
+    built = report.build_report(runs)
+    text = built.markdown()
+    assert "3 → 1 of 4 (+0 −2, p = 0.5)" in text
+    assert [row[0] for row in built.missing] == ["Where the errors are", "Free or length-aware decoding",
+                                                 "Random-string probe", "Training curves"]
+
+
+# --------------------------------------------------------------------------- prediction files
+
+REFS = ["The Quick brown fox jumps over the lazy dog, 1961.", "Short line.", "a" * 120, "Another Line here",
+        "x" * 250]
+
+
+@pytest.fixture
+def predictions(tmp_path):
+    """c1.txt exact; c2.txt with a capital read as lower case at position 4 (key phase 4) and a line cut after
+    10 of its 17 characters ("Another Li|ne here")."""
+    folder = tmp_path / "preds"
+    folder.mkdir()
+    refs = tmp_path / "plain.txt"
+    refs.write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    (folder / "c1.txt").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    wrong = list(REFS)
+    wrong[0] = wrong[0][:4] + "q" + wrong[0][5:]
+    wrong[3] = wrong[3][:10]
+    (folder / "c2.txt").write_text("\n".join(wrong), encoding="utf-8")  # no final newline: fine
+    return folder, refs
+
+
+def test_prediction_files_are_scored_compared_and_their_errors_located(predictions, tmp_path):
+    folder, refs = predictions
+    assert _run(str(folder), "--references", str(refs), "--out", str(tmp_path / "out")) == 0
+    text = (tmp_path / "out" / report.REPORT_FILE).read_text(encoding="utf-8")
+    _only_tables_and_figures(text)
+    whole = _table_with_header(text, ["predictions", "lines", "bit acc %", "characters %", "CER %", "exact lines",
+                                      "exact lines %", "wrong length", "Levenshtein", "chrF", "BLEU", "ROUGE-L"])
+    assert whole[1][:2] == ["C1", "5"] and whole[1][5] == "5 of 5" and whole[2][5] == "3 of 5"
+    assert whole[2][7] == "1"  # one line of the wrong length
+    assert "5 → 3 of 5 (+0 −2, p = 0.5)" in text  # McNemar's exact test against C1
+    phases = _table_with_header(text, ["key phase", "C1: error % (wrong)", "C2: error % (wrong)"])
+    wrong_by_phase = [int(row[2].split("(")[1].rstrip(")")) for row in phases[1:]]
+    assert sum(wrong_by_phase) == 1 + 7 and phases[5][2].endswith("(2)")  # phase 4: the capital and one cut char
+    classes = _table_with_header(text, ["class", "characters", "C1: error % (wrong)", "C2: error % (wrong)"])
+    assert classes[1][0] == "capital" and classes[1][3].endswith("(1)")  # the Q; the cut line keeps its L
+    assert classes[2][0] == "lowercase" and classes[2][3].endswith("(6)")  # "nehere" cut off
+    lengths = _table_with_header(text, ["line length, characters", "lines", "C1: exact % (independent %)",
+                                        "C2: exact % (independent %)"])
+    assert [row[:2] for row in lengths[1:]] == [["0–99", "3"], ["100–199", "1"], ["200–399", "1"]]
+    missing = [row[0] for row in _table_with_header(text, ["section", "input", "lacks"])[1:]]
+    assert missing == ["Random-string probe", "Free or length-aware decoding", "Training curves"]
+
+
+def test_the_references_file_may_sit_among_the_predictions(predictions, tmp_path):
+    folder, refs = predictions
+    shutil.copy(refs, folder / "plain.txt")
+    built = report.build_report(folder, folder / "plain.txt")
+    assert [row[1] for row in built.inputs if row[0] == "prediction files"] == ["c1.txt, c2.txt"]
+
+
+# --------------------------------------------------------------------------- bad input: one line each
+
+
+def _copy_reference(folder: Path, *names: str, **changes) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        record = json.loads((REFERENCE / name).read_text(encoding="utf-8"))
+        record.update(changes.get(name.replace("-", "_").removesuffix(".json"), {}))
+        (folder / name).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _bad_inputs(tmp: Path) -> dict[str, tuple[list[str], list[str]]]:
+    """name -> (command line after 'report', words its one-line error must hold)."""
+    out = str(tmp / "out")
+    (tmp / "empty").mkdir()
+    _copy_reference(tmp / "presets", "ref-c1-seed0.json", "ref-c2-seed0.json", ref_c2_seed0={"preset": "smoke"})
+    _copy_reference(tmp / "two-runs", "ref-c1-seed0.json")
+    shutil.copy(REFERENCE / "ref-c1-seed0.json", tmp / "two-runs" / "learn-c1-seed0.json")
+    _copy_reference(tmp / "kinds", "ref-c1-seed0.json")
+    shutil.copy(NOTES / "c1.json", tmp / "kinds" / "c1.json")
+    _copy_reference(tmp / "broken", "ref-c1-seed0.json")
+    (tmp / "broken" / "ref-c2-seed0.json").write_text('{"config": "c2", "seed": 0,', encoding="utf-8")
+    _copy_reference(tmp / "lines", "ref-c1-seed0.json", "ref-c2-seed0.json",
+                    ref_c2_seed0={"stdlib": {"lines": 499, "exact_lines": 499, "char_accuracy": 1.0,
+                                             "bit_accuracy": 1.0, "sequence_accuracy": 1.0}})
+    (tmp / "preds").mkdir()
+    (tmp / "plain.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    (tmp / "preds" / "c1.txt").write_text("one\ntwo\n", encoding="utf-8")
+    return {
+        "missing folder": ([str(tmp / "nowhere"), "--out", out], ["nowhere: no such folder"]),
+        "empty folder": ([str(tmp / "empty"), "--out", out], ["empty: no run records", "c1.json"]),
+        "mixed presets": ([str(tmp / "presets"), "--out", out], ["different presets", "ref-c2-seed0.json: smoke"]),
+        "two runs": ([str(tmp / "two-runs"), "--out", out], ["learn-c1-seed0.json and ref-c1-seed0.json",
+                                                             "C1 seed 0", "own folder"]),
+        "two kinds": ([str(tmp / "kinds"), "--out", out], ["records of two kinds", "own folder"]),
+        "malformed JSON": ([str(tmp / "broken"), "--out", out], ["ref-c2-seed0.json: not valid JSON", "line 1"]),
+        "different lines": ([str(tmp / "lines"), "--out", out], ["different numbers of docstrings lines"]),
+        "short predictions": ([str(tmp / "preds"), "--references", str(tmp / "plain.txt"), "--out", out],
+                              ["c1.txt: 2 lines but", "plain.txt has 3", "one predicted line per reference line"]),
+        "no predictions": ([str(tmp / "empty"), "--references", str(tmp / "plain.txt"), "--out", out],
+                           ["no prediction files"]),
+        "predictions without references": ([str(tmp / "preds"), "--out", out], ["--references"]),
+    }
+
+
+BAD = ["missing folder", "empty folder", "mixed presets", "two runs", "two kinds", "malformed JSON",
+       "different lines", "short predictions", "no predictions", "predictions without references"]
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_is_one_line_naming_the_file_and_the_fix(case, tmp_path, capsys):
+    argv, words = _bad_inputs(tmp_path)[case]
+    assert _run(*argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cipherlab: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    for word in words:
+        assert word in err, (word, err)
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_bad_input_raises_for_callers_too(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        report.build_report(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no run records"):
+        report.build_report(tmp_path / "empty")
+
+
+# --------------------------------------------------------------------------- where the report may go
+
+
+def test_the_committed_results_folder_is_never_written(capsys):
+    out = REFERENCE / "my-report"
+    assert not out.exists()
+    assert _run(str(REFERENCE), "--out", str(out), "--force") == 1
+    err = capsys.readouterr().err
+    assert "inside the repository's committed results folder" in err and err.count("\n") == 1
+    assert not out.exists()
+    with pytest.raises(ValueError, match="committed results"):
+        report.check_out(RESULTS)
+
+
+def test_a_folder_that_is_not_empty_needs_force(reference_report, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    assert _run(str(REFERENCE), "--out", str(out)) == 1
+    assert "not empty" in capsys.readouterr().err and not (out / report.REPORT_FILE).exists()
+    assert _run(str(REFERENCE), "--out", str(out), "--force") == 0
+    assert (out / report.REPORT_FILE).read_text(encoding="utf-8") == \
+        (reference_report / report.REPORT_FILE).read_text(encoding="utf-8")
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine\n"  # only the report's own files written
+
+
+def test_register_cli_adds_the_report_command_like_check():
+    parser = OneLineParser(prog="cipherlab")
+    report.register_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["report", "runs/cpu", "--out", "/tmp/x"])
+    assert args.func is report._cmd_report and args.references is None and args.baseline == "c1"
+    assert args.chunk_chars == report.DEFAULT_CHUNK_CHARS and not args.force
