@@ -66,7 +66,8 @@ def attention_modules(model) -> dict[tuple[str, int], torch.nn.Module]:
     """``{(kind, layer): ScaledDotProductAttention}`` for every attention module of a cipherlab model.
 
     ``Seq2SeqTransformer`` (C1-C4): ``"encoder self"``, ``"decoder self"`` and ``"cross"`` (decoder
-    token -> source token). ``BLTModel`` (C5): ``"encoder self"`` (the local encoder over cipher bytes,
+    token -> source token; a student's own self-attention, which keeps no weights, is left out).
+    ``BLTModel`` (C5): ``"encoder self"`` (the local encoder over cipher bytes,
     inside windows), ``"cross"`` (the local decoder's direct path to the source, ``memory_attn``) and
     ``"global encoder self"`` (the patch-level encoder).
     """
@@ -77,10 +78,11 @@ def attention_modules(model) -> dict[tuple[str, int], torch.nn.Module]:
         cores |= {("global encoder self", i): layer.self_attn.attention
                   for i, layer in enumerate(model.global_encoder.layers)}
         return cores
-    cores = {("encoder self", i): layer.self_attn.attention for i, layer in enumerate(model.encoder.layers)}
-    cores |= {("decoder self", i): layer.self_attn.attention for i, layer in enumerate(model.decoder.layers)}
-    cores |= {("cross", i): layer.cross_attn.attention for i, layer in enumerate(model.decoder.layers)}
-    return cores
+    cores = {("encoder self", i): layer.self_attn for i, layer in enumerate(model.encoder.layers)}
+    cores |= {("decoder self", i): layer.self_attn for i, layer in enumerate(model.decoder.layers)}
+    cores |= {("cross", i): layer.cross_attn for i, layer in enumerate(model.decoder.layers)}
+    # A student's own self-attention (train --part) keeps no weights to capture: it is left out.
+    return {key: module.attention for key, module in cores.items() if hasattr(module, "attention")}
 
 
 @contextlib.contextmanager
@@ -187,6 +189,8 @@ def attention_view(model, codec, chunks: Sequence, name: str = "") -> AttentionV
     maps = {key: [] for key in raw}
     for b, chunk in enumerate(chunks):
         for key, (q_cover, k_cover) in _covers(codec, batch, b, chunk, model).items():
+            if key not in raw:  # a student's own attention (train --part): no weights were kept
+                continue
             weights = raw[key][b, :, : q_cover.size(0), : k_cover.size(0)]  # (H, Tq, Tk) without padding
             maps[key].append(to_characters(weights, q_cover, k_cover))
     name = name or ("C5" if codec.kind == "blt" else "C1-C4")

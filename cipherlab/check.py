@@ -1728,6 +1728,7 @@ def decoding(obj) -> Report:
         ("cache", partial(_decoding_cache, model, head, tgt_in)),
         ("greedy", partial(_decoding_greedy, model, head, tgt_in)),
         ("batch rows", partial(_decoding_rows, model, head, tgt_in)),
+        *([] if blt else [("source padding", partial(_decoding_padding, model, src, tgt_in))]),
     ])
 
 
@@ -1884,6 +1885,18 @@ def _decoding_rows(model, head, tgt_in) -> tuple[bool, str]:
         return True, "each row decodes as it would alone: the cache keeps the batch rows apart"
     return False, (f"a row's cached logits change by up to {gap:.2g} with the other row of the batch: the state mixes "
                    "rows; keep the batch dimension first in every cached tensor")
+
+
+def _decoding_padding(model, src, tgt_in, extra: int = 3) -> tuple[bool, str]:
+    """PAD ids appended to every source line (a batch padded to a longer line) change no logit."""
+    pad = int(getattr(model, "src_pad_id", 0))
+    padded = torch.cat([src, torch.full((src.size(0), extra), pad)], dim=1)
+    gap = _gap(model(padded, tgt_in), model(src, tgt_in))
+    if gap <= DECODE_TOL:
+        return True, f"{extra} PAD ids (id {pad}) appended to each source line change no logit: padding is masked"
+    return False, (f"{extra} PAD ids (id {pad}) appended to each source line change the logits by up to {gap:.2g}: the "
+                   "encoder or the cross-attention reads PAD as if it were text; mask the PAD keys "
+                   "(padding_mask(src, pad_id)) in the encoder's self-attention and in the cross-attention")
 
 
 # --------------------------------------------------------------------------- the command line

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -35,11 +36,12 @@ from cipherlab.codec import Codec, build_model, codec_from_artifacts
 from cipherlab.config import Config, config_from_dict
 from cipherlab.device import pick_device
 from cipherlab.errors import first_line, require_file, why, writable_file
+from cipherlab.parts import parts_for_checkpoint, using
 
 __all__ = [
     "CHECKPOINT_FORMAT",
     "EXPORT_FORMAT",
-    "CheckpointError",
+    "CheckpointError", "parts_in_place",
     "check_data",
     "export_checkpoint",
     "load_checkpoint",
@@ -218,6 +220,25 @@ def load_trained(path: str | os.PathLike, device: torch.device | str | None = No
     exported by :func:`export_checkpoint` (``.safetensors``: tensors and JSON, no pickle at all).
     """
     return model_from_payload(read_payload(path), pick_device(device), path)
+
+
+@contextlib.contextmanager
+def parts_in_place(path: str | os.PathLike, values, *, load):
+    """Run the block with the ``--part`` classes (``values``, "PART=FILE.py:NAME"; ``load`` loads
+    one) that the checkpoint ``path`` was trained with.
+
+    With ``--part`` the checkpoint is read first, to load and try the classes with its configuration
+    and compare them with its record. Without, a checkpoint that needs parts fails to load inside the
+    block; only then is it read again, to say in one line which ``--part`` to pass.
+    """
+    parts = parts_for_checkpoint(read_payload(path), values, path, load=load) if values else {}
+    try:
+        with using(parts):
+            yield
+    except CheckpointError:
+        if not values:
+            parts_for_checkpoint(read_payload(path), values, path, load=load)  # PartError: parts missing
+        raise
 
 
 def read_payload(path: str | os.PathLike) -> dict:

@@ -30,7 +30,6 @@ change only when a command is given ``--results-dir results`` on purpose.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import shlex
 import subprocess
@@ -42,12 +41,11 @@ from cipherlab.cipher import check_bits
 from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, make_config, parse_field, recipe_caveats
 from cipherlab.decode import decrypt_lines
 from cipherlab.check import load_target
-from cipherlab.checkpoint import CheckpointError, export_checkpoint, load_trained, read_payload
+from cipherlab.checkpoint import export_checkpoint, load_trained, parts_in_place
 from cipherlab.errors import writable_file, writable_folder
 from cipherlab.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
                                 write_table)
-from cipherlab.parts import (PARTS, PartError, load_parts, parse_part, part_records, parts_for_checkpoint,
-                             unused_parts, using)
+from cipherlab.parts import PARTS, PartError, load_parts, parse_part, part_records, unused_parts, using
 from cipherlab.score import read_text_lines
 from cipherlab.train import TrainingDiverged, train_config
 
@@ -130,22 +128,9 @@ def _note_parts(parts: dict, config) -> None:
 # --------------------------------------------------------------------------- evaluate / decrypt
 
 
-@contextlib.contextmanager
 def _checkpoint_parts(path, values):
-    """Run the block with the ``--part`` classes the checkpoint ``path`` was trained with.
-
-    With ``--part`` the checkpoint is read first, to load and try the classes with its configuration
-    and compare them with its record. Without, a checkpoint that needs parts fails to load inside the
-    block; only then is it read again, to say in one line which ``--part`` to pass.
-    """
-    parts = parts_for_checkpoint(read_payload(path), values, path, load=load_target) if values else {}
-    try:
-        with using(parts):
-            yield
-    except CheckpointError:
-        if not values:
-            parts_for_checkpoint(read_payload(path), values, path, load=load_target)  # PartError: parts missing
-        raise
+    """The ``--part`` classes the checkpoint ``path`` was trained with, in place for the block."""
+    return parts_in_place(path, values, load=load_target)
 
 
 

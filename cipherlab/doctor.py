@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 
 from cipherlab.attention_maps import attention_view, band_mass, example_chunks
-from cipherlab.checkpoint import check_data, model_from_payload, read_payload
+from cipherlab.checkpoint import check_data, model_from_payload, parts_in_place, read_payload
 from cipherlab.cipher import KEY, encrypt
 from cipherlab.codec import select_lines
 from cipherlab.data import REPO_DATA_DIR, load_corpus, load_pairs
@@ -427,9 +427,12 @@ def _cmd_doctor(args) -> int:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
     if args.json:
         writable_file(args.json, "--json")  # before the work
-    result = diagnose_checkpoint(args.checkpoint, data_dir=args.data_dir, outside=args.outside, device=args.device,
-                                 lines=args.lines, n_random=args.random, seed=args.seed,
-                                 attention_chunks=args.attention_chunks)
+    from cipherlab.check import load_target  # a student's FILE.py:NAME for --part
+
+    with parts_in_place(args.checkpoint, args.part, load=load_target):
+        result = diagnose_checkpoint(args.checkpoint, data_dir=args.data_dir, outside=args.outside,
+                                     device=args.device, lines=args.lines, n_random=args.random, seed=args.seed,
+                                     attention_chunks=args.attention_chunks)
     print(report(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -460,4 +463,6 @@ def register_cli(subparsers) -> None:
     p.add_argument("--attention-chunks", type=int, default=DEFAULT_ATTENTION_CHUNKS,
                    help=f"test chunks for the cross-attention measurement (default {DEFAULT_ATTENTION_CHUNKS})")
     p.add_argument("--device", help="cpu, cuda, mps (default: cuda if present, then mps, then cpu)")
+    p.add_argument("--part", action="append", metavar="PART=FILE.py:NAME",
+                   help="the class of yours the checkpoint was trained with (as given to train --part); repeatable")
     p.set_defaults(func=_cmd_doctor)

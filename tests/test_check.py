@@ -448,6 +448,12 @@ def test_a_decoder_without_its_causal_mask_is_caught():
     assert "the teacher-forced logits at target position 0 change" in _failure(report, "causality")
 
 
+def test_a_model_that_reads_source_padding_is_caught():
+    report = check.decoding(lambda: broken.tiny(broken.UnmaskedPadding))
+    assert "reads PAD as if it were text" in _failure(report, "source padding")
+    assert [f.name for f in report.findings if not f.passed] == ["source padding"]
+
+
 def test_the_rope_cache_without_its_offset_is_caught():
     report = check.decoding(lambda: broken.tiny(broken.RopeCacheWithoutOffset))
     assert [f.name for f in report.findings if not f.passed] == ["cache"], str(report)

@@ -108,7 +108,7 @@ def test_train_config_builds_the_fused_model_on_cuda_and_the_scratch_one_on_cpu(
     monkeypatch.setattr(cipherlab.train, "build_model", build)
     with pytest.raises(_Built):
         cipherlab.train.train_config(make_config("c1", "smoke"), tmp_path, device=device)
-    assert asked == {"fused_attention": fused}
+    assert asked == {"fused_attention": fused, "parts": {}}  # cipherlab's own parts: no student's class
 
 
 def _kernels(model) -> set[bool]:

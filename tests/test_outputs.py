@@ -15,7 +15,8 @@ import nbformat
 import pytest
 
 from cipherlab.viva import REPO_ROOT, expected_notebook
-from cipherlab.viva.outputs import RANDOM_HEX_ID, WIDGET_STATE, WIDGET_VIEW, _stable_id, kernel_env, stabilise
+from cipherlab.viva.outputs import (RANDOM_HEX_ID, WIDGET_STATE, WIDGET_VIEW, _stable_id, coalesce_streams,
+                                    kernel_env, stabilise)
 
 NOTEBOOKS = sorted((REPO_ROOT / "book").glob("*.ipynb"))
 IGNORE_TAG = "nbval-ignore-output"
@@ -73,6 +74,9 @@ def test_stored_outputs_carry_nothing_of_the_machine_or_the_run(path):
     found = [p for p in MACHINE_PATHS if p in text]
     assert found == [], f"{path.name}: an output holds a path of this machine: {found}"
     assert [c.id for c in nb.cells if "execution" in c.metadata] == [], f"{path.name}: a cell stored its timing"
+    split = [c.id for c in _code_cells(nb) for a, b in zip(c.outputs, c.outputs[1:])
+             if a.output_type == b.output_type == "stream" and a.name == b.name]
+    assert split == [], f"{path.name}: cells {split} store one print split over several outputs"
     # Widget and HTML ids are those stabilise() derives from the notebook, so a re-run changes no byte
     widget_ids = list(nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {}))
     assert set(widget_ids) == {_stable_id(path.name, "widget", n) for n in range(len(widget_ids))}
@@ -119,6 +123,20 @@ def test_stabilise_replaces_random_ids_with_ones_derived_from_the_notebook():
     new_html = _stable_id("x.ipynb", "html", 0)
     assert cell.outputs[0].data["text/html"] == f'<div id="anim{new_html}"></div><b id="{new_html}">'
     assert "execution" not in cell.metadata
+
+
+def test_consecutive_prints_become_one_output_and_other_outputs_stay_between():
+    cell = nbformat.v4.new_code_cell("x")
+    out = [nbformat.v4.new_output("stream", name="stdout", text="a\n"),
+           nbformat.v4.new_output("stream", name="stdout", text=["b", "\n"]),
+           nbformat.v4.new_output("stream", name="stderr", text="warn\n"),
+           nbformat.v4.new_output("display_data", data={"text/plain": "fig"}),
+           nbformat.v4.new_output("stream", name="stdout", text="c\n")]
+    cell.outputs = out
+    coalesce_streams(cell)
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in cell.outputs] == [
+        ("stream", "stdout", "a\nb\n"), ("stream", "stderr", "warn\n"), ("display_data", None, None),
+        ("stream", "stdout", "c\n")]
 
 
 def test_chapters_run_on_one_thread_without_progress_bars():

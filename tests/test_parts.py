@@ -155,6 +155,18 @@ def test_training_with_a_part_records_it_and_decodes_only_with_it(trained, capsy
                                            f"attention={student}:MyAttention\n")
 
 
+def test_the_doctor_diagnoses_a_part_trained_model_given_its_part(trained, capsys):
+    root, student, _, _ = trained
+    checkpoint = str(root / "run" / "best.pt")
+    doctor = ["doctor", "--checkpoint", checkpoint, "--data-dir", str(root / "data"), "--lines", "2", "--random", "2",
+              "--attention-chunks", "1"]
+    capsys.readouterr()
+    assert main(doctor) == 1
+    assert _one_line_error(capsys).endswith(f"pass --part attention={student}:MyAttention\n")
+    assert main([*doctor, "--part", f"attention={student}:MyAttention"]) == 0
+    assert "cipherlab doctor" in capsys.readouterr().out
+
+
 def test_a_part_trained_model_refuses_another_file_and_a_resume_without_the_part(trained, capsys):
     root, student, _, _ = trained
     edited = root / "edited.py"

@@ -64,8 +64,27 @@ def _stable_html_ids(nb, name: str) -> None:
                 data["text/html"] = RANDOM_HEX_ID.sub(stable, html)
 
 
+def coalesce_streams(cell) -> None:
+    """Join consecutive stdout (or stderr) outputs into one: how the kernel split a cell's printing
+    into messages varies from run to run, the text does not."""
+    merged = []
+    for out in cell.get("outputs", []):
+        if merged and out.get("output_type") == "stream" and merged[-1].get("output_type") == "stream" \
+                and merged[-1].get("name") == out.get("name"):
+            merged[-1]["text"] = _text(merged[-1]["text"]) + _text(out["text"])
+        else:
+            merged.append(out)
+    if "outputs" in cell:
+        cell["outputs"] = merged
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
 def stabilise(nb, name: str):
-    """Make an executed notebook the same on every run: stable widget and HTML ids, no timings."""
+    """Make an executed notebook the same on every run: stable widget and HTML ids, one output per
+    run of printing, no timings."""
     ids = _widget_ids(nb)
     mapping = {old: _stable_id(name, "widget", n) for n, old in enumerate(ids)}
     if mapping:
@@ -75,6 +94,7 @@ def stabilise(nb, name: str):
         nb.metadata["widgets"] = json.loads(text)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+        coalesce_streams(cell)
         for out in cell.get("outputs", []):
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view and view.get("model_id") in mapping:
