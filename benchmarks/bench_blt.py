@@ -36,12 +36,13 @@ import torch
 import torch.nn.functional as F
 
 from cipherlab.cipher import bits_to_bytes
+from cipherlab.codec import collate_bytes
+from cipherlab.config import Config
 from cipherlab.data import CHUNK_CHARS, SubwordChunkDataset, collate, load_corpus, make_chunks
 from cipherlab.models.attention import ScaledDotProductAttention
-from cipherlab.models.blt import (DEFAULT_MAX_PATCH, DEFAULT_PATCH_TGT, DEFAULT_PERCENTILE, BLTModel,
-                                  ByteEntropyModel, collate_bytes)
+from cipherlab.models.blt import BLTModel, ByteEntropyModel
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID
+from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
 from cipherlab.tokenizers.cipher_task import get_tokenizers
 
 RESULTS = Path(__file__).parent / "results" / "blt.json"
@@ -143,7 +144,8 @@ def build(args, which, corpus, chunks):
         pairs = [(bits_to_bytes(c.cipher), [BOS_ID, *c.plain.encode("latin-1"), EOS_ID]) for c in batch_chunks]
         batch = collate_bytes(pairs, entropy, entropy.threshold_at(args.percentile), max_patch=args.max_patch,
                               patch_tgt=args.patch_tgt)
-        model = BLTModel(**SIZES, window=args.window, patch_tgt=args.patch_tgt)
+        model = BLTModel(**SIZES, window=args.window, patch_tgt=args.patch_tgt, local_layers=Config.blt_local_layers,
+                         source_memory=Config.blt_source_memory, **SPECIAL_IDS)
         pad = PAD_ID
 
         def forward():
@@ -241,9 +243,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=16, help="full-length training chunks per step")
     parser.add_argument("--window", type=int, default=128, help="BLT local attention window")
-    parser.add_argument("--patch-tgt", type=int, default=DEFAULT_PATCH_TGT)
-    parser.add_argument("--max-patch", type=int, default=DEFAULT_MAX_PATCH)
-    parser.add_argument("--percentile", type=float, default=DEFAULT_PERCENTILE)
+    parser.add_argument("--patch-tgt", type=int, default=Config.blt_patch_tgt)
+    parser.add_argument("--max-patch", type=int, default=Config.blt_max_patch)
+    parser.add_argument("--percentile", type=float, default=Config.blt_entropy_percentile)
     parser.add_argument("--src-vocab", type=int, default=1024)
     parser.add_argument("--tgt-vocab", type=int, default=8000)
     parser.add_argument("--bpe-sample", type=int, default=1000, help="chunks sampled for BPE lengths")

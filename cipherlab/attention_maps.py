@@ -29,9 +29,13 @@ from pathlib import Path
 
 import torch
 
-from cipherlab.cipher import KEY
+from cipherlab.cipher import PERIOD  # the cipher's key length: characters 8 apart share a key byte
 from cipherlab.config import Config
 from cipherlab.codec import teacher_forcing_logits
+from cipherlab.models.attention import ScaledDotProductAttention
+from cipherlab.results.plots import figure
+from cipherlab.results.records import results_dir
+from cipherlab.tables import markdown_table
 
 __all__ = [
     "PERIOD",
@@ -56,8 +60,6 @@ __all__ = [
     "uniform_same_phase_share",
 ]
 
-PERIOD = len(KEY)  # the cipher's key length: characters 8 apart share a key byte
-
 
 # --------------------------------------------------------------------------- capturing the weights
 
@@ -70,19 +72,12 @@ def attention_modules(model) -> dict[tuple[str, int], torch.nn.Module]:
     ``BLTModel`` (C5): ``"encoder self"`` (the local encoder over cipher bytes,
     inside windows), ``"cross"`` (the local decoder's direct path to the source, ``memory_attn``) and
     ``"global encoder self"`` (the patch-level encoder).
+    Both families name their attention modules by role (``model.attention_modules()``); each
+    cipherlab attention keeps its softmax in a ScaledDotProductAttention, ``.attention``.
     """
-    if hasattr(model, "local_encoder"):  # the BLT
-        cores = {("encoder self", i): layer.self_attn.attn.attention
-                 for i, layer in enumerate(model.local_encoder.layers)}
-        cores |= {("cross", i): layer.memory_attn.attention for i, layer in enumerate(model.local_decoder.layers)}
-        cores |= {("global encoder self", i): layer.self_attn.attention
-                  for i, layer in enumerate(model.global_encoder.layers)}
-        return cores
-    cores = {("encoder self", i): layer.self_attn for i, layer in enumerate(model.encoder.layers)}
-    cores |= {("decoder self", i): layer.self_attn for i, layer in enumerate(model.decoder.layers)}
-    cores |= {("cross", i): layer.cross_attn for i, layer in enumerate(model.decoder.layers)}
     # A student's own self-attention (train --part) keeps no weights to capture: it is left out.
-    return {key: module.attention for key, module in cores.items() if hasattr(module, "attention")}
+    return {key: module.attention for key, module in model.attention_modules().items()
+            if isinstance(getattr(module, "attention", None), ScaledDotProductAttention)}
 
 
 @contextlib.contextmanager
@@ -184,7 +179,7 @@ def attention_view(model, codec, chunks: Sequence, name: str = "") -> AttentionV
     batch = codec.collate([data[i] for i in range(len(data))])
     raw = {key: w for key, w in capture_attention(model, batch).items() if key[0] != "decoder self"}
     if codec.kind == "blt":  # the local encoder attends inside windows: put them back on the diagonal
-        window = model.local_encoder.layers[0].self_attn.window
+        window = model.window
         raw |= {key: _unwindow(w, batch["src"].size(1), window) for key, w in raw.items() if key[0] == "encoder self"}
     maps = {key: [] for key in raw}
     for b, chunk in enumerate(chunks):
@@ -212,20 +207,18 @@ def _covers(codec, batch: dict, b: int, chunk, model) -> dict:
         # characters per token; an unknown character is one <unk> token, whose text is not the character's
         unk = [i == codec.tgt.unk_id for i in codec.tgt.encode(chunk.plain)]
         tgt = coverage([1 if u else len(t) for t, u in zip(tgt_tokens, unk)], 1)
-        n_enc, n_dec = len(model.encoder.layers), len(model.decoder.layers)
         # cross-attention row i predicts token i + 1 of [BOS, t1, ..., tn, EOS]: rows 0..n-1 hold t1..tn
-        return ({("encoder self", i): (src, src) for i in range(n_enc)}
-                | {("cross", i): (tgt, src) for i in range(n_dec)})
+        covers = {"encoder self": (src, src), "cross": (tgt, src)}
+        return {key: covers[key[0]] for key in model.attention_modules() if key[0] in covers}
     n = len(chunk.plain)
     member = batch["src_member"][b, :, :n].float()  # (Ks, n): which bytes each source patch holds
     member = member[: int((member.sum(1) > 0).sum())]  # drop the padding patches at the end
     byte = torch.eye(n)
     # the local decoder's direct path reads the source byte states, or (the course notes' design) the patches
-    source = byte if getattr(model, "source_memory", "patches") == "bytes" else member
-    return ({("encoder self", i): (byte, byte) for i in range(len(model.local_encoder.layers))}
-            # row i of the local decoder reads [BOS] + plain[:i] and predicts plain[i]
-            | {("cross", i): (byte, source) for i in range(len(model.local_decoder.layers))}
-            | {("global encoder self", i): (member, member) for i in range(len(model.global_encoder.layers))})
+    source = byte if model.source_memory == "bytes" else member
+    # row i of the local decoder reads [BOS] + plain[:i] and predicts plain[i]
+    covers = {"encoder self": (byte, byte), "cross": (byte, source), "global encoder self": (member, member)}
+    return {key: covers[key[0]] for key in model.attention_modules() if key[0] in covers}
 
 
 def _unwindow(weights: torch.Tensor, L: int, window: int) -> torch.Tensor:
@@ -301,8 +294,6 @@ def attention_summary(views: dict[str, AttentionView]) -> list[dict]:
 
 def attention_table(summary: list[dict]) -> str:
     """:func:`attention_summary` as a Markdown table."""
-    from cipherlab.results import markdown_table
-
     rows = [[r["model"], r["kind"], r["layer"], f"{r['diagonal']:.2f} (head {r['diagonal_head']})", f"{r['near']:.2f}",
              f"{r['phase']:.2f} (head {r['phase_head']})"] for r in summary]
     return markdown_table(["model", "attention", "layer", "diagonal, best head", "±1 character",
@@ -314,8 +305,6 @@ def attention_table(summary: list[dict]) -> str:
 
 def committed_checkpoint(config: str) -> Path:
     """The course notes' recipe's committed model of a configuration (the C2 and C5 the chapters explore): ``results/notes/checkpoints/<config>.safetensors``; the default recipe's five are ``results/checkpoints/``."""
-    from cipherlab.results import results_dir
-
     return results_dir() / "notes" / "checkpoints" / f"{config}.safetensors"
 
 
@@ -348,16 +337,6 @@ def example_chunks(config: Config, n: int = 4, split: str = "test", corpus=None)
 # --------------------------------------------------------------------------- plots
 
 
-def _figure(ncols: int, width: float, height: float, nrows: int = 1):
-    """A figure and its flattened axes, already closed in pyplot (shown once, by whoever displays it)."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(nrows, ncols, squeeze=False, figsize=(width * ncols, height * nrows),
-                             layout="constrained")
-    plt.close(fig)
-    return fig, axes.flatten()
-
-
 def _grid(ax, L: int, period: int | None) -> None:
     """A white line every ``period`` positions (the key's period), none when ``period`` is None."""
     for edge in range(period or L, L, period or L):
@@ -378,7 +357,7 @@ def plot_heads(weights: torch.Tensor, title: str, example: int = 0, *, period: i
     H = shown.size(0)
     ncols = min(ncols or H, H)
     nrows = -(-H // ncols)
-    fig, axes = _figure(ncols, width=3.0, height=3.2, nrows=nrows)  # chapter 2's panel size
+    fig, axes = figure(ncols, width=3.0, height=3.2, nrows=nrows)  # chapter 2's panel size
     top = float(shown.max()) if vmax is None else vmax
     for ax in axes[H:]:
         ax.set_visible(False)
@@ -397,7 +376,7 @@ def plot_heads(weights: torch.Tensor, title: str, example: int = 0, *, period: i
 def plot_head(view: AttentionView, kind: str, layer: int, head: int, example: int = 0):
     """One head of an :class:`AttentionView` on one chunk, large, with the chunk's text along the query axis."""
     weights = view.maps[(kind, layer)][example, head]  # (L, L)
-    fig, axes = _figure(1, width=4.6, height=4.4)
+    fig, axes = figure(1, width=4.6, height=4.4)
     ax = axes[0]
     ax.imshow(weights.numpy(), cmap="viridis", vmin=0, vmax=float(weights.max()))
     _grid(ax, weights.size(-1), PERIOD)
@@ -412,7 +391,7 @@ def plot_head(view: AttentionView, kind: str, layer: int, head: int, example: in
 def plot_offsets(view: AttentionView, kind: str, layer: int):
     """Mean attention weight by offset (key minus query character) for every head of one module."""
     values, profile = offset_profile(view.maps[(kind, layer)].mean(0))  # (H, 2L - 1)
-    fig, axes = _figure(1, width=7.5, height=3.0)
+    fig, axes = figure(1, width=7.5, height=3.0)
     ax = axes[0]
     for h in range(profile.size(0)):
         ax.plot(values.numpy(), profile[h].numpy(), lw=1, label=f"head {h}")

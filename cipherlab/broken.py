@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cipherlab.cipher import KEY
+from cipherlab.cipher import KEY, PERIOD
 from cipherlab.data import Chunk
 from cipherlab.decode import greedy_decode
 from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention, padding_mask
@@ -43,13 +43,13 @@ from cipherlab.models.blt import BLTModel, PatchPooling
 from cipherlab.models.blt_patching import patch_membership
 from cipherlab.models.positional import RotaryPositionalEmbedding, SinusoidalPositionalEncoding
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
+from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, VOCAB_SIZE
 
 # Tiny byte-level models: source = cipher bytes 0..255, target = plaintext bytes, PAD/BOS/EOS 256-258.
 TINY = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, max_len=128,
             src_pad_id=PAD_ID, tgt_pad_id=PAD_ID)
 TINY_BLT = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, window=8,
-                patch_tgt=4, max_len=128)
+                patch_tgt=4, max_len=128, local_layers=1, source_memory="bytes", **SPECIAL_IDS)
 
 
 def tiny(cls=Seq2SeqTransformer, seed: int = 0, **overrides) -> Seq2SeqTransformer:
@@ -63,7 +63,7 @@ def cipher_batch(n: int, length: int, seed: int = 0):
     src (n, length) cipher bytes, tgt (n, length + 2) = [BOS] + plain bytes + [EOS]."""
     gen = torch.Generator().manual_seed(seed)
     plain = torch.randint(ord("a"), ord("z") + 1, (n, length), generator=gen)
-    key = torch.tensor([KEY[i % len(KEY)] for i in range(length)])
+    key = torch.tensor([KEY[i % PERIOD] for i in range(length)])
     bos, eos = torch.full((n, 1), BOS_ID), torch.full((n, 1), EOS_ID)
     return plain ^ key, torch.cat([bos, plain, eos], dim=1)
 
@@ -338,13 +338,10 @@ def own_patch_mask(Lt: int, K: int, patch: int, device=None) -> torch.Tensor:
 
 
 class OwnPatchBLT(BLTModel):
-    """BROKEN: BLTModel.decode with ``own_patch_mask`` in place of ``patch_causal_mask``."""
+    """BROKEN: BLTModel with ``own_patch_mask`` in place of ``patch_causal_mask`` (its ``patch_mask``)."""
 
-    def decode(self, tgt_in, memory, memory_mask, tgt_member=None, source=None):
-        h, g = self.global_states(tgt_in, memory, memory_mask, tgt_member)
-        g_mask = own_patch_mask(tgt_in.size(1), g.size(1), self.patch_tgt, tgt_in.device)
-        read, read_mask = source if self.source_memory == "bytes" else (memory, memory_mask)
-        return self.local_decoder(h, tgt_in == PAD_ID, g, g_mask, read, read_mask)
+    def patch_mask(self, Lt, K, device=None):
+        return own_patch_mask(Lt, K, self.patch_tgt, device)
 
 
 def tiny_blt(cls=BLTModel, seed: int = 0, **overrides) -> BLTModel:

@@ -46,14 +46,12 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from unittest import mock
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-import cipherlab.models.blt as blt_module
 from cipherlab.errors import require_file, why
 from cipherlab.models.attention import (KVCache, MultiHeadAttention, ScaledDotProductAttention, causal_mask,
                                         padding_mask)
@@ -62,7 +60,7 @@ from cipherlab.models.norm import NORMS
 from cipherlab.models.positional import (RotaryPositionalEmbedding, SinusoidalPositionalEncoding,
                                          inverse_frequencies, rotate_half)
 from cipherlab.tokenizers.bpe import BPETokenizer
-from cipherlab.tokenizers.bytes import BOS_ID, VOCAB_SIZE
+from cipherlab.tokenizers.bytes import BOS_ID, SPECIAL_IDS, VOCAB_SIZE
 from cipherlab.tokenizers.pretokenize import split_plaintext
 
 FLOAT32_TOL = 1e-5  # atol and rtol against the reference in float32
@@ -1670,11 +1668,12 @@ def _mask_in_model(fn) -> tuple[bool, str]:
     with torch.random.fork_rng():
         torch.manual_seed(0)
         model = BLTModel(**{**BLT_SIZES, "patch_tgt": 3}).eval()
+    # fn in place of patch_causal_mask: BLTModel.decode reads its mask from model.patch_mask
+    model.patch_mask = lambda lt, k, device=None: torch.as_tensor(fn(lt, k, model.patch_tgt))
     src, member, tgt_in = _decoding_batch(1, 13, blt=True)
 
     def logits(tgt):
-        with mock.patch.object(blt_module, "patch_causal_mask", lambda lt, k, p, device=None: fn(lt, k, p)):
-            return model(src, member, tgt)
+        return model(src, member, tgt)
 
     base = logits(tgt_in)
     leaks = []
@@ -1691,7 +1690,8 @@ def _mask_in_model(fn) -> tuple[bool, str]:
 # --------------------------------------------------------------------------- a whole model's incremental decoding
 
 DECODING_SIZES = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)
-BLT_SIZES = {**DECODING_SIZES, "window": 8, "patch_tgt": 4, "max_len": 128}
+BLT_SIZES = {**DECODING_SIZES, "local_layers": 1, "window": 8, "patch_tgt": 4, "source_memory": "bytes",
+             "max_len": 128, **SPECIAL_IDS}
 DECODING_INTERFACE = (f"a model class built as cls({VOCAB_SIZE}, {VOCAB_SIZE}, d_model=32, n_heads=4, enc_layers=1, "
                       "dec_layers=1, ffn_dim=64, dropout=0.0), or a function with no arguments returning a model, with "
                       "model(src, tgt_in) -> logits (B, Lt, V), model.begin_decoding(src) -> state and "

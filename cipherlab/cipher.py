@@ -20,6 +20,9 @@ from collections.abc import Sequence
 KEY = b"ANLP2026"
 """The assignment's key. Its length (8) is the period of the cipher."""
 
+PERIOD = len(KEY)
+"""The cipher's period, 8: characters ``PERIOD`` apart share a key byte."""
+
 BITS_PER_CHAR = 8
 
 # _BITS[phase][code] is the 8-character cipher of a character with that code at that key phase.
@@ -55,10 +58,7 @@ def encrypt(text: str) -> str:
                     f"character {ch!r} (code {ord(ch)}) at position {i} does not fit in one byte; "
                     "the cipher only covers codes 0-255"
                 )
-    return "".join(_BITS[i % len(KEY)][ord(ch)] for i, ch in enumerate(text))
-
-
-text_to_bits = encrypt
+    return "".join(_BITS[i % PERIOD][ord(ch)] for i, ch in enumerate(text))
 
 
 def bits_to_bytes(bits: str) -> list[int]:
@@ -95,12 +95,12 @@ def check_bits(bits: str, *, path: str | None = None, line: int | None = None) -
 
 def decrypt(bits: str) -> str:
     """Invert :func:`encrypt`: XOR each 8-bit group with the key byte of its position."""
-    return "".join(chr(v ^ KEY[i % len(KEY)]) for i, v in enumerate(bits_to_bytes(bits)))
+    return "".join(chr(v ^ KEY[i % PERIOD]) for i, v in enumerate(bits_to_bytes(bits)))
 
 
 def key_phase(position: int) -> int:
     """The index into KEY used at character ``position`` of a line."""
-    return position % len(KEY)
+    return position % PERIOD
 
 
 def verify_dataset(

@@ -1,4 +1,4 @@
-"""The commands ``train``, ``evaluate``, ``decrypt`` and ``ablate`` of ``python -m cipherlab``.
+"""The commands ``train``, ``evaluate``, ``decrypt``, ``export`` and ``ablate`` of ``python -m cipherlab``.
 
 Chapter 8 runs them. ``cipherlab/__main__.py`` builds the parser and calls
 :func:`register_cli`; every command returns an exit code. A user error (unknown configuration
@@ -14,6 +14,7 @@ length says (length-aware greedy); ``--free`` lets the model decide where a line
     python -m cipherlab train --config c2 --preset cpu --resume # continue from runs/cpu/c2/last.pt
     python -m cipherlab evaluate --checkpoint runs/cpu/c2/best.pt
     python -m cipherlab decrypt --checkpoint runs/cpu/c2/best.pt 0000100100100111
+    python -m cipherlab export --checkpoint runs/cpu/c2/best.pt --out c2.safetensors
     python -m cipherlab ablate --preset smoke                   # all five, then runs/smoke/table.md
 
 ``--part PART=FILE.py:NAME`` (train, evaluate, decrypt, ablate; repeatable) puts a class of the
@@ -341,7 +342,8 @@ def register_cli(subparsers) -> None:
     p = subparsers.add_parser(
         "train",
         help="train one configuration, then score it on the test lines",
-        description="Train one configuration (early stopping on validation loss), evaluate best.pt on "
+        description="Train one configuration (early stopping on the recipe's validation signal: loss or "
+        "token accuracy), evaluate best.pt on "
         "the whole test lines and write <results-dir>/<preset>/<config>.json and the preset's table "
         "(by default under runs/, so the committed results/ stay as they are). "
         + _THREADS_NOTE,

@@ -11,7 +11,8 @@ Each gives datasets and batches for training, source ids and target text for dec
 what a checkpoint must carry to do the same later (``artifacts``) and to recognise itself
 (``identity``). :func:`build_model` builds any of the five models from a ``Config``, C1-C4 with a
 student's own classes in place of cipherlab's if asked (``parts``, :mod:`cipherlab.parts`);
-:func:`select_lines` is the part of the corpus a ``Config`` learns from; and
+:func:`select_lines` is the part of the corpus a ``Config`` learns from; :func:`collate_source`
+and :func:`collate_bytes` make C5's padded byte batches with their entropy patches; and
 :func:`teacher_forcing_logits` is how every model is called on a batch.
 
 In the flow of the package this module comes after the data and the tokenizers and before
@@ -22,27 +23,28 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 import torch
 from torch import nn
 
-from cipherlab.cipher import bits_to_bytes
+from cipherlab.cipher import PERIOD, bits_to_bytes
 from cipherlab.config import Config
 from cipherlab.data import ByteChunkDataset, SubwordChunkDataset, collate
 from cipherlab.models import ScaledDotProductAttention, Seq2SeqTransformer
-from cipherlab.models.blt import BLTModel, ByteEntropyModel, collate_bytes, collate_source
+from cipherlab.models.blt import BLTModel, ByteEntropyModel, fixed_patch_membership, patch_membership
+from cipherlab.models.blt_patching import as_byte_array
 from cipherlab.parts import check_names, part_keywords, resolve
 from cipherlab.tokenizers import BPETokenizer, get_tokenizers
-from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer
+from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, ByteTokenizer
 
 __all__ = [
     "ByteCodec",
     "Codec",
     "SubwordCodec",
     "build_model",
+    "collate_bytes",
+    "collate_source",
     "codec_from_artifacts",
     "fit_codec",
     "select_lines",
@@ -59,6 +61,7 @@ class SubwordCodec:
     """
 
     kind = "bpe"
+    source_keys = ("src",)  # the batch tensors the model reads of the source (model_source)
     # Rebuilt from a checkpoint: the records of the parts its model was trained with (cipherlab.parts);
     # None for a codec fitted afresh.
     trained_parts: tuple[dict, ...] | None = None
@@ -92,7 +95,7 @@ class SubwordCodec:
                 text = tokenizer.decode([i])
                 codes.append(ord(text) if len(text) == 1 and ord(text) < 256 else None)
             else:  # source tokens are strings of bits
-                token = tokenizer._id_to_token[i]
+                token = tokenizer.token(i)
                 codes.append(int(token, 2) if tokenizer.unit == "byte8" and len(token) == 8 else None)
         return codes
 
@@ -104,6 +107,10 @@ class SubwordCodec:
 
     def encode_source(self, bits: str) -> list[int]:
         return [*self.src.encode(bits), *([self.src.eos_id] if self.source_eos else [])]
+
+    def model_source(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """What the model reads of the source, by name: ``model.begin_decoding(**model_source(batch))``."""
+        return {key: batch[key] for key in self.source_keys}
 
     def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
         return {"src": collate([(s, []) for s in sources], self.src_pad_id, self.tgt_pad_id)["src"]}
@@ -138,6 +145,7 @@ class ByteCodec:
     """
 
     kind = "blt"
+    source_keys = ("src", "src_member")  # the cipher bytes and their entropy patches (model_source)
     trained_parts: tuple[dict, ...] | None = None  # as SubwordCodec's
 
     def __init__(self, entropy_model, threshold: float, config: Config):
@@ -168,6 +176,8 @@ class ByteCodec:
 
     def encode_source(self, bits: str) -> list[int]:
         return self.bytes.encode_cipher(bits)
+
+    model_source = SubwordCodec.model_source
 
     def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
         src, src_member = collate_source(sources, self.entropy_model, self.threshold, self.max_patch, self.source_eos)
@@ -231,17 +241,11 @@ def _sha256(text: str) -> str:
 
 
 def _tokenizer_text(tokenizer) -> str:
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "tokenizer.json"
-        tokenizer.save(path)
-        return path.read_text(encoding="utf-8")
+    return tokenizer.to_text()
 
 
 def _tokenizer_from_text(text: str):
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "tokenizer.json"
-        path.write_text(text, encoding="utf-8")
-        return BPETokenizer.load(path)
+    return BPETokenizer.from_text(text, "checkpoint tokenizer")
 
 
 def build_model(
@@ -279,8 +283,10 @@ def build_model(
             window=config.blt_window,
             patch_tgt=config.blt_patch_tgt,
             source_memory=config.blt_source_memory,
+            **SPECIAL_IDS,
             bit_embeddings=config.bit_embeddings,
             phase_embedding=config.phase_embedding,
+            key_period=PERIOD,
         )
         for module in model.modules():  # BLTModel takes no fused_attention argument: set each kernel
             if isinstance(module, ScaledDotProductAttention):
@@ -310,9 +316,64 @@ def build_model(
         src_codes=codes[0],
         tgt_codes=codes[1],
         phase_embedding=config.phase_embedding,
+        key_period=PERIOD,
         fused_attention=fused_attention,
         **part_keywords(parts),
     )
+
+
+def collate_source(
+    sources: Sequence,
+    entropy_model: ByteEntropyModel,
+    threshold: float,
+    max_patch: int = Config.blt_max_patch,
+    source_eos: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """C5's sources -> (src (B, Ls) long, PAD-padded; src_member (B, Ks, Ls) bool).
+
+    Each source is either a cipher bit string ('0'/'1', grouped 8 bits -> one byte;
+    a length that is not a multiple of 8 raises ``cipher.DatasetError``, a ValueError)
+    or its byte values.  Ls is at least 1, so a batch of empty lines still has a shape.
+    ``source_eos`` (``Config.source_eos``) ends every source with EOS_ID in a patch of its own,
+    after the entropy patches of its bytes.
+    """
+    arrays = [as_byte_array(bits_to_bytes(s) if isinstance(s, str) else s, f"source {b}")
+              for b, s in enumerate(sources)]
+    starts = [entropy_model.patch_boundaries(a, threshold, max_patch) for a in arrays]
+    rows = [a.tolist() for a in arrays]
+    if source_eos:
+        starts = [[*(st if a.size else []), a.size] for st, a in zip(starts, arrays)]
+        rows = [[*row, EOS_ID] for row in rows]
+    padded = collate([(row, []) for row in rows], PAD_ID, PAD_ID)["src"]
+    if padded.size(1) == 0:
+        padded = torch.full((len(arrays), 1), PAD_ID, dtype=torch.long)
+    return padded, patch_membership(starts, [len(row) for row in rows], padded.size(1))
+
+
+def collate_bytes(
+    batch: Sequence[tuple[Sequence[int], Sequence[int]]],
+    entropy_model: ByteEntropyModel,
+    threshold: float,
+    *,
+    max_patch: int = Config.blt_max_patch,
+    patch_tgt: int = Config.blt_patch_tgt,
+    source_eos: bool = False,
+) -> dict[str, torch.Tensor]:
+    """Batch ``(cipher, [BOS] + plain bytes + [EOS])`` pairs for C5 (cipher as in :func:`collate_source`).
+
+    Returns a dict of
+      src        (B, Ls)      long, cipher bytes, PAD_ID after the end
+      src_member (B, Ks, Ls)  bool, entropy patches of the source
+      tgt        (B, Lt)      long, [BOS] + plain + [EOS], PAD_ID after the end
+      tgt_member (B, (Lt-1) // patch_tgt, Lt-1) bool, the complete fixed patches of
+                              the decoder input ``tgt[:, :-1]`` (what ``BLTModel``
+                              computes itself when it is not given one)
+    Teacher forcing: ``model(src, src_member, tgt[:, :-1])`` predicts ``tgt[:, 1:]``.
+    """
+    src, src_member = collate_source([s for s, _ in batch], entropy_model, threshold, max_patch, source_eos)
+    tgt = collate([([], t) for _, t in batch], PAD_ID, PAD_ID)["tgt"]
+    tgt_member = fixed_patch_membership(tgt[:, :-1] != PAD_ID, patch_tgt)
+    return {"src": src, "src_member": src_member, "tgt": tgt, "tgt_member": tgt_member}
 
 
 def select_lines(corpus, config: Config):

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from .cipher import KEY, DatasetError, bits_to_bytes, encrypt, verify_dataset
+from .cipher import PERIOD, DatasetError, bits_to_bytes, encrypt, verify_dataset
 from .errors import strip_bom, writable_file, writable_folder
 
 PLAIN_FILE = "brown_plain.txt"
@@ -50,7 +50,7 @@ training learns from the train lines, validation picks best.pt and stops early, 
 lines are what `evaluate` scores; whether so few lines teach anything is the user's experiment."""
 _SPLIT_ROLES = {"train": "training", "val": "validation", "test": "test"}
 CHUNK_CHARS = 256
-"""Characters per training chunk. A multiple of len(KEY) = 8, so every chunk starts at key phase 0."""
+"""Characters per training chunk. A multiple of PERIOD = 8, so every chunk starts at key phase 0."""
 
 DATA_DIR_ENV = "CIPHERLAB_DATA_DIR"
 REPO_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -306,15 +306,15 @@ def make_chunks(
     """Cut the selected lines into chunks of ``chunk_chars`` characters (8x as many bits).
 
     Character slice [s, s + n) pairs with bit slice [8s, 8(s + n)). Because chunk_chars is a
-    multiple of len(KEY), chunk k starts at key phase (k * chunk_chars) % 8 == 0, so the
+    multiple of PERIOD, chunk k starts at key phase (k * chunk_chars) % 8 == 0, so the
     character-position -> XOR-mask map is the same in every chunk. An empty line gives one empty
     chunk, so re-assembly returns every line. ``plain=None`` cuts the cipher alone (for
     decryption: every 8 bits are one character to find), leaving each chunk's plaintext "".
     """
-    if chunk_chars <= 0 or chunk_chars % len(KEY):
+    if chunk_chars <= 0 or chunk_chars % PERIOD:
         raise ValueError(
-            f"chunk_chars={chunk_chars} must be a positive multiple of len(KEY)={len(KEY)}: chunk k "
-            f"starts at key phase (k * chunk_chars) % {len(KEY)}, and only a multiple of {len(KEY)} "
+            f"chunk_chars={chunk_chars} must be a positive multiple of len(KEY)={PERIOD}: chunk k "
+            f"starts at key phase (k * chunk_chars) % {PERIOD}, and only a multiple of {PERIOD} "
             "keeps every chunk at phase 0"
         )
     chunks = []
@@ -340,8 +340,8 @@ def phase_shuffle(chunk: Chunk, rng: random.Random) -> Chunk:
     """
     n = len(chunk.plain)
     order = list(range(n))
-    for phase in range(len(KEY)):
-        slots = list(range(phase, n, len(KEY)))
+    for phase in range(PERIOD):
+        slots = list(range(phase, n, PERIOD))
         moved = slots[:]
         rng.shuffle(moved)
         for slot, source in zip(slots, moved):
@@ -573,34 +573,31 @@ def _write_lines(out: Path, lines: list[str]) -> None:
     _atomic_write(out, "".join(line + "\n" for line in lines))
 
 
+def _build_lines(args, build, note: str = "") -> int:
+    """Write the lines ``build()`` makes to ``--out`` (checked before the work) and say how many."""
+    out = writable_file(args.out, "--out")
+    lines = build()
+    _write_lines(out, lines)
+    print(f"wrote {len(lines)} lines to {out}{note}")
+    return 0
+
+
 def _cmd_build_brown(args) -> int:
     from .brown import build_brown
 
-    out = writable_file(args.out, "--out")  # checked before the work
-    lines = build_brown(Path(args.source))
-    _write_lines(out, lines)
-    print(f"wrote {len(lines)} lines to {out}")
-    return 0
+    return _build_lines(args, lambda: build_brown(Path(args.source)))
 
 
 def _cmd_build_docstrings(args) -> int:
     from .docstrings import build_docstrings
 
-    out = writable_file(args.out, "--out")
-    lines = build_docstrings()
-    _write_lines(out, lines)
-    print(f"wrote {len(lines)} lines to {out} (Python {sys.version.split()[0]})")
-    return 0
+    return _build_lines(args, build_docstrings, f" (Python {sys.version.split()[0]})")
 
 
 def _cmd_build_letters(args) -> int:
     from .letters import build_letters
 
-    out = writable_file(args.out, "--out")
-    lines = build_letters(read_lines(Path(args.source)))
-    _write_lines(out, lines)
-    print(f"wrote {len(lines)} lines to {out}")
-    return 0
+    return _build_lines(args, lambda: build_letters(read_lines(Path(args.source))))
 
 
 def _cmd_cipher(args) -> int:

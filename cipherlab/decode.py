@@ -2,12 +2,15 @@
 
 Decoding is autoregressive: start from BOS, ask the model for the next token, append the most
 likely one, repeat until EOS. Every loop here drives both model families through one incremental
-interface: ``model.begin_decoding(...)`` runs the encoder once and returns a
+interface: ``model.begin_decoding(src, **source)`` runs the encoder once and returns a
 :class:`~cipherlab.models.transformer.DecodingState`; ``model.decode_step(state, tokens)`` feeds
 one token per row and returns the next-token logits, reading and extending the state's cache
 (C1-C4: the decoder's keys and values; C5: the local decoder's window, the global slots and the
-global decoder's keys and values). ``use_cache=False`` instead recomputes the decoder over the
-whole prefix at every step, the reference the caches are tested against.
+global decoder's keys and values). ``use_cache=False`` instead runs ``model.decode_prefix`` over
+the whole prefix at every step, the reference the caches are tested against. ``source`` is
+whatever else the model reads of the source besides ``src``, as the codec's batch names it
+(:meth:`cipherlab.codec.Codec.model_source`; C5's ``src_member``, nothing for C1-C4): no loop
+here knows which family it drives.
 
 - :func:`greedy_decode`: batched greedy decoding; with a ``step_hook`` such as
   :class:`LengthConstraint`, length-aware greedy decoding.
@@ -50,24 +53,23 @@ __all__ = [
 class Recomputed:
     """The decoding state without a cache: the encoder's outputs and the prefix fed so far.
 
-    Each step runs the model's ``decode`` over the whole prefix and keeps the last position's
+    Each step runs the model's ``decode_prefix`` over the whole prefix and keeps the last position's
     logits: the slow, obviously correct reference for the cached ``decode_step`` of both families.
     """
 
-    encoded: tuple  # what model.decode needs after the prefix: (memory, mask) or (memory, mask, source)
+    encoded: object  # the model's begin_decoding state: what decode_prefix reads besides the prefix
     prefix: torch.Tensor  # (B, t) tokens fed so far
 
     def select(self, index: torch.Tensor) -> Recomputed:
         return select_rows(self, index)
 
 
-def begin_decoding(model: nn.Module, src: torch.Tensor, src_member: torch.Tensor | None = None, *,
-                   use_cache: bool = True):
-    """Encode src (B, Ls) once [with C5's src_member (B, Ks, Ls)]; -> the state :func:`decode_step` reads."""
-    if use_cache:
-        return model.begin_decoding(src) if src_member is None else model.begin_decoding(src, src_member)
-    encoded = model.encode(src) if src_member is None else model.encode_source(src, src_member)
-    return Recomputed(tuple(encoded), src.new_zeros(src.size(0), 0))
+def begin_decoding(model: nn.Module, src: torch.Tensor, *source: torch.Tensor, use_cache: bool = True,
+                   **named: torch.Tensor):
+    """Encode src (B, Ls) once, with what else the model reads of the source (C5: src_member
+    (B, Ks, Ls), by position or by name); -> the state :func:`decode_step` reads."""
+    state = model.begin_decoding(src, *source, **named)
+    return state if use_cache else Recomputed(state, src.new_zeros(src.size(0), 0))
 
 
 def decode_step(model: nn.Module, state, tokens: torch.Tensor) -> torch.Tensor:
@@ -75,10 +77,7 @@ def decode_step(model: nn.Module, state, tokens: torch.Tensor) -> torch.Tensor:
     if not isinstance(state, Recomputed):
         return model.decode_step(state, tokens)
     state.prefix = torch.cat((state.prefix, tokens[:, None]), dim=1)  # (B, t + 1)
-    memory, mask, *source = state.encoded
-    if source:  # C5: its decoder also reads the source (None with source_memory="patches")
-        return model.decode(state.prefix, memory, mask, source=source[0])[:, -1]
-    return model.decode(state.prefix, memory, mask)[:, -1]
+    return model.decode_prefix(state.encoded, state.prefix)[:, -1]
 
 
 def _limits(max_len: int | Sequence[int], rows: int, device) -> torch.Tensor:
@@ -92,9 +91,10 @@ def _limits(max_len: int | Sequence[int], rows: int, device) -> torch.Tensor:
 
 @torch.inference_mode()  # no autograd graph: each step's cached keys and values would keep it alive
 def greedy_decode(model: nn.Module, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int | Sequence[int], *,
-                  src_member: torch.Tensor | None = None, use_cache: bool = True, step_hook=None,
-                  pad_id: int | None = None) -> torch.Tensor:
-    """src (B, Ls) [and C5's src_member] -> (B, <= max_len) generated ids, without BOS.
+                  use_cache: bool = True, step_hook=None, pad_id: int | None = None,
+                  **source: torch.Tensor) -> torch.Tensor:
+    """src (B, Ls) [and, by name, what else the model reads: C5's src_member] -> (B, <= max_len)
+    generated ids, without BOS.
 
     Every row starts from BOS and appends its argmax token; a row that has emitted EOS (kept in
     the output) continues with PAD, and the loop stops once every row has emitted EOS or after
@@ -105,7 +105,7 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, bos_id: int, eos_id: int,
     at every step: the same output, slower.
     """
     pad_id = model.tgt_pad_id if pad_id is None else pad_id
-    state = begin_decoding(model, src, src_member, use_cache=use_cache)
+    state = begin_decoding(model, src, use_cache=use_cache, **source)
     B = src.size(0)
     ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
@@ -134,11 +134,12 @@ def beam_search(
     eos_id: int,
     max_len: int | Sequence[int],
     beam_size: int = 4,
-    src_member: torch.Tensor | None = None,
     pad_id: int | None = None,
     use_cache: bool = True,
+    **source: torch.Tensor,
 ) -> list[list[int]]:
-    """The most likely target ids (without BOS) of every source row of src (B, Ls), by beam search.
+    """The most likely target ids (without BOS) of every source row of src (B, Ls), by beam search
+    (``source``: what else the model reads, by name, as in :func:`greedy_decode`).
 
     Each line keeps ``beam_size`` prefixes (rows of one batch of B * beam_size): each step extends
     every live prefix by every token, keeps the line's ``beam_size`` candidates with the highest
@@ -154,7 +155,7 @@ def beam_search(
         raise ValueError(f"beam_size={beam_size}; a beam keeps at least 1 prefix")
     pad_id = model.tgt_pad_id if pad_id is None else pad_id
     B, k, device = src.size(0), beam_size, src.device
-    state = begin_decoding(model, src, src_member, use_cache=use_cache).select(
+    state = begin_decoding(model, src, use_cache=use_cache, **source).select(
         torch.arange(B, device=device).repeat_interleave(k))  # (B * k) rows: k per line
     ys = torch.full((B * k, 1), bos_id, dtype=torch.long, device=device)  # (B * k, t)
     scores = torch.full((B, k), float("-inf"), device=device)  # (lines, k) total log-probabilities
@@ -242,19 +243,20 @@ def decode_batch(
     """
     if beam_size < 1:
         raise ValueError(f"beam_size={beam_size}; use 1 for greedy decoding or more for beam search")
-    member = batch.get("src_member")  # C5's source patches; C1-C4 have none
-    with autocast(batch["src"].device):
+    source = codec.model_source(batch)  # {"src": ...} and whatever else this model reads of the source
+    src = source.pop("src")
+    with autocast(src.device):
         if beam_size == 1:
             hook = None
             if target_chars is not None:
-                hook = LengthConstraint(codec.token_chars(), target_chars, codec.eos_id, batch["src"].device)
-            out = greedy_decode(model, batch["src"], codec.bos_id, codec.eos_id, max_len, src_member=member,
-                                step_hook=hook, pad_id=codec.tgt_pad_id)  # (B, <= max_len)
+                hook = LengthConstraint(codec.token_chars(), target_chars, codec.eos_id, src.device)
+            out = greedy_decode(model, src, codec.bos_id, codec.eos_id, max_len, step_hook=hook,
+                                pad_id=codec.tgt_pad_id, **source)  # (B, <= max_len)
             return [_until_eos(row, codec.eos_id) for row in out.tolist()]
         if target_chars is not None:
             raise ValueError("the length constraint is implemented for greedy decoding (beam_size=1) only")
-        return beam_search(model, batch["src"], codec.bos_id, codec.eos_id, max_len, beam_size,
-                           src_member=member, pad_id=codec.tgt_pad_id)
+        return beam_search(model, src, codec.bos_id, codec.eos_id, max_len, beam_size,
+                           pad_id=codec.tgt_pad_id, **source)
 
 
 def _until_eos(ids: list[int], eos_id: int) -> list[int]:

@@ -37,7 +37,7 @@ import torch
 
 from cipherlab.attention_maps import attention_view, band_mass, example_chunks
 from cipherlab.checkpoint import check_data, model_from_payload, parts_in_place, read_payload
-from cipherlab.cipher import KEY, encrypt
+from cipherlab.cipher import PERIOD, encrypt
 from cipherlab.codec import select_lines
 from cipherlab.data import REPO_DATA_DIR, load_corpus, load_pairs
 from cipherlab.decode import decrypt_lines
@@ -63,7 +63,6 @@ __all__ = [
     "verdict",
 ]
 
-PERIOD = len(KEY)
 CLASSES = ("lower", "upper", "space", "digit", "punctuation", "other")
 LENGTH_BINS = ((1, 50), (51, 100), (101, 200), (201, 400), (401, None))  # line lengths in characters
 DEFAULT_LINES = 200

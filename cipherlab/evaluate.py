@@ -23,7 +23,7 @@ import torch
 
 from cipherlab.checkpoint import check_data, model_from_payload, read_payload
 from cipherlab.codec import select_lines
-from cipherlab.config import Config, recipe_caveats
+from cipherlab.config import Config, change_from_c1, recipe_caveats
 from cipherlab.data import load_corpus, load_pairs
 from cipherlab.decode import decrypt_lines
 from cipherlab.device import pick_device
@@ -228,12 +228,10 @@ TABLE_COLUMNS = [
     ("decode lines/s", lambda r: r["decode_lines_per_s"], "{:.1f}"),
     ("epochs", lambda r: r["epochs"], "{}"),
 ]
-_BASELINE = {"pos_encoding": "sinusoidal", "attn_type": "mha", "norm": "layernorm", "tokenization": "bpe"}
 
 
 def _change(record: dict) -> str:
-    changed = [f"{k}={v}" for k, v in record["components"].items() if _BASELINE[k] != v]
-    return ", ".join(changed) or "baseline"
+    return change_from_c1(record["components"])
 
 
 def _cell(record: dict, read, fmt: str | None) -> str:

@@ -1,6 +1,6 @@
 """Explorers that move wherever the book is read: Vega-Lite charts with bound controls.
 
-One function makes the output, :func:`explorer`: a Vega-Lite spec and a matplotlib figure in, one
+One class makes the output, :class:`Explorer`: a Vega-Lite spec and a matplotlib figure in, one
 output bundle out, which shows
 
 - with a kernel (JupyterLab, Colab): the HTML, which fetches vega from its CDN when the frontend
@@ -26,7 +26,7 @@ import io
 import json
 from collections.abc import Callable, Sequence
 
-__all__ = ["SCRIPTS", "Explorer", "explorer", "entropy_explorer", "heatmap_explorer",
+__all__ = ["SCRIPTS", "Explorer", "entropy_explorer", "heatmap_explorer",
            "rope_explorer", "thousandths"]
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # a name: vega-embed reads the version, fetches nothing
@@ -108,11 +108,6 @@ class Explorer:
         return {"text/html": self.html(),
                 "image/png": base64.b64encode(self.png).decode("ascii"),
                 "text/plain": f"<{self.title}: an explorer; a browser shows its controls>"}
-
-
-def explorer(spec: dict, figure, title: str = "") -> Explorer:
-    """The one output bundle of every explorer of the book (see the module docstring)."""
-    return Explorer(spec, figure, title)
 
 
 # --------------------------------------------------------------------------- controls and data
@@ -205,7 +200,7 @@ def heatmap_explorer(maps: dict, dims: Sequence[str], default: tuple, *, texts: 
     }
     if figure is None:
         figure = _still_heatmap(maps[tuple(key)][example, head], ", ".join(map(str, default)), vmax)
-    return explorer(spec, figure, "attention maps")
+    return Explorer(spec, figure, "attention maps")
 
 
 def rope_explorer(rotated_pair: Callable, q_pair: tuple, k_pair: tuple, n_pairs: int, max_len: int,
@@ -267,7 +262,7 @@ def rope_explorer(rotated_pair: Callable, q_pair: tuple, k_pair: tuple, n_pairs:
     }
     fig, ax = plt.subplots(figsize=(3.4, 3.4))
     draw(ax, m, n, i)
-    return explorer(spec, fig, "RoPE explorer")
+    return Explorer(spec, fig, "RoPE explorer")
 
 
 def entropy_explorer(entropy, values, text: str, max_patch: int, n: int = 48,
@@ -324,4 +319,4 @@ def entropy_explorer(entropy, values, text: str, max_patch: int, n: int = 48,
     ax.axhline(default_rows[0]["thr"], color="black", ls="--", lw=1)
     ax.set_xticks(range(n), chars, fontsize=9)
     ax.set(xlim=(-0.5, n - 0.5), ylim=(0, 8), ylabel="bits", title=f"threshold: the {default}th percentile")
-    return explorer(spec, fig, "entropy explorer")
+    return Explorer(spec, fig, "entropy explorer")

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cipherlab import results
+from cipherlab.cipher import PERIOD
+from cipherlab.config import CONFIG_NAMES
 from cipherlab.errors import first_line, writable_folder
 from cipherlab.score import DEFAULT_CHUNKS, DEFAULT_FIRST, read_text_lines, score_predictions
 
@@ -189,9 +191,9 @@ def _check_probe_record(record: dict, path: Path) -> None:
     if missing:
         raise ValueError(f"{path}: missing field(s) {', '.join(missing)}; it is not a record written by "
                          "results/learn/probe.py: move it out of the folder")
-    if record["config"] not in results.CONFIG_NAMES:
+    if record["config"] not in CONFIG_NAMES:
         raise ValueError(f"{path}: configuration {record['config']!r} is none of "
-                         f"{', '.join(results.CONFIG_NAMES)}; move it out of the folder")
+                         f"{', '.join(CONFIG_NAMES)}; move it out of the folder")
     held = [name for name, _ in results.REFERENCE_SETS if _has(record, name)]
     if not held:
         raise ValueError(f"{path}: holds no probe set ({', '.join(n for n, _ in results.REFERENCE_SETS)}); "
@@ -595,11 +597,11 @@ def _prediction_files(folder: Path, references: Path) -> dict[str, Path]:
                          f"{references}); write c1.txt ... c5.txt there")
     named: dict[str, Path] = {}
     for path in files:
-        name = path.stem.lower() if path.stem.lower() in results.CONFIG_NAMES else path.stem
+        name = path.stem.lower() if path.stem.lower() in CONFIG_NAMES else path.stem
         if name in named:
             raise ValueError(f"{folder}: {named[name].name} and {path.name} both name {name}; keep one")
         named[name] = path
-    order = [n for n in results.CONFIG_NAMES if n in named] + sorted(n for n in named if n not in results.CONFIG_NAMES)
+    order = [n for n in CONFIG_NAMES if n in named] + sorted(n for n in named if n not in CONFIG_NAMES)
     return {n: named[n] for n in order}
 
 
@@ -744,7 +746,7 @@ def _length_rows(predictions: dict, refs: list[str]) -> list[list]:
 def _prediction_errors(report: Report, predictions: dict, refs: list[str], chunk_chars: int) -> None:
     """Error rates by key phase, chunk position, character class, and exact lines by line length."""
     names = [n.upper() for n in predictions]
-    for what, period, label in (("key phase (position mod 8)", results.PERIOD, "key phase"),
+    for what, period, label in (("key phase (position mod 8)", PERIOD, "key phase"),
                                 (f"position in the {chunk_chars}-character chunk", chunk_chars, "chunk position")):
         counts = [_position_errors(p, refs, period) for p in predictions.values()]
         rows = [[i, *(_rate(w[i], s[i]) for w, s in counts)] for i in range(period)]

@@ -313,10 +313,6 @@ class Trainer:
             raise CheckpointError(f"{self.last_path}: {problem} to resume it, or train into a new --out folder")
 
     # ---- validation
-    def validation_loss(self) -> float:
-        """Mean cross-entropy per target token over the validation set, no label smoothing."""
-        return self.validate()[0]
-
     @torch.no_grad()
     def validate(self) -> tuple[float, float]:
         """(mean cross-entropy, share of target tokens predicted right) over the validation set,

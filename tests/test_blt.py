@@ -9,21 +9,23 @@ import torch
 import torch.nn.functional as F
 
 from cipherlab.cipher import bits_to_bytes
+from cipherlab.codec import collate_bytes, collate_source
+from cipherlab.config import Config
 from cipherlab.data import load_corpus
 from cipherlab.decode import begin_decoding, decode_step, greedy_decode
 from cipherlab.models import blt
 from cipherlab.models.attention import MultiHeadAttention
 from cipherlab.models.blt import (BLTModel, ByteEntropyModel, PatchPooling, WindowedSelfAttention,
-                                  collate_bytes, collate_source, fixed_patch_membership,
-                                  patch_causal_mask, patch_membership)
+                                  fixed_patch_membership, patch_causal_mask, patch_membership)
 from cipherlab.models.norm import LayerNorm
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.models.transformer import Decoder, Encoder
-from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID
+from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
 
 WINDOW, PATCH = 8, 3  # small, so that every test crosses window and patch edges
 TINY = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=2, ffn_dim=64, dropout=0.0, window=WINDOW,
-            patch_tgt=PATCH, max_len=256)
+            patch_tgt=PATCH, max_len=256, local_layers=1, source_memory="bytes", **SPECIAL_IDS)
+PERCENTILE, MAX_PATCH = Config.blt_entropy_percentile, Config.blt_max_patch  # C5's
 
 
 @pytest.fixture(autouse=True)
@@ -133,30 +135,30 @@ def test_patch_boundaries_equal_the_loop_and_no_patch_exceeds_max_patch(corpus_p
 
 def test_patch_boundaries_are_deterministic(corpus_pairs, entropy_model):
     again = ByteEntropyModel().fit([b for _, b in corpus_pairs])
-    threshold = entropy_model.threshold_at()
-    assert again.threshold_at() == threshold
+    threshold = entropy_model.threshold_at(PERCENTILE)
+    assert again.threshold_at(PERCENTILE) == threshold
     for _, seq in corpus_pairs[:20]:
-        assert entropy_model.patch_boundaries(seq, threshold) == again.patch_boundaries(seq, threshold)
+        assert entropy_model.patch_boundaries(seq, threshold, MAX_PATCH) == again.patch_boundaries(seq, threshold, MAX_PATCH)
 
 
 def test_entropy_boundaries_of_a_prefix_are_a_prefix_of_the_boundaries(corpus_pairs, entropy_model):
     # Why "entropy patches of a growing target would move" is not the reason for fixed target patches.
-    threshold = entropy_model.threshold_at()
+    threshold = entropy_model.threshold_at(PERCENTILE)
     seq = corpus_pairs[0][1]
-    full = entropy_model.patch_boundaries(seq, threshold)
+    full = entropy_model.patch_boundaries(seq, threshold, MAX_PATCH)
     for n in range(1, len(seq), 7):
-        assert entropy_model.patch_boundaries(seq[:n], threshold) == [s for s in full if s < n]
+        assert entropy_model.patch_boundaries(seq[:n], threshold, MAX_PATCH) == [s for s in full if s < n]
 
 
 def test_membership_puts_every_real_byte_in_exactly_one_patch(corpus_pairs, entropy_model):
     pairs = corpus_pairs[:5]
-    threshold = entropy_model.threshold_at()
+    threshold = entropy_model.threshold_at(PERCENTILE)
     batch = collate_bytes([(b, [BOS_ID, *p.encode(), EOS_ID]) for p, b in pairs], entropy_model, threshold,
                           patch_tgt=PATCH)
     src, member, tgt, tgt_member = batch["src"], batch["src_member"], batch["tgt"], batch["tgt_member"]
     assert torch.equal(member.sum(1), (src != PAD_ID).long())  # one patch per real byte, none for PAD
     for row, (_, seq) in enumerate(pairs):
-        starts = entropy_model.patch_boundaries(seq, threshold)
+        starts = entropy_model.patch_boundaries(seq, threshold, MAX_PATCH)
         sizes = member[row].sum(-1)
         assert sizes[:len(starts)].tolist() == np.diff(starts + [len(seq)]).tolist()
         assert not sizes[len(starts):].any()
@@ -327,7 +329,7 @@ def test_the_decoder_cache_gives_the_logits_of_full_recomputation_byte_by_byte(s
     # phase embeddings and two local layers so that every cached path is used.
     torch.manual_seed(0)
     model = tiny_blt(source_memory=source_memory, patch_tgt=patch_tgt, window=window, local_layers=2,
-                     phase_embedding=True)
+                     phase_embedding=True, key_period=8)
     src, member = random_source(2, 23)
     src[1, 19:] = PAD_ID
     member[1, :, 19:] = False
@@ -358,9 +360,9 @@ def test_tiny_blt_overfits_real_cipher_lines_and_greedy_decoding_reproduces_them
     assert len(pairs) == 4
     entropy = ByteEntropyModel(min_count=2).fit([b for _, b in pairs])
     batch = collate_bytes([(b, [BOS_ID, *p.encode(), EOS_ID]) for p, b in pairs], entropy,
-                          entropy.threshold_at(), patch_tgt=4)
+                          entropy.threshold_at(PERCENTILE), patch_tgt=4)
     model = BLTModel(d_model=64, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=128, dropout=0.0, window=16,
-                     patch_tgt=4, max_len=64)
+                     patch_tgt=4, max_len=64, local_layers=1, source_memory="bytes", **SPECIAL_IDS)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     tgt_in, tgt_out = batch["tgt"][:, :-1], batch["tgt"][:, 1:]
     losses = []
@@ -387,13 +389,13 @@ def test_tiny_blt_overfits_real_cipher_lines_and_greedy_decoding_reproduces_them
 
 
 def test_bad_input_is_rejected_with_the_value_and_its_place(entropy_model):
-    threshold = entropy_model.threshold_at()
+    threshold = entropy_model.threshold_at(PERCENTILE)
     with pytest.raises(ValueError, match="not a multiple of 8"):
         collate_source(["0100100101"], entropy_model, threshold)
     with pytest.raises(ValueError, match="300 at position 2"):
         ByteEntropyModel().fit([[1, 2, 300]])
     with pytest.raises(ValueError, match=f"{PAD_ID} at position 1"):
-        entropy_model.patch_boundaries([65, PAD_ID], threshold)
+        entropy_model.patch_boundaries([65, PAD_ID], threshold, MAX_PATCH)
     with pytest.raises(TypeError, match="bits_to_bytes"):
         entropy_model.entropy_curve("0100")
     with pytest.raises(ValueError, match="max_patch=0"):

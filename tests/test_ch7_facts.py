@@ -1,16 +1,18 @@
-"""Chapter 7's measurements that live in ``cipherlab.viva.facts.blt``: each must tell a right
+"""Chapter 7's measurements that live in ``cipherlab.experiments.blt``: each must tell a right
 answer from a wrong one, or the chapter's asserts would prove nothing."""
 
 import pytest
 import torch
 
-import cipherlab.viva.facts.blt as blt_facts
+import cipherlab.experiments.blt as blt_facts
+from cipherlab.config import Config
 from cipherlab.models.blt import BLTModel, patch_causal_mask, patch_membership
-from cipherlab.tokenizers.bytes import BOS_ID
+from cipherlab.tokenizers.bytes import BOS_ID, SPECIAL_IDS
 
 PATCH = 3
 TINY = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, window=8,
-            patch_tgt=PATCH, max_len=64)
+            patch_tgt=PATCH, max_len=64, local_layers=Config.blt_local_layers,
+            source_memory=Config.blt_source_memory, **SPECIAL_IDS)
 
 
 @pytest.fixture

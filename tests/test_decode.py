@@ -72,10 +72,10 @@ class ScriptedModel(nn.Module):
         7: {EOS: 1.0},
     }
 
-    def encode(self, src):
-        return torch.zeros(src.size(0), 1, 1), torch.zeros(src.size(0), 1, 1, 1, dtype=torch.bool)
+    def begin_decoding(self, src):
+        return torch.zeros(src.size(0), 1, 1)  # nothing to encode; a state with one row per line
 
-    def decode(self, prefixes, memory, src_mask):
+    def decode_prefix(self, state, prefixes):
         logits = torch.full((prefixes.size(0), prefixes.size(1), 8), -1e9)
         for row, last in enumerate(prefixes[:, -1].tolist()):
             for token, p in self.table.get(last, {EOS: 1.0}).items():
@@ -171,6 +171,9 @@ class OracleCodec:
             src[row, : len(s)] = torch.tensor(s)
         return {"src": src}
 
+    def model_source(self, batch):
+        return {"src": batch["src"]}
+
     def decode_target(self, ids):
         return "".join(chr(i) for i in ids if i < 256)
 
@@ -194,16 +197,17 @@ def test_decrypting_something_that_is_not_bits_names_the_line():
 
 @pytest.mark.parametrize("source_memory", ["patches", "bytes"])
 def test_beam_search_on_the_byte_latent_transformer_batched_and_alone(source_memory):
-    from cipherlab.models.blt import BLTModel, collate_source
+    from cipherlab.codec import collate_source
+    from cipherlab.models.blt import BLTModel
     from cipherlab.models.blt_patching import ByteEntropyModel
-    from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID
+    from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
 
     torch.manual_seed(0)
     model = BLTModel(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, window=8,
-                     patch_tgt=4, max_len=64, source_memory=source_memory).eval()
+                     patch_tgt=4, max_len=64, local_layers=1, source_memory=source_memory, **SPECIAL_IDS).eval()
     sources = [list(range(40, 52)), list(range(60, 69))]  # two lengths: the second row is padded
     entropy = ByteEntropyModel(min_count=1).fit([bytes(s) for s in sources])
-    src, member = collate_source(sources, entropy, entropy.threshold_at(), 6)
+    src, member = collate_source(sources, entropy, entropy.threshold_at(75.0), 6)
     greedy = greedy_decode(model, src, BOS_ID, EOS_ID, 10, src_member=member).tolist()
     expected = [g[: g.index(EOS_ID) + 1] if EOS_ID in g else g for g in greedy]
     assert beam_search(model, src, BOS_ID, EOS_ID, 10, beam_size=1, src_member=member) == expected

@@ -45,10 +45,10 @@ def still():
 
 def test_the_bundle_holds_the_spec_the_html_and_a_png():
     spec = {"mark": "point", "data": {"values": [{"a": 1, "note": "</script><b>"}]}}
-    bundle = explorers.explorer(spec, still(), "a test")._repr_mimebundle_()
+    bundle = explorers.Explorer(spec, still(), "a test")._repr_mimebundle_()
     # no Vega-Lite mimetype: myst-nb would warn that it cannot show it, and the build uses -W
     assert set(bundle) == {"text/html", "image/png", "text/plain"}
-    x = explorers.explorer(spec, still())
+    x = explorers.Explorer(spec, still())
     assert x.spec["$schema"].endswith("/vega-lite/v5.json")
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
     html = bundle["text/html"]
@@ -62,18 +62,18 @@ def test_the_bundle_holds_the_spec_the_html_and_a_png():
 def test_the_bundle_closes_the_figure_and_is_deterministic():
     spec = {"mark": "point", "data": {"values": [{"a": 1}]}}
     fig = still()
-    one, two = explorers.explorer(spec, fig), explorers.explorer(spec, still())
+    one, two = explorers.Explorer(spec, fig), explorers.Explorer(spec, still())
     assert not plt.fignum_exists(fig.number)
     assert one.element_id == two.element_id and one.element_id in one.html()
 
 
 def test_the_bundle_refuses_what_is_not_a_spec():
     with pytest.raises(ValueError, match="Vega-Lite spec"):
-        explorers.explorer({"data": {"values": []}}, still())
+        explorers.Explorer({"data": {"values": []}}, still())
 
 
 def test_the_html_uses_the_books_scripts_and_names_the_vendored_versions():
-    html = explorers.explorer({"mark": "point"}, still()).html()
+    html = explorers.Explorer({"mark": "point"}, still()).html()
     assert "window.vegaEmbed" in html and 'renderer: "svg"' in html
     for local, published in explorers.SCRIPTS.values():
         name, version = published.split("/")[0].split("@")

@@ -27,9 +27,9 @@ from cipherlab.device import autocast
 from cipherlab.models import ScaledDotProductAttention
 from cipherlab.models.blt import BLTModel
 from cipherlab.train import Batches, Trainer, fused_attention_on, seed_everything
-from cipherlab.viva.facts.blt import c5_model
-from cipherlab.viva.facts.mha import SRC_VOCAB, TGT_VOCAB
-from cipherlab.viva.facts.mha import model as chapter3_model
+from cipherlab.experiments.blt import c5_model
+from cipherlab.experiments.mha import SRC_VOCAB, TGT_VOCAB
+from cipherlab.experiments.mha import model as chapter3_model
 
 
 def test_autocast_is_bf16_on_cuda_only_unless_asked():
@@ -163,9 +163,10 @@ def test_one_bf16_step_of_the_full_size_c5_has_chapter_7s_parameter_count(tmp_pa
     codec = ByteCodec.fit(config, corpus)
     model = build_model(config, codec)
     assert model.num_params() == c5_model("assignment").num_params()
+    # not through build_model: an independent count
     by_hand = BLTModel(**config.model_hyperparameters(), local_layers=config.blt_local_layers,
                        window=config.blt_window, patch_tgt=config.blt_patch_tgt,
-                       source_memory=config.blt_source_memory)  # not through build_model: an independent count
+                       source_memory=config.blt_source_memory, pad_id=256, bos_id=257, eos_id=258)
     assert model.num_params() == by_hand.num_params()
     _full_size_step(model, config, _short_batch(codec, corpus), codec.tgt_pad_id, tmp_path)
 

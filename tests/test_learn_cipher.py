@@ -13,6 +13,7 @@ from cipherlab.decode import greedy_decode
 from cipherlab.models.blt import BLTModel
 from cipherlab.models.embedding import BitFactoredEmbedding, bit_features
 from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.tokenizers.bytes import SPECIAL_IDS
 
 TEXT = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=64)
 
@@ -74,7 +75,8 @@ def test_config_switches_reach_both_model_families():
         model = fit_codec(config, select_lines(load_corpus(), config)).build_model(config)
         embeds = [m for m in model.modules() if isinstance(m, BitFactoredEmbedding)]
         assert len(embeds) == 2, name
-    plain = BLTModel(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8)
+    plain = BLTModel(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8, patch_tgt=4,
+                     local_layers=1, source_memory="bytes", **SPECIAL_IDS)
     assert not any(isinstance(m, BitFactoredEmbedding) for m in plain.modules())
 
 
@@ -82,7 +84,7 @@ def test_the_key_phase_embedding_is_periodic_and_follows_the_decoding_offset():
     from cipherlab.models.embedding import KeyPhaseEmbedding
 
     torch.manual_seed(0)
-    phase = KeyPhaseEmbedding(16)
+    phase = KeyPhaseEmbedding(16, 8)
     table = phase(24)
     assert torch.equal(table[:8], table[8:16]) and not torch.equal(table[0], table[1])
     assert torch.equal(phase(3, offset=13), table[13:16])
@@ -93,7 +95,7 @@ def test_cached_greedy_decoding_equals_full_recomputation_with_phase_and_bit_emb
     codes = [None, None, None, *range(32, 127)]
     model = Seq2SeqTransformer(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
                                ffn_dim=32, dropout=0.0, pos_encoding="rope", src_codes=codes, tgt_codes=codes,
-                               phase_embedding=True).eval()
+                               phase_embedding=True, key_period=8).eval()
     src = torch.randint(3, len(codes), (2, 11))
     fast = greedy_decode(model, src, 1, 2, 12)
     ys = torch.ones(2, 1, dtype=torch.long)
@@ -108,8 +110,9 @@ def test_the_blt_takes_phase_and_bit_embeddings():
     from cipherlab.models.blt_patching import fixed_patch_membership
 
     torch.manual_seed(0)
-    model = BLTModel(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8,
-                     bit_embeddings=True, phase_embedding=True)
+    model = BLTModel(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8, patch_tgt=4,
+                     local_layers=1, source_memory="bytes", **SPECIAL_IDS, bit_embeddings=True, phase_embedding=True,
+                     key_period=8)
     assert model.local_encoder.phase_embed is not None and model.local_decoder.phase_embed is not None
     src = torch.randint(0, 256, (1, 12))
     member = fixed_patch_membership(torch.ones(1, 12, dtype=torch.bool), 4)
@@ -203,11 +206,12 @@ def test_the_end_of_source_token_ends_every_source_of_both_codecs():
 
 
 def test_an_empty_source_is_one_end_of_source_token():
-    from cipherlab.models.blt_patching import ByteEntropyModel, collate_source
+    from cipherlab.codec import collate_source
+    from cipherlab.models.blt_patching import ByteEntropyModel
     from cipherlab.tokenizers.bytes import EOS_ID
 
     entropy = ByteEntropyModel().fit([bytes(range(40)) * 3])
-    src, member = collate_source(["", "01000001"], entropy, entropy.threshold_at(), source_eos=True)
+    src, member = collate_source(["", "01000001"], entropy, entropy.threshold_at(75.0), source_eos=True)
     assert src[0].tolist() == [EOS_ID, 256] and src[1].tolist() == [65, EOS_ID]
     assert member[0, 0].tolist() == [True, False] and member[1, :, 1].sum() == 1
 

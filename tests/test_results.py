@@ -10,7 +10,7 @@ import torch
 
 from cipherlab import attention_maps, results
 from cipherlab.codec import fit_codec, select_lines
-from cipherlab.config import make_config
+from cipherlab.config import CONFIG_NAMES, make_config
 from cipherlab.data import load_corpus
 
 SMOKE = results.REPO_RESULTS_DIR / "smoke"
@@ -493,7 +493,8 @@ def test_the_committed_runs_load_in_full():
 def test_the_results_answers_say_what_the_files_hold():
     """The sentences of bank/results.yml that a changed result would make wrong, checked against the files
     (the numbers in those answers are facts, filled in by sync; these are the words around them)."""
-    from cipherlab.viva.facts import results as facts
+    from cipherlab.experiments import results as facts
+    from cipherlab.viva.facts import FACTS
 
     cpu, equal = results.load_run(results.PRIMARY_RUN), results.load_run(results.EQUAL_EPOCHS_RUN)
     extended, bits = results.load_run(results.EXTENDED_RUN), results.load_run(results.BITS_RUN)
@@ -539,10 +540,10 @@ def test_the_results_answers_say_what_the_files_hold():
     assert facts.fewest({n: r["params"] for n, r in cpu.items()}) == "C3"
     assert set(extended) == {"c2", "c5"}
     # §7.9 Q4: "it lifted a short C2 probe" (the key-phase embedding raises random-string characters)
-    assert facts.FACTS["res_probe_c2_phase"]() > facts.FACTS["res_probe_c2_two"]() + 10
+    assert FACTS["results"]["res_probe_c2_phase"]() > FACTS["results"]["res_probe_c2_two"]() + 10
     # §7.8 Q3: "all five configurations get ... of all test lines exact" (two seeds each)
     learned = results.load_learn_runs(results.LEARN_RUN)
-    assert {name for name, _ in learned} == set(results.CONFIG_NAMES) and facts.FACTS["res_learn_seeds"]() == 2
+    assert {name for name, _ in learned} == set(CONFIG_NAMES) and FACTS["results"]["res_learn_seeds"]() == 2
 
 
 def test_the_learn_probes_readme_is_what_its_generator_writes_from_the_records(tmp_path, monkeypatch):
@@ -642,7 +643,7 @@ def test_the_paired_test_of_the_reference_ablation_finds_one_low_p_value_in_one_
     """What chapter 9's second finding rests on: of C2-C5 against C1, seed by seed and set by set, one
     p-value below 0.05 (C2, seed 1, docstrings), and the other seed ties C1 there."""
     reference = results.load_reference_runs()
-    assert {name for name, _ in reference} == set(results.CONFIG_NAMES) and {s for _, s in reference} == {0, 1}
+    assert {name for name, _ in reference} == set(CONFIG_NAMES) and {s for _, s in reference} == {0, 1}
     rows = results.paired_rows(reference)
     assert len(rows) == 4 * 2 * len(results.REFERENCE_SETS)
     low = [(r["config"], r["seed"], r["set"]) for r in rows if r["p"] < 0.05]

@@ -7,6 +7,7 @@ import nbformat
 import pytest
 
 from cipherlab import viva
+from cipherlab.viva import answers
 from cipherlab.viva import (GENERATED_KEY, Question, cited_facts, compute_facts, expected_notebook, fill_facts,
                             load_bank, myst_markup, prose_facts, refill_prose, render_question,
                             setup_cell_source, viva_cells)
@@ -164,17 +165,33 @@ def test_every_fact_is_cited_by_the_bank_or_its_chapter(chapter):
     path = viva.REPO_ROOT / bank.notebook
     prose = "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
     unused = set(load_facts(chapter)) - set(cited_facts(text)) - set(prose_facts(prose))
-    assert not unused, f"facts/{chapter}.py defines facts nothing cites: {sorted(unused)}"
+    assert not unused, f"FACTS[{chapter!r}] in cipherlab/viva/facts.py defines facts nothing cites: {sorted(unused)}"
 
 
 def test_a_cited_fact_missing_from_facts_is_an_error_naming_both_files(monkeypatch):
-    monkeypatch.setattr(viva, "load_facts", lambda chapter: {})
-    viva._compute_facts.cache_clear()
+    monkeypatch.setattr(answers, "load_facts", lambda chapter: {})
+    answers._compute_facts.cache_clear()
     try:
-        with pytest.raises(KeyError, match=r"bank/task.yml cites .*facts/task.py"):
+        with pytest.raises(KeyError, match=r"bank/task.yml cites .*FACTS\['task'\] in cipherlab/viva/facts.py"):
             compute_facts("task")
     finally:
-        viva._compute_facts.cache_clear()
+        answers._compute_facts.cache_clear()
+
+
+def test_a_chapter_missing_from_the_registry_is_an_error_naming_the_file():
+    with pytest.raises(ModuleNotFoundError, match=r"no facts for chapter 'nosuch': add FACTS\['nosuch'\] = \{\} to .*viva/facts.py"):
+        load_facts("nosuch")
+
+
+def test_importing_the_viva_imports_neither_the_experiments_nor_torch():
+    """The bank, the drill and the flashcards' markup need no model: the registry comes in with the facts."""
+    import subprocess
+    import sys
+
+    code = ("import sys, cipherlab.viva, cipherlab.viva.flashcards, cipherlab.viva.view; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('cipherlab.experiments', 'cipherlab.viva.facts'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_cited_facts_reads_keys_with_and_without_format():
@@ -194,7 +211,7 @@ def test_refill_prose_rewrites_a_stale_number_and_keeps_the_tags():
 
 
 def test_prose_quoting_an_unknown_fact_is_an_error_naming_the_cell_and_the_facts_file():
-    with pytest.raises(KeyError, match=r"markdown cell 7 .*'nope'.*facts/task.py"):
+    with pytest.raises(KeyError, match=r"markdown cell 7 .*'nope'.*FACTS\['task'\] in cipherlab/viva/facts.py"):
         refill_prose('<span data-fact="nope">1</span>', "task", "markdown cell 7 of the task chapter")
 
 
@@ -243,7 +260,7 @@ def test_show_source_displays_the_real_file_and_line_numbers(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", shown.append)
     viva.show_source(viva.load_chapter)
     text = shown[0].data
-    assert text.startswith("`cipherlab/viva/__init__.py`, lines ") and "def load_chapter" in text
+    assert text.startswith("`cipherlab/viva/answers.py`, lines ") and "def load_chapter" in text
 
 
 def test_bank_errors_name_the_file_and_the_field(tmp_path):
@@ -328,7 +345,7 @@ def test_facts_do_not_depend_on_what_ran_before(chapter):
     import torch
 
     first = compute_facts(chapter)
-    viva._compute_facts.cache_clear()
+    answers._compute_facts.cache_clear()
     torch.manual_seed(12345)
     random.seed(12345)
     threads = torch.get_num_threads()
@@ -337,7 +354,7 @@ def test_facts_do_not_depend_on_what_ran_before(chapter):
         again = compute_facts(chapter)
     finally:
         torch.set_num_threads(threads)
-        viva._compute_facts.cache_clear()
+        answers._compute_facts.cache_clear()
     assert {k: v for k, v in again.items() if v != first[k]} == {}
 
 

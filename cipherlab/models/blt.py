@@ -5,8 +5,9 @@ not a decoder-only LM; order-2 byte counts, not a trained byte LM, for the entro
 n-gram embeddings; non-overlapping local windows, not sliding ones; one attention pooling
 after the local layers, not a cross-attention per layer; fixed target patches and a second
 cross-attention from every target byte to the source.  The source is the cipher grouped eight bits -> one byte value
-0..255; the target is the plaintext bytes, with the ids of ``cipherlab.tokenizers.bytes``
-(PAD 256, BOS 257, EOS 258).  The data flow, with B examples, Ls source bytes grouped
+0..255; the target is the plaintext bytes, then three special ids, PAD, BOS and EOS, which the
+model is given (``pad_id``, ``bos_id``, ``eos_id``: cipherlab's are those of
+``cipherlab.tokenizers.bytes``, 256, 257 and 258, passed in by ``cipherlab.codec.build_model``).  The data flow, with B examples, Ls source bytes grouped
 into Ks entropy patches, Lt target bytes and P = patch_tgt:
 
     src (B, Ls) --LocalEncoder: embed, windowed self-attention, PatchPooling--> (B, Ks, D)
@@ -42,7 +43,10 @@ checks that every prefix decodes to the teacher-forced logits).  The tests also 
 each slot's dependencies by perturbation and check the mask against them, and check
 that no logit at i changes when any byte after i does.
 
-Why fixed target patches and entropy source patches: see ``blt_patching``.
+Why fixed target patches and entropy source patches: see ``blt_patching``.  Like the rest of
+``cipherlab.models`` this module imports nothing from the rest of cipherlab: its sizes and special
+ids are constructor arguments, whose values for C5 live in ``cipherlab.config.Config`` and
+``cipherlab.tokenizers.bytes``; the batches it reads are built by ``cipherlab.codec``.
 """
 
 from __future__ import annotations
@@ -53,21 +57,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cipherlab.config import Config
-from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
-
 from dataclasses import dataclass
 
 from .attention import KVCache, MultiHeadAttention, causal_mask
-from .embedding import BitFactoredEmbedding, KeyPhaseEmbedding
+from .embedding import BitFactoredEmbedding, key_phase_embedding
 from .blt_patching import (
-    DEFAULT_MAX_PATCH,
     DEFAULT_MIN_COUNT,
-    DEFAULT_PATCH_TGT,
-    DEFAULT_PERCENTILE,
+    N_BYTES,
     ByteEntropyModel,
-    collate_bytes,
-    collate_source,
     fixed_patch_membership,
     patch_membership,
 )
@@ -76,25 +73,26 @@ from .positional import SinusoidalPositionalEncoding
 from .transformer import Decoder, DecoderCache, DecodingState, Encoder, FeedForward, init_transformer_weights
 
 __all__ = [
-    "DEFAULT_MAX_PATCH", "DEFAULT_MIN_COUNT", "DEFAULT_PATCH_TGT", "DEFAULT_PERCENTILE",
-    "ByteEntropyModel", "collate_bytes", "collate_source", "fixed_patch_membership", "patch_membership",
-    "patch_causal_mask", "WindowedSelfAttention", "LocalTransformerLayer", "PatchPooling", "LocalEncoder",
-    "LocalDecoderLayer", "LocalDecoder", "BLTModel", "BLTDecoderCache", "SOURCE_MEMORIES",
+    "DEFAULT_MIN_COUNT", "N_BYTES", "ByteEntropyModel", "fixed_patch_membership", "patch_membership",
+    "patch_causal_mask", "WindowedSelfAttention", "LocalTransformerLayer", "PatchPooling", "LocalModel",
+    "LocalEncoder", "LocalDecoderLayer", "LocalDecoder", "BLTModel", "BLTDecoderCache", "SOURCE_MEMORIES",
 ]
 
 NORM = "layernorm"  # C5 changes the tokenisation only; every other component is C1's
 
 
-def _check_ids(ids: torch.Tensor, allowed_max: int, name: str, also: int | None = None) -> None:
+def _check_ids(ids: torch.Tensor, allowed_max: int, name: str, specials: dict[str, int], also: int | None = None) -> None:
     """Raise ValueError naming the first id of ``ids`` (B, L) outside 0..allowed_max and not PAD
-    (nor ``also``: the EOS that ends a source under ``Config.source_eos``)."""
-    bad = ((ids < 0) | (ids > allowed_max)) & (ids != PAD_ID) & (ids != (PAD_ID if also is None else also))
+    (nor ``also``: the EOS that ends a source under ``Config.source_eos``).  ``specials``: the
+    model's ``{"pad_id": ..., "bos_id": ..., "eos_id": ...}``."""
+    pad, bos, eos = specials["pad_id"], specials["bos_id"], specials["eos_id"]
+    bad = ((ids < 0) | (ids > allowed_max)) & (ids != pad) & (ids != (pad if also is None else also))
     if bool(bad.any()):
         b, i = (int(x) for x in bad.nonzero()[0])
         raise ValueError(
-            f"{name}[{b}, {i}] = {int(ids[b, i])} is not a valid id here (0..{allowed_max}, or PAD={PAD_ID}); "
-            f"source ids are cipher byte values 0..255 (and EOS={EOS_ID} at the end), target ids are plaintext bytes plus "
-            f"BOS={BOS_ID}/EOS={EOS_ID}"
+            f"{name}[{b}, {i}] = {int(ids[b, i])} is not a valid id here (0..{allowed_max}, or PAD={pad}); "
+            f"source ids are cipher byte values 0..255 (and EOS={eos} at the end), target ids are plaintext bytes plus "
+            f"BOS={bos}/EOS={eos}"
         )
 
 
@@ -215,12 +213,12 @@ class PatchPooling(nn.Module):
         return self.norm(pooled).masked_fill(empty[..., None], 0.0), empty
 
 
-def byte_embedding(d_model: int, bit_embeddings: bool = False) -> nn.Module:
-    """The table of the 259 byte ids: free rows, or bit-factored ones (``Config.bit_embeddings``:
-    bytes 0..255 by their bits, PAD/BOS/EOS free)."""
+def byte_embedding(d_model: int, vocab_size: int, bit_embeddings: bool = False) -> nn.Module:
+    """The table of the ``vocab_size`` byte ids (256 byte values, then the specials): free rows, or
+    bit-factored ones (``Config.bit_embeddings``: bytes 0..255 by their bits, the specials free)."""
     if not bit_embeddings:
-        return nn.Embedding(VOCAB_SIZE, d_model)
-    return BitFactoredEmbedding([*range(256), *[None] * (VOCAB_SIZE - 256)], d_model)
+        return nn.Embedding(vocab_size, d_model)
+    return BitFactoredEmbedding([*range(N_BYTES), *[None] * (vocab_size - N_BYTES)], d_model)
 
 
 def _with_phase(x: torch.Tensor, phase_embed, offset: int = 0) -> torch.Tensor:
@@ -229,27 +227,44 @@ def _with_phase(x: torch.Tensor, phase_embed, offset: int = 0) -> torch.Tensor:
     return x if phase_embed is None else x + phase_embed(x.size(1), offset, x.device)
 
 
-class LocalEncoder(nn.Module):
+class LocalModel(nn.Module):
+    """What the LocalEncoder and the LocalDecoder share: the byte embedding (scaled by sqrt(d_model)),
+    the optional key-phase vectors, sinusoidal byte positions, ``n_layers`` layers of ``layer_cls``
+    and a final norm.  ``layer_cls(d_model, n_heads, ffn_dim, window, dropout)`` is
+    :class:`LocalTransformerLayer` for the encoder, :class:`LocalDecoderLayer` for the decoder.
+    """
+
+    def __init__(self, layer_cls: type[nn.Module], d_model: int, n_heads: int, ffn_dim: int, n_layers: int,
+                 window: int, *, vocab_size: int, pad_id: int, dropout: float = 0.1, max_len: int = 4096,
+                 bit_embeddings: bool = False, phase_embedding: bool = False, key_period: int | None = None):
+        super().__init__()
+        self.d_model, self.pad_id = d_model, pad_id
+        self.embed = byte_embedding(d_model, vocab_size, bit_embeddings)
+        self.phase_embed = key_phase_embedding(d_model, phase_embedding, key_period)
+        self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
+        self.layers = nn.ModuleList(layer_cls(d_model, n_heads, ffn_dim, window, dropout) for _ in range(n_layers))
+        self.final_norm = make_norm(NORM, d_model)
+
+    def embed_bytes(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """ids (B, L) at positions offset .. offset + L - 1 -> byte vectors with positions (B, L, D)."""
+        x = _with_phase(self.embed(ids) * math.sqrt(self.d_model), self.phase_embed, offset)
+        return self.pos(x, offset)
+
+
+class LocalEncoder(LocalModel):
     """Source bytes -> patch vectors: embedding, byte positions, windowed layers, PatchPooling."""
 
     def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int,
-                 dropout: float = 0.1, max_len: int = 4096, bit_embeddings: bool = False,
-                 phase_embedding: bool = False):
-        super().__init__()
-        self.d_model = d_model
-        self.embed = byte_embedding(d_model, bit_embeddings)
-        self.phase_embed = KeyPhaseEmbedding(d_model) if phase_embedding else None
-        self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
-        self.layers = nn.ModuleList(
-            LocalTransformerLayer(d_model, n_heads, ffn_dim, window, dropout) for _ in range(n_layers))
-        self.final_norm = make_norm(NORM, d_model)
+                 dropout: float = 0.1, **kwargs):
+        """The arguments of :class:`LocalModel` after its ``layer_cls``."""
+        super().__init__(LocalTransformerLayer, d_model, n_heads, ffn_dim, n_layers, window, dropout=dropout, **kwargs)
         self.pooling = PatchPooling(d_model, n_heads, dropout)
 
     def forward(self, src: torch.Tensor, member: torch.Tensor, return_bytes: bool = False):
         """src (B, Ls), member (B, Ks, Ls) -> patches (B, Ks, D), empty (B, Ks)
         [, byte states (B, Ls, D) when return_bytes]."""
-        pad = src == PAD_ID
-        x = self.pos(_with_phase(self.embed(src) * math.sqrt(self.d_model), self.phase_embed))  # (B, Ls, D)
+        pad = src == self.pad_id
+        x = self.embed_bytes(src)  # (B, Ls, D)
         for layer in self.layers:
             x = layer(x, pad)
         x = self.final_norm(x)
@@ -309,29 +324,16 @@ class LocalDecoderLayer(nn.Module):
         return x + self.dropout(self.ffn(self.norm4(x)))
 
 
-class LocalDecoder(nn.Module):
-    """Target bytes -> per-byte logits over the 259 byte ids.
+class LocalDecoder(LocalModel):
+    """Target bytes -> per-byte logits over the byte ids (256 byte values and the specials).
 
     Owns the target byte embedding (also used, through ``embed_bytes``, for the
     target patches the global decoder reads) and ties the output head to it, as C1 does.
     """
 
-    def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int,
-                 dropout: float = 0.1, max_len: int = 4096, bit_embeddings: bool = False,
-                 phase_embedding: bool = False):
-        super().__init__()
-        self.d_model = d_model
-        self.embed = byte_embedding(d_model, bit_embeddings)
-        self.phase_embed = KeyPhaseEmbedding(d_model) if phase_embedding else None
-        self.pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
-        self.layers = nn.ModuleList(
-            LocalDecoderLayer(d_model, n_heads, ffn_dim, window, dropout) for _ in range(n_layers))
-        self.final_norm = make_norm(NORM, d_model)
-
-    def embed_bytes(self, tgt_in: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """tgt_in (B, Lt) at positions offset .. offset + Lt - 1 -> byte vectors with positions (B, Lt, D)."""
-        x = _with_phase(self.embed(tgt_in) * math.sqrt(self.d_model), self.phase_embed, offset)
-        return self.pos(x, offset)
+    def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int, **kwargs):
+        """The arguments of :class:`LocalModel` after its ``layer_cls``."""
+        super().__init__(LocalDecoderLayer, d_model, n_heads, ffn_dim, n_layers, window, **kwargs)
 
     def forward(self, h, pad, g, g_mask, memory, memory_mask):
         """h (B, Lt, D) from embed_bytes, pad (B, Lt), the rest as LocalDecoderLayer -> (B, Lt, V)."""
@@ -375,33 +377,44 @@ class BLTDecoderCache:
 
 
 class BLTModel(nn.Module):
-    """The C5 model.  ``forward(src, src_member, tgt_in, tgt_member=None) -> logits (B, Lt, 259)``.
+    """The C5 model.  ``forward(src, src_member, tgt_in, tgt_member=None) -> logits (B, Lt, V)``.
 
-    src (B, Ls) cipher byte values, PAD_ID-padded; src_member (B, Ks, Ls) its entropy
-    patches (``collate_bytes``); tgt_in (B, Lt) = ``tgt[:, :-1]``, i.e. [BOS] + plain bytes.
+    src (B, Ls) cipher byte values, PAD-padded; src_member (B, Ks, Ls) its entropy
+    patches (``cipherlab.codec.collate_bytes``); tgt_in (B, Lt) = ``tgt[:, :-1]``, i.e. [BOS] + plain bytes.
     tgt_member (B, Lt // patch_tgt, Lt), optional, is the complete fixed ``patch_tgt``
     patches of tgt_in; the model builds it when it is None, and ``collate_bytes``
     returns the same tensor so a DataLoader can build it off the training loop.  The global encoder and decoder are
     ``cipherlab.models.transformer.Encoder`` / ``Decoder`` with C1's settings (LayerNorm,
     MHA, sinusoidal positions, here at patch level).  Call ``model.eval()`` before decoding
     (``cipherlab.decode``): dropout is not switched off for you.
+
+    The C5-only sizes have no defaults here: C5's are ``Config.blt_local_layers``, ``blt_window``,
+    ``blt_patch_tgt`` and ``blt_source_memory`` (``cipherlab.codec.build_model`` passes them).  Nor
+    do the special ids: ``pad_id``, ``bos_id`` and ``eos_id`` follow the 256 byte values, so
+    V = max of them + 1 (cipherlab's, ``cipherlab.tokenizers.bytes.SPECIAL_IDS``: 256, 257, 258; V = 259).
     """
 
     def __init__(self, d_model: int = 256, n_heads: int = 8, enc_layers: int = 4, dec_layers: int = 4,
-                 ffn_dim: int = 1024, dropout: float = 0.1, local_layers: int = Config.blt_local_layers,
-                 window: int = Config.blt_window, patch_tgt: int = DEFAULT_PATCH_TGT, max_len: int = 4096,
-                 source_memory: str = Config.blt_source_memory,
-                 bit_embeddings: bool = False, phase_embedding: bool = False):
+                 ffn_dim: int = 1024, dropout: float = 0.1, *, local_layers: int, window: int, patch_tgt: int,
+                 source_memory: str, pad_id: int, bos_id: int, eos_id: int, max_len: int = 4096,
+                 bit_embeddings: bool = False, phase_embedding: bool = False, key_period: int | None = None):
         super().__init__()
         if patch_tgt < 1:
             raise ValueError(f"BLTModel: patch_tgt={patch_tgt}; a target patch must hold at least 1 byte")
         if source_memory not in SOURCE_MEMORIES:
             raise ValueError(f"BLTModel: source_memory={source_memory!r}; expected one of {SOURCE_MEMORIES}")
-        self.d_model, self.patch_tgt, self.source_memory = d_model, patch_tgt, source_memory
-        self.tgt_pad_id = PAD_ID  # the decoding loops never predict it (as Seq2SeqTransformer.tgt_pad_id)
+        self.specials = {"pad_id": pad_id, "bos_id": bos_id, "eos_id": eos_id}
+        if len(set(self.specials.values())) != 3 or min(self.specials.values()) < N_BYTES:
+            raise ValueError(f"BLTModel: special ids {self.specials} must be three different ids after the "
+                             f"{N_BYTES} byte values (>= {N_BYTES})")
+        self.vocab_size = max(self.specials.values()) + 1
+        self.d_model, self.patch_tgt, self.source_memory, self.window = d_model, patch_tgt, source_memory, window
+        self.pad_id, self.eos_id = pad_id, eos_id
+        self.tgt_pad_id = pad_id  # the decoding loops never predict it (as Seq2SeqTransformer.tgt_pad_id)
         local = dict(d_model=d_model, n_heads=n_heads, ffn_dim=ffn_dim, n_layers=local_layers,
                      window=window, dropout=dropout, max_len=max_len, bit_embeddings=bit_embeddings,
-                     phase_embedding=phase_embedding)
+                     phase_embedding=phase_embedding, key_period=key_period, vocab_size=self.vocab_size,
+                     pad_id=pad_id)
         self.local_encoder = LocalEncoder(**local)
         self.local_decoder = LocalDecoder(**local)
         self.tgt_pooling = PatchPooling(d_model, n_heads, dropout)
@@ -420,16 +433,16 @@ class BLTModel(nn.Module):
         """-> memory, memory_mask as :meth:`encode`, and what the local decoder's second
         cross-attention reads: ``None`` with source_memory="patches" (it reads the memory), or
         (source byte states (B, Ls, D), their padding mask (B, 1, 1, Ls)) with "bytes"."""
-        _check_ids(src, 255, "src", also=EOS_ID)
+        _check_ids(src, N_BYTES - 1, "src", self.specials, also=self.eos_id)
         if src_member.dim() != 3 or src_member.shape[0] != src.shape[0] or src_member.shape[2] != src.shape[1]:
             raise ValueError(f"src_member has shape {tuple(src_member.shape)}, expected (B, Ks, Ls) with "
-                             f"(B, Ls) = {tuple(src.shape)}; build it with collate_bytes or collate_source")
+                             f"(B, Ls) = {tuple(src.shape)}; build it with cipherlab.codec.collate_bytes or collate_source")
         patches, empty, byte_states = self.local_encoder(src, src_member, return_bytes=True)  # (B, Ks, D), (B, Ks)
         memory_mask = empty[:, None, None, :]  # (B, 1, 1, Ks): padding patches are blocked keys
         memory = self.global_encoder(self.patch_pos(patches), memory_mask)
         source = None
         if self.source_memory == "bytes":
-            source = (byte_states, (src == PAD_ID)[:, None, None, :])  # (B, Ls, D), (B, 1, 1, Ls)
+            source = (byte_states, (src == self.pad_id)[:, None, None, :])  # (B, Ls, D), (B, 1, 1, Ls)
         return memory, memory_mask, source
 
     def global_states(self, tgt_in, memory, memory_mask, tgt_member=None):
@@ -438,10 +451,10 @@ class BLTModel(nn.Module):
         K = Lt // patch_tgt complete target patches; g_j depends on decoder-input
         positions 0 .. j * patch_tgt - 1 only.
         """
-        _check_ids(tgt_in, VOCAB_SIZE - 1, "tgt_in")
+        _check_ids(tgt_in, self.vocab_size - 1, "tgt_in", self.specials)
         B, Lt = tgt_in.shape
         if tgt_member is None:
-            tgt_member = fixed_patch_membership(tgt_in != PAD_ID, self.patch_tgt)
+            tgt_member = fixed_patch_membership(tgt_in != self.pad_id, self.patch_tgt)
         elif tgt_member.shape != (B, Lt // self.patch_tgt, Lt):
             raise ValueError(f"tgt_member has shape {tuple(tgt_member.shape)}, expected (B, Lt // patch_tgt, Lt) = "
                              f"{(B, Lt // self.patch_tgt, Lt)}: the complete patch_tgt={self.patch_tgt} patches "
@@ -455,13 +468,19 @@ class BLTModel(nn.Module):
         g = self.global_decoder(self.patch_pos(slots), memory, causal_mask(K + 1, h.device), memory_mask)
         return h, g
 
+    def patch_mask(self, Lt: int, K: int, device=None) -> torch.Tensor:
+        """(1, 1, Lt, K) bool, True = blocked: which of K global slots each of Lt target bytes may
+        not read in :meth:`decode` (:func:`patch_causal_mask` at ``patch_tgt``).  A subclass may
+        override this one method to try another mask (``cipherlab.broken.OwnPatchBLT``)."""
+        return patch_causal_mask(Lt, K, self.patch_tgt, device)
+
     def decode(self, tgt_in, memory, memory_mask, tgt_member=None, source=None) -> torch.Tensor:
         """tgt_in (B, Lt) with the encoder's memory -> logits (B, Lt, V).
 
         ``source``: the third output of :meth:`encode_source`, needed with source_memory="bytes".
         """
         h, g = self.global_states(tgt_in, memory, memory_mask, tgt_member)
-        g_mask = patch_causal_mask(tgt_in.size(1), g.size(1), self.patch_tgt, tgt_in.device)
+        g_mask = self.patch_mask(tgt_in.size(1), g.size(1), tgt_in.device)
         if self.source_memory == "bytes":
             if source is None:
                 raise ValueError("BLTModel.decode: source_memory='bytes' reads the source byte states; pass "
@@ -469,7 +488,7 @@ class BLTModel(nn.Module):
             read, read_mask = source
         else:
             read, read_mask = memory, memory_mask
-        return self.local_decoder(h, tgt_in == PAD_ID, g, g_mask, read, read_mask)
+        return self.local_decoder(h, tgt_in == self.pad_id, g, g_mask, read, read_mask)
 
     def begin_decoding(self, src: torch.Tensor, src_member: torch.Tensor) -> DecodingState:
         """Encode the source once, build the start slot g_0; then call :meth:`decode_step` byte by byte.
@@ -502,7 +521,7 @@ class BLTModel(nn.Module):
         the patch is pooled and becomes the next global slot; then it runs through the local decoder
         against the cached window, slots and source.
         """
-        _check_ids(tokens[:, None], VOCAB_SIZE - 1, "tokens")
+        _check_ids(tokens[:, None], self.vocab_size - 1, "tokens", self.specials)
         cache = state.cache
         position = cache.length
         x = self.local_decoder.embed_bytes(tokens[:, None], position)  # (B, 1, D)
@@ -515,6 +534,20 @@ class BLTModel(nn.Module):
             cache.patch = None
         read, read_mask = state.source if self.source_memory == "bytes" else (state.memory, state.memory_mask)
         return self.local_decoder.step(x, position, cache, read, read_mask)[:, -1]
+
+    def decode_prefix(self, state: DecodingState, prefix: torch.Tensor) -> torch.Tensor:
+        """The whole prefix (B, t) through the decoder again, no cache -> logits (B, t, V): the
+        reference :meth:`decode_step` is tested against (``cipherlab.decode``, ``use_cache=False``)."""
+        return self.decode(prefix, state.memory, state.memory_mask, source=state.source)
+
+    def attention_modules(self) -> dict[tuple[str, int], nn.Module]:
+        """``{(role, layer): attention module}``: "encoder self" (the local encoder, inside windows
+        of ``window`` bytes), "cross" (the local decoder's direct path to the source) and
+        "global encoder self" (over source patches)."""
+        modules = {("encoder self", i): layer.self_attn.attn for i, layer in enumerate(self.local_encoder.layers)}
+        modules |= {("cross", i): layer.memory_attn for i, layer in enumerate(self.local_decoder.layers)}
+        return modules | {("global encoder self", i): layer.self_attn
+                          for i, layer in enumerate(self.global_encoder.layers)}
 
     def forward(self, src, src_member, tgt_in, tgt_member=None) -> torch.Tensor:
         memory, memory_mask, source = self.encode_source(src, src_member)

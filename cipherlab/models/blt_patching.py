@@ -12,7 +12,11 @@ decided before the network sees the data, and it needs no gradients:
 - ``patch_membership`` and ``fixed_patch_membership``: the ragged "which bytes
   belong to which patch" list written as a rectangular bool tensor
   ``member[b, k, i]`` (True: byte i of example b is in patch k).
-- ``collate_source`` and ``collate_bytes``: padded id tensors plus memberships.
+
+Turning bit strings and byte lists into padded batches is the codec's work
+(``cipherlab.codec.collate_source`` / ``collate_bytes``); this module, like the rest of
+``cipherlab.models``, imports nothing from the rest of cipherlab, so the sizes it uses
+(``max_patch``, the percentile) are arguments, with their defaults in ``cipherlab.config.Config``.
 
 Source and target are patched differently, and it is worth being precise about why.
 The source is fully known before decoding starts, so it gets entropy patches.  The
@@ -38,17 +42,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import torch
 
-from cipherlab.cipher import bits_to_bytes
-from cipherlab.config import Config
-from cipherlab.data import collate
-from cipherlab.tokenizers.bytes import EOS_ID, PAD_ID
-
-N_BYTES = 256                  # byte values 0..255; PAD/BOS/EOS never reach the entropy model
+N_BYTES = 256                  # byte values 0..255; the special ids (PAD/BOS/EOS) never reach the entropy model
 DEFAULT_MIN_COUNT = 10         # a context seen fewer times backs off to a shorter one
-# The defaults of the configuration, defined once, in cipherlab.config.Config (seed 000 §4.3):
-DEFAULT_PERCENTILE = Config.blt_entropy_percentile  # threshold = this percentile of the training entropies
-DEFAULT_MAX_PATCH = Config.blt_max_patch            # longest source patch
-DEFAULT_PATCH_TGT = Config.blt_patch_tgt            # fixed target patch size
 
 
 def as_byte_array(seq, where: str = "sequence") -> np.ndarray:
@@ -73,7 +68,7 @@ def as_byte_array(seq, where: str = "sequence") -> np.ndarray:
         i = int(bad[0])
         raise ValueError(
             f"{where} holds {int(arr[i])} at position {i}; byte values must lie in 0..255 "
-            f"(ids {PAD_ID}+ are PAD/BOS/EOS and must be stripped before patching)"
+            f"(the special ids above 255, PAD/BOS/EOS, must be stripped before patching)"
         )
     return arr.astype(np.int64, copy=False)
 
@@ -156,8 +151,9 @@ class ByteEntropyModel:
         curve[2:] = self.trigram_table[s[:-2] * N_BYTES + s[1:-1]]
         return curve
 
-    def threshold_at(self, percentile: float = DEFAULT_PERCENTILE) -> float:
-        """The given percentile (0..100) of the entropies at all training positions, in bits.
+    def threshold_at(self, percentile: float) -> float:
+        """The given percentile (0..100) of the entropies at all training positions, in bits
+        (cipherlab's: ``Config.blt_entropy_percentile``).
 
         A percentile rather than a fixed number of bits keeps the boundary rate stable
         whatever the data's entropy range: a fixed cutoff above the data's maximum
@@ -168,11 +164,11 @@ class ByteEntropyModel:
             raise ValueError(f"percentile={percentile}; it must lie in 0..100")
         return float(np.percentile(self.train_entropies, percentile))
 
-    def patch_boundaries(self, seq, threshold: float, max_patch: int = DEFAULT_MAX_PATCH) -> list[int]:
+    def patch_boundaries(self, seq, threshold: float, max_patch: int) -> list[int]:
         """Start index of every patch of ``seq``; the first is 0 (none for an empty sequence).
 
         A patch starts at i when ``entropy_curve(seq)[i] > threshold`` or when the running
-        patch already holds ``max_patch`` bytes.  The cap is applied per gap between
+        patch already holds ``max_patch`` bytes (cipherlab's: ``Config.blt_max_patch``).  The cap is applied per gap between
         entropy starts: a gap of n bytes starting at s gets extra starts at
         s + max_patch, s + 2 * max_patch, ... (the same result as the byte-by-byte loop).
         """
@@ -233,57 +229,3 @@ def fixed_patch_membership(nonpad: torch.Tensor, patch: int) -> torch.Tensor:
     patch_of_pos = torch.arange(L, device=nonpad.device) // patch                   # (L,)
     member = patch_of_pos[None, None, :] == torch.arange(K, device=nonpad.device)[None, :, None]  # (1, K, L)
     return member & nonpad[:, None, :]                                             # (B, K, L)
-
-
-def collate_source(
-    sources: Sequence,
-    entropy_model: ByteEntropyModel,
-    threshold: float,
-    max_patch: int = DEFAULT_MAX_PATCH,
-    source_eos: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sources -> (src (B, Ls) long, PAD-padded; src_member (B, Ks, Ls) bool).
-
-    Each source is either a cipher bit string ('0'/'1', grouped 8 bits -> one byte;
-    a length that is not a multiple of 8 raises ``cipher.DatasetError``, a ValueError)
-    or its byte values.  Ls is at least 1, so a batch of empty lines still has a shape.
-    ``source_eos`` (``Config.source_eos``) ends every source with EOS_ID in a patch of its own,
-    after the entropy patches of its bytes.
-    """
-    arrays = [as_byte_array(bits_to_bytes(s) if isinstance(s, str) else s, f"source {b}")
-              for b, s in enumerate(sources)]
-    starts = [entropy_model.patch_boundaries(a, threshold, max_patch) for a in arrays]
-    rows = [a.tolist() for a in arrays]
-    if source_eos:
-        starts = [[*(st if a.size else []), a.size] for st, a in zip(starts, arrays)]
-        rows = [[*row, EOS_ID] for row in rows]
-    padded = collate([(row, []) for row in rows], PAD_ID, PAD_ID)["src"]
-    if padded.size(1) == 0:
-        padded = torch.full((len(arrays), 1), PAD_ID, dtype=torch.long)
-    return padded, patch_membership(starts, [len(row) for row in rows], padded.size(1))
-
-
-def collate_bytes(
-    batch: Sequence[tuple[Sequence[int], Sequence[int]]],
-    entropy_model: ByteEntropyModel,
-    threshold: float,
-    *,
-    max_patch: int = DEFAULT_MAX_PATCH,
-    patch_tgt: int = DEFAULT_PATCH_TGT,
-    source_eos: bool = False,
-) -> dict[str, torch.Tensor]:
-    """Batch ``(cipher, [BOS] + plain bytes + [EOS])`` pairs for the BLT (cipher as in collate_source).
-
-    Returns a dict of
-      src        (B, Ls)      long, cipher bytes, PAD_ID after the end
-      src_member (B, Ks, Ls)  bool, entropy patches of the source
-      tgt        (B, Lt)      long, [BOS] + plain + [EOS], PAD_ID after the end
-      tgt_member (B, (Lt-1) // patch_tgt, Lt-1) bool, the complete fixed patches of
-                              the decoder input ``tgt[:, :-1]`` (what ``BLTModel``
-                              computes itself when it is not given one)
-    Teacher forcing: ``model(src, src_member, tgt[:, :-1])`` predicts ``tgt[:, 1:]``.
-    """
-    src, src_member = collate_source([s for s, _ in batch], entropy_model, threshold, max_patch, source_eos)
-    tgt = collate([([], t) for _, t in batch], PAD_ID, PAD_ID)["tgt"]
-    tgt_member = fixed_patch_membership(tgt[:, :-1] != PAD_ID, patch_tgt)
-    return {"src": src, "src_member": src_member, "tgt": tgt, "tgt_member": tgt_member}

@@ -75,17 +75,18 @@ class BitFactoredEmbedding(nn.Module):
 
 
 class KeyPhaseEmbedding(nn.Module):
-    """A learned vector per key phase (position mod 8), added to every token's embedding.
+    """A learned vector per key phase (position mod ``period``), added to every token's embedding.
 
-    The cipher's period is part of the task statement, and the XOR mask of position i depends
-    on i mod 8 alone. Sinusoidal or learned absolute positions carry that phase; RoPE's scores
+    The cipher's period is part of the task statement (``cipherlab.cipher.PERIOD``, 8, which
+    ``cipherlab.codec.build_model`` passes as the models' ``key_period``), and the XOR mask of
+    position i depends on i mod 8 alone. Sinusoidal or learned absolute positions carry that phase; RoPE's scores
     see only offsets, so on text without a language to lean on (random strings) C2 must rebuild
     the absolute phase from the sequence start. Adding the phase to the input embeddings of
     every configuration alike (``Config.phase_embedding``) hands it to all five. Rows start at
     N(0, 1/D) and are scaled by sqrt(D) like the token embeddings they are added to.
     """
 
-    def __init__(self, embedding_dim: int, period: int = 8):
+    def __init__(self, embedding_dim: int, period: int):
         super().__init__()
         self.period = period
         self.table = nn.Embedding(period, embedding_dim)
@@ -95,3 +96,12 @@ class KeyPhaseEmbedding(nn.Module):
         """(length, D): the phase vectors of positions offset .. offset + length - 1."""
         positions = torch.arange(offset, offset + length, device=device)
         return self.table(positions % self.period) * self.table.embedding_dim ** 0.5
+
+
+def key_phase_embedding(embedding_dim: int, phase_embedding: bool, key_period: int | None) -> KeyPhaseEmbedding | None:
+    """A :class:`KeyPhaseEmbedding` of ``key_period`` phases when ``phase_embedding``, else None."""
+    if not phase_embedding:
+        return None
+    if key_period is None:
+        raise ValueError("phase_embedding=True needs key_period, the cipher's period (cipherlab.cipher.PERIOD)")
+    return KeyPhaseEmbedding(embedding_dim, key_period)

@@ -38,7 +38,7 @@ from torch import nn
 
 from .attention import KVCache, MultiHeadAttention, causal_mask, make_attention, padding_mask, select_rows
 from .norm import make_norm
-from .embedding import BitFactoredEmbedding, KeyPhaseEmbedding
+from .embedding import BitFactoredEmbedding, key_phase_embedding
 from .positional import LearnedPositionalEncoding, RotaryPositionalEmbedding, SinusoidalPositionalEncoding
 
 POS_ENCODINGS = ("sinusoidal", "rope", "learned")
@@ -333,7 +333,7 @@ class Seq2SeqTransformer(nn.Module):
     the target embedding matrix itself (weight tying). ``src_codes``/``tgt_codes`` (token id ->
     byte or character code, None for a special or multi-character token) make the tables
     bit-factored (``cipherlab.models.embedding``); ``phase_embedding`` adds a learned vector per
-    key phase (position mod 8) to both sides' embeddings. Call model.eval() before decoding
+    key phase (position mod ``key_period``, the cipher's 8) to both sides' embeddings. Call model.eval() before decoding
     (``cipherlab.decode``): dropout is not switched off for you.
 
     A student's own classes replace cipherlab's (None: cipherlab's; interfaces in ``cipherlab.parts``):
@@ -345,7 +345,7 @@ class Seq2SeqTransformer(nn.Module):
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model=256, n_heads=8, enc_layers=4, dec_layers=4,
                  ffn_dim=1024, dropout=0.1, pos_encoding="sinusoidal", attn_type="mha", n_kv_heads=None,
                  norm="layernorm", src_pad_id=0, tgt_pad_id=0, max_len=4096, fused_attention=False,
-                 rope_cross_attention=True, src_codes=None, tgt_codes=None, phase_embedding=False,
+                 rope_cross_attention=True, src_codes=None, tgt_codes=None, phase_embedding=False, key_period=None,
                  attention_cls=None, norm_cls=None, positional_cls=None, rope_cls=None):
         super().__init__()
         if pos_encoding not in POS_ENCODINGS:
@@ -363,7 +363,7 @@ class Seq2SeqTransformer(nn.Module):
         self.d_model, self.src_pad_id, self.tgt_pad_id = d_model, src_pad_id, tgt_pad_id
         self.src_embed = _embedding(src_vocab_size, d_model, src_codes, "source")
         self.tgt_embed = _embedding(tgt_vocab_size, d_model, tgt_codes, "target")
-        self.phase_embed = KeyPhaseEmbedding(d_model) if phase_embedding else None
+        self.phase_embed = key_phase_embedding(d_model, phase_embedding, key_period)
         rope = None
         if positional_cls is not None and pos_encoding != "rope":
             self.pos_enc = build_own_positional(positional_cls, d_model, max_len, dropout)
@@ -429,6 +429,17 @@ class Seq2SeqTransformer(nn.Module):
         values of the earlier positions, and its cross-attention the memory projected at the first step.
         """
         return self.decode(tokens[:, None], state.memory, state.memory_mask, state.cache)[:, -1]
+
+    def decode_prefix(self, state: DecodingState, prefix: torch.Tensor) -> torch.Tensor:
+        """The whole prefix (B, t) through the decoder again, no cache -> logits (B, t, V): the
+        reference :meth:`decode_step` is tested against (``cipherlab.decode``, ``use_cache=False``)."""
+        return self.decode(prefix, state.memory, state.memory_mask)
+
+    def attention_modules(self) -> dict[tuple[str, int], nn.Module]:
+        """``{(role, layer): attention module}``: "encoder self", "decoder self" and "cross"."""
+        modules = {("encoder self", i): layer.self_attn for i, layer in enumerate(self.encoder.layers)}
+        modules |= {("decoder self", i): layer.self_attn for i, layer in enumerate(self.decoder.layers)}
+        return modules | {("cross", i): layer.cross_attn for i, layer in enumerate(self.decoder.layers)}
 
     def num_params(self) -> int:
         """Trainable parameters; the tied output head is counted once (it is tgt_embed)."""

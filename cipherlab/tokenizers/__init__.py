@@ -17,7 +17,7 @@ from cipherlab.tokenizers.bpe import (
     merge_symbols,
     pair_counts,
 )
-from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, ByteTokenizer
+from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, VOCAB_SIZE, ByteTokenizer
 from cipherlab.tokenizers.cipher_task import boundary_straddle_rate, get_tokenizers
 from cipherlab.tokenizers.pretokenize import split_cipher, split_plaintext
 
@@ -27,6 +27,7 @@ __all__ = [
     "ByteTokenizer",
     "EOS_ID",
     "PAD_ID",
+    "SPECIAL_IDS",
     "TokenizerFileError",
     "VOCAB_SIZE",
     "apply_merges",

@@ -420,6 +420,10 @@ class BPETokenizer:
     def vocab_size(self) -> int:
         return len(self._id_to_token)
 
+    def token(self, i: int) -> str:
+        """The string of token id ``i`` as the vocabulary holds it (a special's is its name, e.g. ``<pad>``)."""
+        return self._id_to_token[i]
+
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (no BOS/EOS): the merges replayed in order within each piece."""
         ids: list[int] = []
@@ -524,13 +528,9 @@ class BPETokenizer:
 
     # ---- the file format ---------------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the tokenizer as versioned JSON, one merge per line so people can read it.
-
-        The file is written next to ``path`` first and then renamed, so a reader never sees half
-        a file.
-        """
-        path = Path(path)
+    def to_text(self) -> str:
+        """The tokenizer as versioned JSON text, one merge per line so people can read it: what
+        ``save`` writes and ``from_text`` reads (a checkpoint carries it too)."""
         header = {
             "format": FORMAT,
             "version": FORMAT_VERSION,
@@ -545,8 +545,17 @@ class BPETokenizer:
         fields = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in header.items()]
         merges = ",\n".join(f"    {json.dumps(list(pair))}" for pair in self.merges)
         fields.append(f'  "merges": [\n{merges}\n  ]')
+        return "{\n" + ",\n".join(fields) + "\n}\n"
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write :meth:`to_text` to ``path``.
+
+        The file is written next to ``path`` first and then renamed, so a reader never sees half
+        a file.
+        """
+        path = Path(path)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text("{\n" + ",\n".join(fields) + "\n}\n", encoding="utf-8")
+        tmp.write_text(self.to_text(), encoding="utf-8")
         os.replace(tmp, path)
 
     @classmethod
@@ -554,8 +563,18 @@ class BPETokenizer:
         """Read a file written by ``save``; raise TokenizerFileError naming the file and the reason."""
         path = Path(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise TokenizerFileError(f"{path}: cannot read a tokenizer from it ({err}); delete it and retrain") from err
+        return cls.from_text(text, path)
+
+    @classmethod
+    def from_text(cls, text: str, path: str | os.PathLike = "<text>") -> BPETokenizer:
+        """Read the text of :meth:`to_text`; raise TokenizerFileError naming ``path`` (where the text
+        came from) and the reason."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
             raise TokenizerFileError(f"{path}: cannot read a tokenizer from it ({err}); delete it and retrain") from err
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise TokenizerFileError(f"{path}: not a {FORMAT} file (no \"format\": \"{FORMAT}\" field)")

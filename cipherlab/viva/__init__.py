@@ -1,21 +1,29 @@
-"""The viva bank and the tools that put it into the book (every chapter; see the intro).
+"""The viva: the question bank and the tools that put it into the book, the drill and the flashcards.
 
 Half of the course mark is an oral exam, the viva. Its questions live in ONE place,
-``cipherlab/viva/bank/<chapter>.yml``; this module turns that source into the last cells
-of each chapter notebook, so the book and the bank never drift apart.
+``cipherlab/viva/bank/<chapter>.yml``; this package turns that source into the last cells of each
+chapter notebook, so the book and the bank never drift apart. What it holds:
 
-- ``load_bank()`` / ``questions(chapter)`` read and validate the YAML banks.
-- ``cipherlab/viva/facts/<chapter>.py`` holds ``FACTS``: every number an answer quotes is
-  computed there from the package, never typed by hand. An answer cites a fact as
-  ``{fact}`key``` or with a format, ``{fact}`key:.3f```; ``fill_facts(text, chapter)`` puts
-  the computed numbers in.
-- A chapter's prose may quote a fact too, written as ``<span data-fact="key:.3f">0.123</span>``:
-  plain HTML, so the number shows in Colab, JupyterLab and on GitHub as well as on the site.
-  ``sync`` rewrites the number between the tags from the facts, and the book's tests fail
-  when the notebook and the facts disagree (``notebook_in_sync``).
+- the bank (``cipherlab.viva.answers``, re-exported here): ``load_bank()`` / ``questions(chapter)``
+  read and validate the YAML files.
+- the facts: every number an answer or a chapter's prose quotes is computed, never typed by hand.
+  ``cipherlab.viva.facts`` is the registry, ``FACTS[chapter] = {key: zero-argument callable}``,
+  whose callables run the chapter's experiments (``cipherlab/experiments/<chapter>.py``, the
+  functions the chapter's cells call and print). An answer cites a fact as ``{fact}`key``` or
+  with a format, ``{fact}`key:.3f```, and ``fill_facts(text, chapter)`` puts the numbers in; the
+  prose quotes one as ``<span data-fact="key:.3f">0.123</span>``, plain HTML, so the number shows
+  in Colab, JupyterLab and on GitHub as well as on the site. The registry is imported only when
+  facts are computed: ``import cipherlab.viva`` does not import torch.
+- sync: ``setup_cell_source()``, ``viva_cells(chapter)`` and ``sync_notebook(path)`` write the
+  generated cells and refill the numbers in the prose; run them as ``python -m cipherlab.viva sync``
+  (``check`` exits 1 when a notebook differs from what sync would write: ``notebook_in_sync``).
 - ``show_source(obj)`` displays the real source of a cipherlab object in a notebook.
-- ``setup_cell_source()``, ``viva_cells(chapter)`` and ``sync_notebook(path)`` write the
-  generated cells; run them as ``python -m cipherlab.viva sync`` (see ``__main__``).
+- the drill (``python -m cipherlab.viva drill``, ``__main__``) asks the questions in a terminal.
+- the flashcards (``cipherlab.viva.flashcards``): the same questions as cards, in a notebook
+  or as one HTML fragment for the built book.
+- outputs (``cipherlab.viva.outputs``, ``python -m cipherlab.viva outputs``) runs each chapter in a
+  fresh kernel and stores its outputs; view (``cipherlab.viva.view``) renders a notebook, outputs
+  included, as Colab and GitHub show it.
 - ``myst_markup(text)`` lists what in a piece of markdown only MyST would render (roles,
   directive fences): nothing of the kind may reach a notebook, because Colab and Jupyter
   show it raw.
@@ -23,22 +31,20 @@ of each chapter notebook, so the book and the bank never drift apart.
 
 from __future__ import annotations
 
-import functools
 import inspect
-import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from cipherlab.viva.facts import load_facts
+# the bank and its facts, re-exported: ``from cipherlab.viva import load_bank`` keeps working
+from cipherlab.viva.answers import (BANK_DIR, FACT_ROLE, FACT_SPAN, REQUIRED_KEYS, ChapterBank, Question,  # noqa: F401
+                                    cited_facts, compute_facts, fill_facts, format_fact, load_bank, load_chapter,
+                                    load_facts, prose_facts, questions, refill_prose)
 
-BANK_DIR = Path(__file__).parent / "bank"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
-REQUIRED_KEYS = {"id", "source", "question", "answer"}
 LEAD_WORDS = 50  # a lead is said in about 20 seconds
 ANSWER_WORDS_MAX = 250  # lead + answer, maths, code and tables not counted
 ANSWER_WORDS_MEDIAN = 150
@@ -47,185 +53,10 @@ ANSWER_WORDS_MEDIAN = 150
 GENERATED_KEY = "cipherlab_generated"
 VIVA_HEADING = "## Viva questions"
 
-# A placeholder in the bank: {fact}`key` or {fact}`key:.3f` -> (key, format spec)
-FACT_ROLE = re.compile(r"\{fact\}`([^`:]+)(?::([^`]*))?`")
-# A fact written into a chapter's prose: <span data-fact="key:.3f">0.123</span>
-FACT_SPAN = re.compile(r'<span data-fact="([^":]+)(?::([^"]*))?">([^<]*)</span>')
 # What only MyST renders: a role {name}`...` and a directive fence ```{name} or :::{name}
 MYST_ROLE = re.compile(r"\{[A-Za-z][\w:.+-]*\}`")
 MYST_NAME_AT_END = re.compile(r"\{[A-Za-z][\w:.+-]*\}$")  # a text token just before a code span
 MYST_COLON_FENCE = re.compile(r"\s*:{3,}\s*\{")
-
-
-@dataclass(frozen=True)
-class Question:
-    """One viva question and its answer (CommonMark with $maths$ and {fact} placeholders).
-
-    ``lead`` is what a student says first, in about 20 seconds (at most ``LEAD_WORDS`` words);
-    ``answer`` is what follows if the examiner presses: the derivation, cipherlab's numbers, the
-    code, and at the end, briefly, where the course notes claim more than they show.
-    """
-
-    id: str
-    source: str
-    question: str
-    answer: str
-    chapter: str
-    lead: str = ""
-
-
-@dataclass(frozen=True)
-class ChapterBank:
-    """The questions of one chapter and the notebook whose viva section shows them."""
-
-    chapter: str
-    notebook: str  # path relative to the repository root, e.g. "book/02_attention.ipynb"
-    questions: tuple[Question, ...]
-
-
-def _require_str(entry: dict, field: str, where: str) -> str:
-    value = entry.get(field)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{where}: field {field!r} must be a non-empty string, got {value!r}")
-    return value.strip()
-
-
-def load_chapter(path: Path) -> ChapterBank:
-    """Parse and validate one bank file; errors name the file, the question and the fix."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or set(data) != {"chapter", "notebook", "questions"}:
-        raise ValueError(f"{path}: expected exactly the keys chapter, notebook, questions at top level")
-    if data["chapter"] != path.stem:
-        raise ValueError(f"{path}: chapter is {data['chapter']!r}; it must equal the file stem {path.stem!r}")
-    items = []
-    for n, entry in enumerate(data["questions"] or [], start=1):
-        where = f"{path}, question {n}"
-        if not isinstance(entry, dict) or not REQUIRED_KEYS <= set(entry) <= REQUIRED_KEYS | {"lead"}:
-            raise ValueError(f"{where}: expected the keys id, source, question, lead, answer")
-        question = _require_str(entry, "question", where)
-        if "\n\n" in question:
-            raise ValueError(f"{where}: the question must be one paragraph (it is shown in bold)")
-        items.append(Question(id=_require_str(entry, "id", where), source=_require_str(entry, "source", where),
-                              question=question, answer=_require_str(entry, "answer", where),
-                              chapter=data["chapter"],
-                              lead=_require_str(entry, "lead", where) if "lead" in entry else ""))
-    return ChapterBank(chapter=data["chapter"], notebook=data["notebook"], questions=tuple(items))
-
-
-def load_bank() -> dict[str, ChapterBank]:
-    """Every chapter's bank, keyed by chapter, in notebook order; question ids are unique across them."""
-    banks = sorted((load_chapter(p) for p in BANK_DIR.glob("*.yml")), key=lambda b: b.notebook)
-    seen: dict[str, str] = {}
-    for bank in banks:
-        for q in bank.questions:
-            if q.id in seen:
-                raise ValueError(f"question id {q.id!r} appears in both {seen[q.id]}.yml and {bank.chapter}.yml")
-            seen[q.id] = bank.chapter
-    return {bank.chapter: bank for bank in banks}
-
-
-def questions(chapter: str) -> tuple[Question, ...]:
-    """The questions of one chapter, in bank order."""
-    return _bank_for(chapter).questions
-
-
-def _bank_for(chapter: str) -> ChapterBank:
-    path = BANK_DIR / f"{chapter}.yml"
-    if not path.exists():
-        known = sorted(p.stem for p in BANK_DIR.glob("*.yml"))
-        raise KeyError(f"no viva bank for chapter {chapter!r} (expected {path}); known chapters: {known}")
-    return load_chapter(path)
-
-
-def cited_facts(text: str) -> list[str]:
-    """The fact keys that a bank text cites with ``{fact}`key```, in order of first use."""
-    return list(dict.fromkeys(m.group(1) for m in FACT_ROLE.finditer(text)))
-
-
-def prose_facts(text: str) -> list[str]:
-    """The fact keys that a chapter's prose quotes with ``<span data-fact="key">``."""
-    return list(dict.fromkeys(m.group(1) for m in FACT_SPAN.finditer(text)))
-
-
-def _plain(value, key: str, chapter: str):
-    """Facts are plain Python numbers or strings (numpy scalars would print as np.float64(...))."""
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TypeError(f"fact {key!r} of cipherlab/viva/facts/{chapter}.py returned {value!r}; "
-                        "return an int, float or short str")
-    return value
-
-
-def compute_facts(chapter: str) -> dict:
-    """Compute every fact of a chapter; raises if an answer cites a key that FACTS lacks."""
-    return dict(_compute_facts(chapter))
-
-
-@functools.lru_cache(maxsize=None)
-def _compute_facts(chapter: str) -> tuple:
-    facts = load_facts(chapter)
-    missing = [k for q in questions(chapter) for k in cited_facts(q.question + q.lead + q.answer) if k not in facts]
-    if missing:
-        raise KeyError(f"bank/{chapter}.yml cites {missing}, which cipherlab/viva/facts/{chapter}.py "
-                       "does not define in FACTS; add them there")
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the same float rounding wherever sync or the tests compute them
-    try:
-        return tuple((key, _plain(fn(), key, chapter)) for key, fn in facts.items())
-    finally:
-        torch.set_num_threads(threads)
-
-
-def format_fact(value, spec: str | None) -> str:
-    """A fact as the text shows it: ``format(value, spec)``, or ``str(value)`` without a spec.
-
-    The spec ``bound`` writes the smallest power of ten at or above ``|value|`` ("1e-07"), for
-    sizes of float rounding error: their digits change with the CPU and the thread count, their
-    order of magnitude does not, so the sentence says "below 1e-07".
-    """
-    if spec == "bound":
-        if value == 0:
-            return "0"
-        return f"1e{math.ceil(math.log10(abs(value))):+03d}"
-    return format(value, spec) if spec else str(value)
-
-
-def _lookup(values: dict, key: str, chapter: str, where: str):
-    if key not in values:
-        raise KeyError(f"{where} quotes the fact {key!r}, which cipherlab/viva/facts/{chapter}.py "
-                       "does not define in FACTS; add it there or remove the quote")
-    return values[key]
-
-
-def fill_facts(text: str, chapter: str) -> str:
-    """Replace the ``{fact}`key:spec``` placeholders of a bank text by the computed facts."""
-    if not cited_facts(text):
-        return text
-    values = compute_facts(chapter)
-
-    def paste(match: re.Match) -> str:
-        value = _lookup(values, match.group(1), chapter, f"bank/{chapter}.yml")
-        return format_fact(value, match.group(2))
-
-    return FACT_ROLE.sub(paste, text)
-
-
-def refill_prose(text: str, chapter: str, where: str = "a markdown cell") -> str:
-    """Rewrite the number inside every ``<span data-fact="key:spec">`` of ``text`` from the facts."""
-    if not prose_facts(text):
-        return text
-    values = compute_facts(chapter)
-
-    def paste(match: re.Match) -> str:
-        key, spec = match.group(1), match.group(2)
-        value = format_fact(_lookup(values, key, chapter, where), spec)
-        attribute = f"{key}:{spec}" if spec else key
-        return f'<span data-fact="{attribute}">{value}</span>'
-
-    return FACT_SPAN.sub(paste, text)
 
 
 def myst_markup(markdown: str) -> list[str]:
@@ -370,7 +201,7 @@ def viva_cells(chapter: str) -> list:
         f"{VIVA_HEADING}\n\n"
         "Answer each question out loud, in full sentences, before you open its answer. "
         f"They are generated from `cipherlab/viva/bank/{chapter}.yml`; every number in an answer "
-        f"is computed by `cipherlab/viva/facts/{chapter}.py` and written in by "
+        f"is computed by `cipherlab/experiments/{chapter}.py` and written in by "
         "`python -m cipherlab.viva sync`, and a test fails when the two disagree.", "viva-heading")]
     cells += [_markdown(render_question(n, q), f"viva-{q.id}") for n, q in enumerate(questions(chapter), 1)]
     return cells

@@ -22,7 +22,7 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 
-from cipherlab.viva import Question, cited_facts, fill_facts, load_bank
+from cipherlab.viva.answers import Question, cited_facts, fill_facts, load_bank
 
 # {role}`text` -> text, for any MyST-style role left after the facts are filled in.
 _MYST_ROLE = re.compile(r"\{[\w:.-]+\}`([^`]*)`")

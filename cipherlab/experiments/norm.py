@@ -1,4 +1,4 @@
-"""Facts for chapter 5 (normalisation): the measurements whose numbers the viva answers quote.
+"""Chapter 5's experiments (normalisation): what its cells call and print, and what its facts quote.
 
 Every function runs cipherlab's own modules; chapter 5 calls the same functions, so the book
 and the answers show the same numbers.
@@ -12,19 +12,16 @@ Post-LN, as in the original Transformer, and Pre-LN without residual connections
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cipherlab.experiments.common import D_MODEL, FFN_DIM, N_HEADS, SRC_VOCAB, TGT_VOCAB
 from cipherlab.models.attention import MultiHeadAttention
 from cipherlab.models.norm import LayerNorm, RMSNorm, make_norm
 from cipherlab.models.transformer import Encoder, FeedForward, Seq2SeqTransformer, init_transformer_weights
-from cipherlab.results import EQUAL_EPOCHS_RUN, PRIMARY_RUN, load_run, metric, single_change_rows
-from cipherlab.viva.facts.positional import sinusoidal_table
-
-D_MODEL, N_HEADS, FFN_DIM = 256, 8, 1024  # the assignment's shared hyperparameters
+from cipherlab.results import load_run, metric, single_change_rows
 
 # The depth experiments use small layers (the effect is about depth, not width) and no dropout.
 SMALL = dict(d_model=64, n_heads=4, ffn_dim=256)
@@ -108,7 +105,7 @@ def build_stack(wiring: str, depth: int = DEPTH, seed: int = 0) -> tuple[nn.Modu
     return layers, final
 
 
-def _toy_batch(batch: int = 8, length: int = 32, n_classes: int = 10, seed: int = 1):
+def toy_batch(batch: int = 8, length: int = 32, n_classes: int = 10, seed: int = 1):
     """Unit-scale inputs (like the scaled embeddings) and random class targets."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, length, SMALL["d_model"], generator=g)  # (B, L, D)
@@ -130,7 +127,7 @@ def depth_profile(wiring: str, depth: int = DEPTH, seed: int = 0) -> dict:
     layers, final = build_stack(wiring, depth, seed)
     torch.manual_seed(seed)
     head = nn.Linear(SMALL["d_model"], 10)
-    x, y = _toy_batch()
+    x, y = toy_batch()
     rms, spreads, outputs = [], [], []
     h = x
     for layer in layers:
@@ -190,9 +187,9 @@ def train_small_stack(wiring: str, *, warmup_steps: int = 0, depth: int = 6, lr:
 
 @functools.lru_cache(maxsize=None)
 def ablation_model(norm: str) -> Seq2SeqTransformer:
-    """A freshly initialised model with the assignment's sizes (vocabularies 1024 / 8000), seeded."""
+    """A freshly initialised model with the assignment's sizes and vocabularies, seeded."""
     torch.manual_seed(0)
-    return Seq2SeqTransformer(1024, 8000, d_model=D_MODEL, n_heads=N_HEADS, ffn_dim=FFN_DIM, norm=norm)
+    return Seq2SeqTransformer(SRC_VOCAB, TGT_VOCAB, d_model=D_MODEL, n_heads=N_HEADS, ffn_dim=FFN_DIM, norm=norm)
 
 
 def count_norm_layers(model: nn.Module) -> int:
@@ -207,7 +204,7 @@ def first_norm_inputs(batch: int = 4, length: int = 200, seed: int = 0) -> torch
     """(B*L, D): what the first norm of a fresh C1 encoder sees (scaled embeddings + sinusoidal code)."""
     model = ablation_model("layernorm").eval()
     g = torch.Generator().manual_seed(seed)
-    src = torch.randint(1, 1024, (batch, length), generator=g)  # no PAD
+    src = torch.randint(1, SRC_VOCAB, (batch, length), generator=g)  # no PAD
     with torch.no_grad():
         return model._embed(src, model.src_embed).flatten(0, 1)
 
@@ -237,55 +234,3 @@ def c4_against_c1(run: str) -> dict:
             "c1_epochs": c1["epochs"], "c4_epochs": c4["epochs"],
             "c1_s_per_epoch": c1["seconds_per_epoch"], "c4_s_per_epoch": c4["seconds_per_epoch"],
             "budget_s": c1["hyperparameters"]["time_budget_s"]}
-
-
-_depth_profile = functools.cache(depth_profile)  # many facts read the same three runs
-_bf16_errors = functools.cache(bf16_statistics_errors)
-_first_norm_inputs = functools.cache(first_norm_inputs)
-
-FACTS = {
-    "ln_params": lambda: sum(p.numel() for p in LayerNorm(D_MODEL).parameters()),
-    "rms_params": lambda: sum(p.numel() for p in RMSNorm(D_MODEL).parameters()),
-    "bf16_smallest_normal": lambda: f"{torch.finfo(torch.bfloat16).smallest_normal:.2e}",
-    "bf16_eps": lambda: f"2^{round(math.log2(torch.finfo(torch.bfloat16).eps))} = {torch.finfo(torch.bfloat16).eps}",
-    "bf16_demo_offset": lambda: 30,
-    "ln_err_bf16_stats": lambda: _bf16_errors()["bf16"],
-    "ln_err_fp32_stats": lambda: _bf16_errors()["fp32"],
-    "bf16_naive_var_min": lambda: _bf16_errors()["naive_var_min"],
-    "grad_depth": lambda: DEPTH,
-    "pre_resid_rms_top": lambda: _depth_profile("pre")["rms"][-1],
-    "final_norm_rms": lambda: _depth_profile("pre")["final_rms"],
-    "pre_top_over_bottom_grad": lambda: _depth_profile("pre")["grad"][-1] / _depth_profile("pre")["grad"][0],
-    "post_over_pre_top_grad": lambda: _depth_profile("post")["grad"][-1] / _depth_profile("pre")["grad"][-1],
-    "n_norm_layers": lambda: count_norm_layers(ablation_model("layernorm")),
-    "c4_params_saved": lambda: f"{c4_parameters_saved():,}",
-    "c4_train_bytes_saved": lambda: f"{c4_parameters_saved() * 4 * 4:,}",  # fp32 weight, grad, Adam m and v
-    "pe_pos0_mean_ratio": lambda: mean_over_rms(sinusoidal_table(D_MODEL, 1)).item(),
-    "init_mean_ratio_median": lambda: mean_over_rms(_first_norm_inputs()).median().item(),
-    "ln_rms_diff_median": lambda: layernorm_vs_rmsnorm(_first_norm_inputs()).median().item(),
-    "pre_bottom_grad": lambda: _depth_profile("pre")["grad"][0],
-    "pre_bottom_over_top_stream_grad": lambda: _depth_profile("pre")["stream_grad"][0] / _depth_profile("pre")["stream_grad"][-1],
-    "noresid_bottom_grad": lambda: _depth_profile("no-residual")["grad"][0],
-    "noresid_over_pre_bottom_grad": lambda: _depth_profile("no-residual")["grad"][0] / _depth_profile("pre")["grad"][0],
-    "noresid_bottom_over_top_grad": lambda: _depth_profile("no-residual")["grad"][0] / _depth_profile("no-residual")["grad"][-1],
-    "input_spread": lambda: _depth_profile("pre")["input_spread"],
-    "pre_spread": lambda: _depth_profile("pre")["spread"],
-    "post_spread": lambda: _depth_profile("post")["spread"],
-    "noresid_spread": lambda: _depth_profile("no-residual")["spread"],
-    # C4 against C1, measured: the controlled run (equal minutes) and equal epochs, one seed each
-    "c4_exact_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["exact"],
-    "c4_se_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["se"],
-    "c4_reading_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["reading"],
-    "c4_exact_eq": lambda: c4_against_c1(EQUAL_EPOCHS_RUN)["exact"],
-    "c4_se_eq": lambda: c4_against_c1(EQUAL_EPOCHS_RUN)["se"],
-    "c4_reading_eq": lambda: c4_against_c1(EQUAL_EPOCHS_RUN)["reading"],
-    "c1_exact_ctrl_rate": lambda: c4_against_c1(PRIMARY_RUN)["c1_exact"],
-    "c1_exact_eq_rate": lambda: c4_against_c1(EQUAL_EPOCHS_RUN)["c1_exact"],
-    "c4_exact_rate": lambda: c4_against_c1(PRIMARY_RUN)["c4_exact"],
-    "c1_epochs_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["c1_epochs"],
-    "c4_epochs_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["c4_epochs"],
-    "c1_s_per_epoch_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["c1_s_per_epoch"],
-    "c4_s_per_epoch_ctrl": lambda: c4_against_c1(PRIMARY_RUN)["c4_s_per_epoch"],
-    "eq_epochs": lambda: c4_against_c1(EQUAL_EPOCHS_RUN)["c1_epochs"],
-    "ctrl_budget_min": lambda: c4_against_c1(PRIMARY_RUN)["budget_s"] / 60,
-}

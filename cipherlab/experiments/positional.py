@@ -1,46 +1,33 @@
-"""Facts for chapter 4 (positions): the checks whose numbers the viva answers quote.
+"""Chapter 4's experiments (positions): what its cells call and print, and what its facts quote.
 
 Every function runs cipherlab's own modules (``cipherlab.models.positional``,
 ``cipherlab.models.attention`` and ``cipherlab.models.transformer``) or reads committed results:
 ``results/calibration/calibration.json`` (the short runs that chose the cpu preset) and, through
-``cipherlab.results``, the C1/C2 records of ``results/notes/equal-epochs/cpu`` and ``results/notes/cpu-bits``.
-Chapter 4 calls the same functions, so the book and the answers show the same numbers.
+``cipherlab.results``, the C1/C2 records of ``results/notes/equal-epochs/cpu`` and ``results/notes/cpu-bits``
+(the readers chapters share live in ``cipherlab.experiments.common``).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import math
-import re
-from pathlib import Path
 
 import torch
 
 from cipherlab.config import make_config
 from cipherlab.data import CHUNK_CHARS
 from cipherlab.decode import greedy_decode
+# (the calibration readers too: chapter 4's cells call them through this module)
+from cipherlab.experiments.common import (BITS, D_MODEL, KEY_PERIOD, MAX_LEN, N_HEADS, baseline_model, calibration,
+                                          calibration_bits, calibration_lines, calibration_run, first_epoch_loss,
+                                          run_records, scored_step, sinusoidal_table)
 from cipherlab.models.attention import MultiHeadAttention, causal_mask
-from cipherlab.models.positional import (LearnedPositionalEncoding, RotaryPositionalEmbedding,
-                                         SinusoidalPositionalEncoding, interleaved_to_half_split,
-                                         inverse_frequencies)
+from cipherlab.models.positional import RotaryPositionalEmbedding, interleaved_to_half_split, inverse_frequencies
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.results import load_run, metric
 
-D_MODEL, N_HEADS, MAX_LEN = 256, 8, 4096  # the assignment's shared hyperparameters
 HEAD_DIM = D_MODEL // N_HEADS
-KEY_PERIOD = 8  # len(cipherlab.cipher.KEY)
 CPU_C2 = make_config("c2", "cpu", recipe="notes")  # the course notes' recipe, as the committed C2; the reference run's C2: the sizes the cross-attention probe uses
-CALIBRATION_FILE = Path(__file__).resolve().parents[3] / "results" / "calibration" / "calibration.json"
 EQUAL_EPOCHS = "notes/equal-epochs/cpu"  # every cpu configuration trained to the same number of epochs (bytes mode)
-BITS = "notes/cpu-bits"  # the cpu preset with the course notes' bits-mode BPE on the cipher side
-
-
-def sinusoidal_table(d_model: int = D_MODEL, length: int = MAX_LEN) -> torch.Tensor:
-    """(length, d_model): what SinusoidalPositionalEncoding adds at positions 0..length-1 (added to zeros)."""
-    module = SinusoidalPositionalEncoding(d_model, max_len=length, dropout=0.0)
-    with torch.no_grad():
-        return module(torch.zeros(1, length, d_model))[0]
 
 
 def wavelengths(dim: int = D_MODEL) -> torch.Tensor:
@@ -55,7 +42,7 @@ def pairs_near_period(period: float = KEY_PERIOD, d_model: int = D_MODEL) -> dic
     return {"below": (above - 1, wl[above - 1].item()), "above": (above, wl[above].item())}
 
 
-def _pair_dims(i: int) -> str:
+def pair_dims(i: int) -> str:
     return f"{2 * i}–{2 * i + 1}"  # sinusoidal pair i occupies columns 2i (sin) and 2i+1 (cos)
 
 
@@ -67,13 +54,6 @@ def nonpersistent_buffer_bytes(module: torch.nn.Module) -> int:
 
 def count_parameters(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
-
-
-@functools.lru_cache(maxsize=1)
-def baseline_model() -> Seq2SeqTransformer:
-    """A freshly initialised C1 model with the assignment's sizes (vocabularies 1024 / 8000), seeded."""
-    torch.manual_seed(0)
-    return Seq2SeqTransformer(1024, 8000, d_model=D_MODEL, n_heads=N_HEADS)
 
 
 def scaled_embedding_std() -> float:
@@ -304,9 +284,9 @@ BITS_CHUNK_LINES = 100  # validation lines the alignment is measured on
 @functools.cache
 def bits_source_tokenizer(vocab: int):
     """A bits-mode source BPE of ``vocab`` tokens trained on chapter 6's few training lines
-    (``cipherlab.viva.facts.bpe``: seconds, where the full-size one takes minutes)."""
+    (``cipherlab.experiments.bpe``: seconds, where the full-size one takes minutes)."""
+    from cipherlab.experiments import bpe
     from cipherlab.tokenizers import BPETokenizer
-    from cipherlab.viva.facts import bpe
 
     if vocab == bpe.SRC_VOCAB:
         return bpe.small_cipher_tokenizer("bits")
@@ -341,7 +321,7 @@ def bits_alignment(chunk_chars: int, src_vocab: int, tgt_vocab: int | None) -> d
     or of round(r i) with r the chunk's own ratio ("scaled").
     """
     from cipherlab.data import make_chunks
-    from cipherlab.viva.facts import bpe
+    from cipherlab.experiments import bpe
 
     src = bits_source_tokenizer(src_vocab)
     tgt = None if tgt_vocab is None else bpe.small_plain_tokenizer()
@@ -364,7 +344,9 @@ def bits_alignment(chunk_chars: int, src_vocab: int, tgt_vocab: int | None) -> d
 
 def bits_alignments() -> dict:
     """bits_alignment for the assignment preset's shape and for the cpu preset's (results/notes/cpu-bits)."""
-    return {"assignment shape": bits_alignment(CHUNK_CHARS, 1024, 1000),
+    from cipherlab.experiments import bpe
+
+    return {"assignment shape": bits_alignment(CHUNK_CHARS, bpe.SRC_VOCAB, bpe.SMALL_TGT_VOCAB),
             "cpu-bits shape": bits_alignment(CPU_C2.chunk_chars, run_records(BITS)["c2"]["hyperparameters"]["src_vocab"],
                                              None)}
 
@@ -442,95 +424,9 @@ def cross_rope_checks() -> dict:
             "aligned_uniform_err": (uniform - 1 / uniform.size(-1)).abs().max().item()}
 
 
-# --------------------------------------------------------------------------- the calibration runs
+# --------------------------------------------------------------------------- the committed runs
 
-@functools.cache
-def calibration() -> dict:
-    """results/calibration/calibration.json: the 6-minute runs that chose the cpu preset."""
-    return json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))
-
-
-def calibration_run(run_id: str) -> dict:
-    """One run of calibration.json by its id ("A" .. "F"): config, overrides, epochs, val60, scored."""
-    runs = {run["id"]: run for run in calibration()["runs"]}
-    if run_id not in runs:
-        raise KeyError(f"{CALIBRATION_FILE}: no run {run_id!r}; the runs are {sorted(runs)}")
-    return runs[run_id]
-
-
-def calibration_lines() -> int:
-    """How many validation lines the calibration runs were scored on (stated in the file's "about")."""
-    match = re.search(r"first (\d+) validation lines", calibration()["about"]["what"])
-    if match is None:
-        raise ValueError(f"{CALIBRATION_FILE}: about.what no longer says 'first N validation lines'")
-    return int(match.group(1))
-
-
-def scored_step(run: dict) -> int:
-    """The training step of the checkpoint a calibration run was scored with.
-
-    "best.pt": the epoch with the lowest validation loss; "last.pt after N steps": N (a run
-    whose budget ended inside its first epoch lists no epochs).
-    """
-    if run["scored"].startswith("best.pt"):
-        return min(run["epochs"], key=lambda epoch: epoch["val_loss"])["step"]
-    match = re.match(r"last\.pt after (\d+) steps", run["scored"])
-    if match is None:
-        raise ValueError(f"{CALIBRATION_FILE}, run {run['id']}: cannot tell the step from scored={run['scored']!r}")
-    return int(match.group(1))
-
-
-def first_epoch_loss(run_id: str) -> float:
-    """Validation loss of a calibration run after its first epoch."""
-    return calibration_run(run_id)["epochs"][0]["val_loss"]
-
-
-def calibration_bits(run_id: str) -> float:
-    """Bit accuracy of a calibration run on the validation lines (greedy decoding)."""
-    return calibration_run(run_id)["val60"]["bit_accuracy"]
-
-
-# --------------------------------------------------------------------------- C2 against C1 in the committed runs
-
-@functools.cache
-def run_records(folder: str) -> dict:
-    """{"c1": record, ...} of a committed results folder (``cipherlab.results.load_run``)."""
-    return load_run(folder)
-
-
-def test_lines(folder: str, config: str = "c1") -> int:
-    return run_records(folder)[config]["test"]["lines"]
-
-
-def percent(folder: str, config: str, key: str) -> float:
-    """A test metric of one configuration, in percent (e.g. "sequence_accuracy", "bit_accuracy")."""
-    return 100 * metric(run_records(folder)[config], key)
-
-
-def exact_lines(folder: str, config: str) -> int:
-    """How many test lines a configuration decoded exactly."""
-    return round(metric(run_records(folder)[config], "sequence_accuracy") * test_lines(folder, config))
-
-
-def points_over_c1(folder: str, config: str, key: str) -> float:
-    """metric(config) - metric(C1) in percentage points (positive: config is better)."""
-    return percent(folder, config, key) - percent(folder, "c1", key)
-
-
-def exact_stderr(folder: str, config: str) -> float:
-    """Binomial standard error of a configuration's exact-line rate, sqrt(p (1 - p) / n), in points."""
-    p = metric(run_records(folder)[config], "sequence_accuracy")
-    return 100 * math.sqrt(p * (1 - p) / test_lines(folder, config))
-
-
-def exact_over_c1_stderr(folder: str, config: str) -> float:
-    """One binomial standard error of the exact-line difference from C1, in points:
-    sqrt(p1 (1 - p1) / n1 + p2 (1 - p2) / n2). Only the sampling of the test lines; a second
-    training seed would move both rates too, and one seed per configuration cannot say by how much."""
-    return math.hypot(exact_stderr(folder, "c1"), exact_stderr(folder, config))
-
-
-def common(what: str, values: dict):
+def shared_value(what: str, values: dict):
     """The one value every configuration in ``values`` shares; an error naming them where they differ
     (a sentence such as "both decode N lines" or "N epochs each" would no longer be true)."""
     if len(set(values.values())) != 1:
@@ -541,74 +437,3 @@ def common(what: str, values: dict):
 def cross_rotation(folder: str, config: str = "c2") -> str:
     """"on" where a run's C2 rotated cross-attention too (hyperparameters.rope_cross_attention), else "off"."""
     return "on" if run_records(folder)[config]["hyperparameters"]["rope_cross_attention"] else "off"
-
-
-_permutation_checks = functools.cache(permutation_checks)  # several facts read one run
-_phase_readout_table = functools.cache(phase_readout_table)
-_bits_alignments = functools.cache(bits_alignments)
-_cross_rope_checks = functools.cache(cross_rope_checks)
-
-FACTS = {
-    "pe_shortest_wavelength": lambda: wavelengths()[0].item(),
-    "pe_longest_wavelength": lambda: wavelengths()[-1].item(),
-    "pe_near8_low_dims": lambda: _pair_dims(pairs_near_period()["below"][0]),
-    "pe_near8_low_wavelength": lambda: pairs_near_period()["below"][1],
-    "pe_near8_high_dims": lambda: _pair_dims(pairs_near_period()["above"][0]),
-    "pe_near8_high_wavelength": lambda: pairs_near_period()["above"][1],
-    "pe_rms": lambda: sinusoidal_table().pow(2).mean().sqrt().item(),
-    "emb_scaled_std": scaled_embedding_std,
-    "pe_buffer_bytes": lambda: f"{nonpersistent_buffer_bytes(SinusoidalPositionalEncoding(D_MODEL, MAX_LEN)):,}",
-    "rope_offset_err": rope_offset_error,
-    "cross_perm_err": lambda: _permutation_checks()["cross_shuffle"],
-    "halfsplit_perm_err": halfsplit_vs_interleaved_error,
-    "mha_perm_err": lambda: _permutation_checks()["equivariance"],
-    "causal_perm_diff": lambda: _permutation_checks()["causal"],
-    "learned_pe_params": lambda: f"{count_parameters(LearnedPositionalEncoding(D_MODEL, MAX_LEN)):,}",
-    "phase_f64_fit": lambda: _phase_readout_table()["table, float64"]["fit"],
-    "pe_min_row_distance": min_row_distance,
-    "pe_rank64": lambda: table_rank(True),
-    "pair_first_misread": first_misread,
-    "cpu_head_dim": cpu_head_dim,
-    "cpu_rope_wl0": lambda: wavelengths(cpu_head_dim())[0].item(),
-    "cpu_rope_wl1": lambda: wavelengths(cpu_head_dim())[1].item(),
-    "bits_asg_ratio": lambda: _bits_alignments()["assignment shape"]["ratio"],
-    "bits_cpu_ratio": lambda: _bits_alignments()["cpu-bits shape"]["ratio"],
-    "bits_c1_cer": lambda: percent(BITS, "c1", "char_error_rate"),
-    "bits_c2_cer": lambda: percent(BITS, "c2", "char_error_rate"),
-    "rope_head_dim": lambda: HEAD_DIM,
-    "rope_n_pairs": lambda: HEAD_DIM // 2,
-    "rope_long_pairs": lambda: int((wavelengths(HEAD_DIM) > CHUNK_CHARS).sum()),
-    "chunk_chars": lambda: CHUNK_CHARS,
-    "cross_rope_err": lambda: _cross_rope_checks()["diagonal_err"],
-    "cross_norope_spread": lambda: _cross_rope_checks()["flat_spread"],
-    "cal_b_loss1": lambda: first_epoch_loss("B"),
-    "cal_c_loss1": lambda: first_epoch_loss("C"),
-    "cal_e_loss1": lambda: first_epoch_loss("E"),
-    "cal_c_bits": lambda: calibration_bits("C"),
-    "cal_e_bits": lambda: calibration_bits("E"),
-    "cal_c_steps": lambda: scored_step(calibration_run("C")),
-    "cal_e_steps": lambda: scored_step(calibration_run("E")),
-    "cal_c_src_vocab": lambda: calibration_run("C")["overrides"]["src_vocab"],
-    "cal_c_tgt_vocab": lambda: calibration_run("C")["overrides"]["tgt_vocab"],
-    "eq_epochs": lambda: common(f"{EQUAL_EPOCHS} epochs", {c: run_records(EQUAL_EPOCHS)[c]["epochs"] for c in ("c1", "c2")}),
-    "eq_lines": lambda: test_lines(EQUAL_EPOCHS),
-    "eq_c1_exact": lambda: percent(EQUAL_EPOCHS, "c1", "sequence_accuracy"),
-    "eq_c2_exact": lambda: percent(EQUAL_EPOCHS, "c2", "sequence_accuracy"),
-    "eq_c2_exact_diff": lambda: points_over_c1(EQUAL_EPOCHS, "c2", "sequence_accuracy"),
-    "eq_c2_exact_se": lambda: exact_over_c1_stderr(EQUAL_EPOCHS, "c2"),
-    "eq_c2_exact_z": lambda: abs(points_over_c1(EQUAL_EPOCHS, "c2", "sequence_accuracy"))
-    / exact_over_c1_stderr(EQUAL_EPOCHS, "c2"),
-    "eq_c2_bit_diff": lambda: points_over_c1(EQUAL_EPOCHS, "c2", "bit_accuracy"),
-    "eq_c1_bits_wrong": lambda: 100 - percent(EQUAL_EPOCHS, "c1", "bit_accuracy"),
-    "eq_c1_cer": lambda: percent(EQUAL_EPOCHS, "c1", "char_error_rate"),
-    "eq_c2_cer": lambda: percent(EQUAL_EPOCHS, "c2", "char_error_rate"),
-    "eq_c2_cross": lambda: cross_rotation(EQUAL_EPOCHS),
-    "bits_c2_cross": lambda: cross_rotation(BITS),
-    "bits_src_vocab": lambda: run_records(BITS)["c2"]["hyperparameters"]["src_vocab"],
-    "bits_lines": lambda: test_lines(BITS),
-    "bits_exact_lines": lambda: common(f"{BITS} exact lines", {c: exact_lines(BITS, c) for c in ("c1", "c2")}),
-    "bits_c1_bit": lambda: percent(BITS, "c1", "bit_accuracy"),
-    "bits_c2_bit": lambda: percent(BITS, "c2", "bit_accuracy"),
-    "bits_c1_epochs": lambda: run_records(BITS)["c1"]["epochs"],
-    "bits_c2_epochs": lambda: run_records(BITS)["c2"]["epochs"],
-}

@@ -1,4 +1,4 @@
-"""Facts for chapter 6 (tokenisation): the measurements whose numbers the viva answers quote.
+"""Chapter 6's experiments (tokenisation): what its cells call and print, and what its facts quote.
 
 Every function runs cipherlab's own tokenizers (``cipherlab.tokenizers``); chapter 6 calls the
 same functions, so the book and the answers show the same numbers. Tokenizers trained here are
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -20,14 +19,14 @@ from pathlib import Path
 from cipherlab.cipher import BITS_PER_CHAR, encrypt
 from cipherlab.config import make_config
 from cipherlab.data import load_corpus
+from cipherlab.experiments.common import BITS, SRC_VOCAB
 from cipherlab.results import load_run, metric
 from cipherlab.tokenizers import (BPETokenizer, apply_merges, boundary_straddle_rate, learn_merges,
                                   split_plaintext)
 from cipherlab.tokenizers.pretokenize import Utf8ByteUnit
-from cipherlab.viva.facts.positional import BITS, baseline_model, exact_stderr, percent, run_records
 
 BYTES = "notes/cpu"  # the reference run: C1 reads whole cipher bytes, no merges (BITS: the same with bits-mode BPE)
-BENCHMARK_FILE = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "bpe.json"
+BENCHMARK_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "bpe.json"
 NOT_MEASURED = "not measured yet (run benchmarks/bench_bpe.py)"
 
 # Drill sheet R22, step 1 (Sennrich et al.'s word-level BPE with an end-of-word marker).
@@ -48,7 +47,7 @@ BYTE_SAMPLES = {
 
 # Small tokenizers trained inside the chapter.
 SMALL_CIPHER_LINES, SMALL_PLAIN_LINES, EVAL_LINES = 200, 1000, 100
-SRC_VOCAB, SMALL_TGT_VOCAB = 1024, 1000
+SMALL_TGT_VOCAB = 1000  # (the cipher side's have the assignment's SRC_VOCAB)
 
 
 # --------------------------------------------------------------------------- the drill
@@ -229,7 +228,7 @@ def bench_field(report: dict, *path: str):
     for depth, key in enumerate(path):
         if not isinstance(value, dict) or key not in value:
             raise KeyError(f"{BENCHMARK_FILE}: no field {'.'.join(path[:depth + 1])}; the benchmark's format changed, "
-                           "so update cipherlab/viva/facts/bpe.py and book/06_bpe.ipynb to match")
+                           "so update cipherlab/experiments/bpe.py and book/06_bpe.ipynb to match")
         value = value[key]
     return value
 
@@ -263,43 +262,3 @@ def benchmark_summary() -> str:
             f"about {bits['naive_s']:,.0f} s ({bits['ratio']:,.0f}×, extrapolated from a {bits['subset_lines']}-line "
             f"subset where it is {bits['subset_ratio']:,.0f}× slower and returns "
             f"{'the same' if bits['identical'] else 'DIFFERENT'} merges)")
-
-
-FACTS = {
-    "drill_first_merge": lambda: " + ".join(repr(s) for s in drill_trace()[0][0]),
-    "drill_first_count": lambda: drill_trace()[0][1],
-    "drill_n_words": lambda: sum(drill_segmented().values()),
-    "prose_tokens_per_word": lambda: byte_drill_table()["prose"]["tokens_per_word"],
-    "identifier_tokens_per_word": lambda: byte_drill_table()["identifier"]["tokens_per_word"],
-    "nonlatin_tokens_per_word": lambda: byte_drill_table()["non-Latin"]["tokens_per_word"],
-    "telugu_chars": lambda: byte_drill_table()["non-Latin"]["chars"],
-    "telugu_bytes": lambda: byte_drill_table()["non-Latin"]["bytes"],
-    "telugu_tokens": lambda: byte_drill_table()["non-Latin"]["tokens"],
-    "src_vocab": lambda: SRC_VOCAB,
-    "src_merges_bits": lambda: cipher_mode_stats("bits")["merges"],
-    "bits_per_token_bits": lambda: cipher_mode_stats("bits")["bits_per_token"],
-    "bits_per_token_bytes": lambda: cipher_mode_stats("bytes")["bits_per_token"],
-    "straddle_bits": lambda: cipher_mode_stats("bits")["straddle"],
-    "straddle_bytes": lambda: cipher_mode_stats("bytes")["straddle"],
-    "small_cipher_lines": lambda: SMALL_CIPHER_LINES,
-    "src_embed_params": lambda: f"{baseline_model().src_embed.weight.numel():,}",
-    "tgt_embed_params": lambda: f"{baseline_model().tgt_embed.weight.numel():,}",
-    "cross_word_share_plain": lambda: cross_word_share("plaintext"),
-    "cross_word_share_whole_line": lambda: cross_word_share("cipher"),
-    "bpe_bench_summary": benchmark_summary,
-    "mode_bits_src_vocab": lambda: run_records(BITS)["c1"]["hyperparameters"]["src_vocab"],
-    "mode_lines": lambda: run_records(BYTES)["c1"]["test"]["lines"],
-    "mode_bytes_exact": lambda: percent(BYTES, "c1", "sequence_accuracy"),
-    "mode_bits_exact": lambda: percent(BITS, "c1", "sequence_accuracy"),
-    "mode_exact_se": lambda: math.hypot(exact_stderr(BYTES, "c1"), exact_stderr(BITS, "c1")),
-    "mode_bytes_epochs": lambda: run_records(BYTES)["c1"]["epochs"],
-    "mode_bits_epochs": lambda: run_records(BITS)["c1"]["epochs"],
-    "mode_bytes_bit": lambda: percent(BYTES, "c1", "bit_accuracy"),
-    "mode_bits_bit": lambda: percent(BITS, "c1", "bit_accuracy"),
-    "bits_over_whole_bytes": bits_over_whole_bytes,
-    "mode_bytes_bit_min": lambda: min(r["bytes_bit"] for r in mode_table().values()),
-    "mode_bytes_bit_max": lambda: max(r["bytes_bit"] for r in mode_table().values()),
-    "mode_bits_bit_min": lambda: min(r["bits_bit"] for r in mode_table().values()),
-    "mode_bits_bit_max": lambda: max(r["bits_bit"] for r in mode_table().values()),
-    "wordpiece_disagree_share": lambda: segmentation_disagreements()[0] / segmentation_disagreements()[1],
-}

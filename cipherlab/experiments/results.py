@@ -1,4 +1,4 @@
-"""Facts for chapter 9 (results and the ablation): the numbers the viva answers quote.
+"""Chapter 9's experiments (results and the ablation): what its facts quote, and what its cells call.
 
 Two kinds. The metric demonstrations run ``cipherlab.metrics`` on one sentence and its damaged
 copies, and need nothing but the package. Everything about what was *measured* reads the committed
@@ -20,12 +20,12 @@ import sacrebleu
 
 from cipherlab.cipher import encrypt
 from cipherlab.config import CONFIG_NAMES, make_config
-from cipherlab.metrics import compute_metrics, levenshtein
+from cipherlab.metrics import compute_metrics
 from cipherlab.results import (ANALYSIS_RUNS, BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
-                               REFERENCE_SETS, beam_gains, decoding_gains, exact_difference_stderr,
-                               exact_lines_stderr, lines_of, load_beam, load_curve, load_errors,
-                               load_generalisation, load_learn_runs, load_reference_runs, load_run, mcnemar, metric,
-                               paired_rows, rate_difference_stderr, reference, run_path, section)
+                               REFERENCE_SETS, beam_gains, decoding_gains, exact_difference_stderr, lines_of,
+                               load_beam, load_curve, load_errors, load_generalisation, load_learn_runs,
+                               load_reference_runs, load_run, mcnemar, metric, paired_rows, rate_difference_stderr,
+                               run_path, section)
 
 RUN = PRIMARY_RUN
 # The first sentence of the Brown corpus, and what a model might make of it.
@@ -186,13 +186,13 @@ def decode_lps(config: str) -> float:
 @functools.cache
 def decode_benchmark() -> dict:
     """benchmarks/results/decode.json (``benchmarks/bench_decode.py``): the committed ablation models decoding."""
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "decode.json"
     return json.loads(path.read_text(encoding="utf-8"))["configurations"]
 
 
 def decode_checkpoints() -> str:
     """The folder of the models decode.json timed, as the file records it."""
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "decode.json"
     return json.loads(path.read_text(encoding="utf-8"))["checkpoints"]
 
 
@@ -222,12 +222,13 @@ def assignment_model(name: str):
     """Configuration ``name`` built at the assignment's sizes (the course notes' model), untrained."""
     from cipherlab.models import Seq2SeqTransformer
     from cipherlab.models.blt import BLTModel
+    from cipherlab.tokenizers.bytes import SPECIAL_IDS
 
     config = make_config(name, "assignment")
-    if config.tokenization == "blt":
+    if config.tokenization == "blt":  # the special ids as cipherlab.codec.build_model passes them
         return BLTModel(**config.model_hyperparameters(), local_layers=config.blt_local_layers,
                         window=config.blt_window, patch_tgt=config.blt_patch_tgt,
-                        source_memory=config.blt_source_memory)
+                        source_memory=config.blt_source_memory, **SPECIAL_IDS)
     # as SubwordCodec.build_model, with the vocabulary sizes the configuration asks for
     return Seq2SeqTransformer(config.src_vocab, config.tgt_vocab, **config.model_hyperparameters(),
                               pos_encoding=config.pos_encoding, attn_type=config.attn_type,
@@ -278,12 +279,12 @@ def peak_mib(config: str) -> float:
     return peak / 2**20
 
 
-def _triangle(n: int) -> int:
+def triangle(n: int) -> int:
     """1 + 2 + ... + n: decoder positions computed over n steps when every step recomputes the prefix."""
     return n * (n + 1) // 2
 
 
-def _chunk_chars() -> int:
+def run_chunk_chars() -> int:
     return next(iter(records().values()))["hyperparameters"]["chunk_chars"]
 
 
@@ -382,168 +383,3 @@ def aware_gains() -> dict[str, float]:
 def aware_gain_range(bits: bool, pick=max) -> float:
     prefix = ANALYSIS_RUNS[BITS_RUN] + "/"
     return pick(g for key, g in aware_gains().items() if key.startswith(prefix) == bits)
-
-
-FACTS = {
-    # the findings that open the chapter
-    "res_ref_runs": lambda: len(ref_runs()),
-    "res_ref_seeds": lambda: len({seed for _, seed in ref_runs()}),
-    "res_ref_sets": lambda: len(REFERENCE_SETS),
-    "res_ref_perfect_runs": ref_perfect_runs,
-    "res_ref_exact_min": ref_exact_pct,
-    "res_ref_brown_exact_min": lambda: ref_exact_pct(min, ("brown_test_free",)),
-    "res_ref_c5_time_ratio": lambda: (sum(r["train_seconds"] for (c, _), r in ref_runs().items() if c == "c5")
-                                      / sum(r["train_seconds"] for (c, _), r in ref_runs().items() if c == "c1")),
-    "res_step_tests": lambda: len(recipe_steps()),
-    "res_step_gains": lambda: sum(s["p"] < 0.05 and s["gained"] > s["lost"] for s in recipe_steps()),
-    "res_step_loss_p": lambda: min(s["p"] for s in recipe_steps() if s["lost"] > s["gained"]),
-    "res_paired_tests": lambda: len(paired()),
-    "res_paired_below_05": lambda: sum(row["p"] < 0.05 for row in paired()),
-    "res_paired_min_p": lambda: paired_lowest()["p"],
-    "res_paired_min_where": lambda: (f"{paired_lowest()['config'].upper()}, seed {paired_lowest()['seed']}, "
-                                     f"{paired_lowest()['label']}"),
-    "res_paired_min_lost": lambda: paired_lowest()["only_base"],
-    "res_paired_min_other_p": lambda: paired_other_seed()["p"],
-    "res_paired_bonferroni": lambda: 0.05 / len(paired()),
-    "res_gen_c2_brown": lambda: generalisation_exact("c2", "brown"),
-    "res_gen_c2_stdlib": lambda: generalisation_exact("c2", "stdlib"),
-    "res_gen_c5_brown": lambda: generalisation_exact("c5", "brown"),
-    "res_gen_c5_stdlib": lambda: generalisation_exact("c5", "stdlib"),
-    "res_recipe_bits_exact": lambda: recipe_bits()["brown_test_free"]["exact_lines"],
-    "res_recipe_bits_lines": lambda: recipe_bits()["brown_test_free"]["lines"],
-    "res_recipe_bits_random_chars": lambda: pct(recipe_bits()["random_strings"]["char_accuracy"]),
-    "res_aware_bits_gain_min": lambda: aware_gain_range(True, min),
-    "res_aware_bits_gain_max": lambda: aware_gain_range(True, max),
-    "res_aware_bytes_gain_max": lambda: aware_gain_range(False, max),
-
-    # §7.8 Q1: what each metric sees
-    "res_demo_chars": lambda: len(SENTENCE),
-    "res_drop_at": lambda: DROP_AT,
-    "res_drop_bit": lambda: pct(damaged("drop")["bit_accuracy"]),
-    "res_drop_neighbour_bits": lambda: drop_bits()["neighbour_bits"],
-    "res_drop_lev": lambda: int(damaged("drop")["levenshtein"]),
-    "res_drop_chrf": lambda: damaged("drop")["chrf"],
-    "res_drop_bleu": lambda: damaged("drop")["bleu"],
-    "res_swap_bit": lambda: pct(damaged("swap")["bit_accuracy"]),
-    "res_swap_lev": lambda: int(damaged("swap")["levenshtein"]),
-    "res_swap_bleu": lambda: damaged("swap")["bleu"],
-    "res_swap_rouge1": lambda: damaged("swap")["rouge1"],
-    "res_swap_rougeL": lambda: damaged("swap")["rougeL"],
-    "res_swap_rouge2": lambda: damaged("swap")["rouge2"],
-    # §7.8 Q3: exact lines against BLEU
-    "res_c1c4_exact_min": lambda: min(over_c1_c4("sequence_accuracy", scale=100)),
-    "res_c1c4_exact_max": lambda: max(over_c1_c4("sequence_accuracy", scale=100)),
-    "res_c1c4_bleu_min": lambda: min(over_c1_c4("bleu")),
-    "res_c1c4_bleu_max": lambda: max(over_c1_c4("bleu")),
-    "res_bits_exact_max": lambda: max(over_c1_c4("sequence_accuracy", BITS_RUN, 100)),
-    "res_p99_256": lambda: pct(0.99 ** 256),
-    "res_test_lines": lambda: len(test_line_lengths()),
-    "res_mean_line_chars": lambda: sum(test_line_lengths()) / len(test_line_lengths()),
-    "res_longest_line": lambda: max(test_line_lengths()),
-    "res_c1_cer": lambda: pct(value("c1", "char_error_rate")),
-    "res_c1_exact": lambda: exact_pct("c1"),
-    "res_c1_exact_indep": lambda: pct(exact_if_independent("c1")),
-    "res_c1_char_p": lambda: 1 - value("c1", "char_error_rate"),
-    "res_c1_exact_at_mean": lambda: pct(exact_at_mean_length("c1")),
-    # §7.8 Q4: BLEU and ROUGE depend on their units
-    "res_lower_rougeL": lambda: damaged("lower")["rougeL"],
-    "res_lower_bleu": lambda: damaged("lower")["bleu"],
-    "res_bleu_words": lambda: bleu_by_unit("13a"),
-    "res_bleu_chars": lambda: bleu_by_unit("char"),
-    "res_c5_chrf": lambda: value("c5", "chrf"),
-    "res_c1_chrf": lambda: value("c1", "chrf"),
-    # §7.8 Q5: two rows
-    "res_kitten": lambda: levenshtein("kitten", "sitting"),
-    "res_full_cells": lambda: (max(test_line_lengths()) + 1) ** 2,
-    "res_two_rows": lambda: 2 * (max(test_line_lengths()) + 1),
-    # §7.8 Q6: greedy vs beam
-    "res_beam_lines": lambda: beam()["c5"]["greedy"]["lines"],
-    "res_beam_width": lambda: int(beam_width("c5").removeprefix("beam")),
-    "res_beam_c2_greedy": lambda: beam_exact("c2", "greedy"),
-    "res_beam_c2_beam": lambda: beam_exact("c2", "beam"),
-    "res_beam_c5_greedy": lambda: beam_exact("c5", "greedy"),
-    "res_beam_c5_beam": lambda: beam_exact("c5", "beam"),
-    "res_beam_c5_lines_lost": lambda: -beam_lines_gained("c5"),
-    "res_beam_c5_se": lambda: beam_se("c5"),
-    "res_beam_c2_slowdown": lambda: beam_slowdown("c2"),
-    "res_beam_c5_slowdown": lambda: beam_slowdown("c5"),
-    # §7.8 Q7: what the KV cache saves
-    "res_chunk_chars": _chunk_chars,
-    "res_uncached_positions": lambda: _triangle(_chunk_chars() + 1),
-    "res_cached_positions": lambda: _chunk_chars() + 1,
-    "res_c2_decode_lps": lambda: decode_lps("c2"),
-    "res_c5_decode_lps": lambda: decode_lps("c5"),
-    "res_extended_run": lambda: f"results/{EXTENDED_RUN}",
-    "res_bench_models": lambda: str(Path(decode_checkpoints()).parent),
-    "res_bench_lines": lambda: decode_benchmark()["c5"]["lines_per_second"]["lines"],
-    "res_bench_c1_lps": lambda: bench_lps("c1"),
-    "res_bench_c2_lps": lambda: bench_lps("c2"),
-    "res_bench_c5_lps": lambda: bench_lps("c5"),
-    "res_bench_c5_cache_bytes": lambda: decode_benchmark()["c5"]["cache"]["target_tokens"],
-    "res_bench_c5_cache_speedup": lambda: decode_benchmark()["c5"]["cache"]["speedup"],
-    "res_bench_beam_cost_min": lambda: min(bench_beam_cost()),
-    "res_bench_beam_cost_max": lambda: max(bench_beam_cost()),
-    # §7.9 Q1: what one change at a time guarantees
-    "res_seeds": lambda: len({r["seed"] for r in records().values()}),
-    "res_c1_exact_se": lambda: pct(exact_lines_stderr(records()["c1"])),
-    "res_budget_minutes": lambda: records()["c1"]["hyperparameters"]["time_budget_s"] / 60,
-    "res_epochs_min": lambda: min(r["epochs"] for r in records().values()),
-    "res_epochs_max": lambda: max(r["epochs"] for r in records().values()),
-    "res_epoch_time_spread": epoch_time_spread,
-    "res_equal_epochs": lambda: records(EQUAL_EPOCHS_RUN)["c1"]["epochs"],
-    # §7.9 Q2: which single changes helped
-    "res_equal_c2_exact": lambda: against_c1("c2", "sequence_accuracy"),
-    "res_equal_c2_se": lambda: se_against_c1("c2"),
-    "res_equal_c2_bit": lambda: against_c1("c2", "bit_accuracy"),
-    "res_equal_c3_exact": lambda: against_c1("c3", "sequence_accuracy"),
-    "res_equal_c3_se": lambda: se_against_c1("c3"),
-    "res_equal_c4_exact": lambda: against_c1("c4", "sequence_accuracy"),
-    "res_equal_c4_se": lambda: se_against_c1("c4"),
-    "res_c4_controlled_exact": lambda: against_c1("c4", "sequence_accuracy", RUN),
-    "res_c1_controlled_epochs": lambda: records()["c1"]["epochs"],
-    "res_c4_controlled_epochs": lambda: records()["c4"]["epochs"],
-    # §7.9 Q3: C5
-    "res_ext_c5_minus_c2": extended_c5_minus_c2,
-    "res_ext_se": extended_se,
-    "res_ext_c5_exact": lambda: exact_pct("c5", EXTENDED_RUN),
-    "res_ext_c2_exact": lambda: exact_pct("c2", EXTENDED_RUN),
-    "res_ext_c5_epochs": lambda: records(EXTENDED_RUN)["c5"]["epochs"],
-    "res_ext_c2_epochs": lambda: records(EXTENDED_RUN)["c2"]["epochs"],
-    "res_equal_c5_exact": lambda: against_c1("c5", "sequence_accuracy"),
-    "res_equal_c5_se": lambda: se_against_c1("c5"),
-    "res_c5_epoch_ratio": lambda: epoch_ratio("c5"),
-    "res_c1_bit": lambda: bit_pct("c1"),
-    "res_bits_c1_bit": lambda: bit_pct("c1", BITS_RUN),
-    "res_seed_c1_bit": lambda: pct(reference("seed", "c1", "bit_accuracy")),
-    "res_seed_c5_bit": lambda: pct(reference("seed", "c5", "bit_accuracy")),
-    # §7.9 Q4: the slot already spent on bits vs bytes
-    "res_bytes_bit_min": lambda: min(over_c1_c4("bit_accuracy", scale=100)),
-    "res_bytes_bit_max": lambda: max(over_c1_c4("bit_accuracy", scale=100)),
-    "res_bits_bit_min": lambda: min(over_c1_c4("bit_accuracy", BITS_RUN, 100)),
-    "res_bits_bit_max": lambda: max(over_c1_c4("bit_accuracy", BITS_RUN, 100)),
-    # §7.9 Q4: the key-phase embedding, measured (results/learn)
-    "res_learn_seeds": lambda: len({seed for _, seed in learned()}),
-    "res_learn_brown_exact_min": lambda: learned_pct("brown_test_free", "sequence_accuracy"),
-    "res_learn_brown_exact_max": lambda: learned_pct("brown_test_free", "sequence_accuracy", max),
-    "res_learn_brown_lines": lambda: next(iter(learned().values()))["brown_test_free"]["lines"],
-    "res_probe_c2_two": lambda: probe_random_chars("c2-shuffle-bits"),
-    "res_probe_c2_phase": lambda: probe_random_chars("c2-shuffle-bits-phase"),
-    # §7.9 Q5: what peak memory means here
-    "res_device": lambda: next(iter(records().values()))["device"],
-    "res_c1_peak_mib": lambda: peak_mib("c1"),
-    "res_c5_peak_mib": lambda: peak_mib("c5"),
-    "res_c1_state_mib": lambda: state_mib("c1"),
-    "res_c5_state_mib": lambda: state_mib("c5"),
-    "res_c1_state_share": lambda: state_mib("c1") / peak_mib("c1"),
-    # §7.9 Q6: fewest parameters
-    "res_fewest_run": lambda: fewest({name: r["params"] for name, r in records().items()}),
-    "res_fewest_assignment": lambda: fewest(assignment_params()),
-    **{f"res_{name}_params": (lambda name=name: assignment_params()[name]) for name in CONFIG_NAMES},
-    "res_c3_saving": lambda: assignment_params()["c1"] - assignment_params()["c3"],
-    "res_c4_saving": lambda: assignment_params()["c1"] - assignment_params()["c4"],
-    "res_heads": lambda: make_config("c3", "assignment").n_heads,
-    "res_kv_heads": lambda: make_config("c3", "assignment").n_kv_heads,
-    "res_self_attn_modules": self_attention_modules,
-    "res_c3_per_module": lambda: (assignment_params()["c1"] - assignment_params()["c3"]) // self_attention_modules(),
-    "res_norm_layers": norm_layers,
-}

@@ -1,4 +1,4 @@
-"""Facts for chapter 2 (attention): the experiments whose numbers the viva answers quote.
+"""Chapter 2's experiments (attention): what its cells call and print, and what its facts quote.
 
 Each function runs cipherlab's own modules (``cipherlab.models.attention``); chapter 2 calls
 the same functions, so the book and the answers show the same numbers.
@@ -16,12 +16,10 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from cipherlab.config import make_config
-from cipherlab.data import CHUNK_CHARS, load_corpus
+from cipherlab.data import load_corpus
+from cipherlab.experiments.common import D_MODEL, FFN_DIM, N_HEADS
 from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention, causal_mask, padding_mask
 from cipherlab.models.transformer import FeedForward
-
-D_MODEL, N_HEADS, FFN_DIM = 256, 8, 1024  # the assignment's shared hyperparameters
-
 
 @functools.lru_cache(maxsize=None)
 def scaling_experiment(d: int, n_queries: int = 100, n_keys: int = 20, seed: int = 0) -> dict:
@@ -154,7 +152,7 @@ def padded_window_rows(window: int = 4, seed: int = 0) -> dict:
     return {**counts, "finite": bool(out.isfinite().all())}
 
 
-def _blocked_total(name: str, skip: str = "") -> tuple[int, int]:
+def blocked_total(name: str, skip: str = "") -> tuple[int, int]:
     counts = [c for where, c in blocked_rows_in_training(name).items() if not (skip and where.startswith(skip))]
     return sum(b for b, _ in counts), sum(n for _, n in counts)
 
@@ -269,52 +267,5 @@ def reparametrisation_gap(seed: int = 0) -> dict:
     return {"output_gap": gap, "weight_change": moved, "rope_gap": rope_gap, "across_heads_gap": across}
 
 
-def _shape(t) -> str:
+def shape_text(t) -> str:
     return str(tuple(t))
-
-
-FACTS = {
-    "attn_var_over_d_512": lambda: scaling_experiment(512)["var_over_d"],
-    "attn_max_weight_raw_512": lambda: scaling_experiment(512)["max_weight_raw"],
-    "attn_max_weight_scaled_512": lambda: scaling_experiment(512)["max_weight_scaled"],
-    "attn_head_dim": lambda: MultiHeadAttention(D_MODEL, N_HEADS).head_dim,
-    "attn_pm1_pairs": lambda: sign_enumeration()["pairs"],
-    "attn_pm1_var": lambda: int(sign_enumeration()["var"]),
-    "attn_pm1_scaled_var": lambda: int(sign_enumeration()["scaled_var"]),
-    "attn_padding_shape": lambda: _shape(mask_shapes()["padding"]),
-    "attn_causal_shape": lambda: _shape(mask_shapes()["causal"]),
-    "attn_both_shape": lambda: _shape(mask_shapes()["both"]),
-    "attn_neg_inf_row": lambda: str(blocked_row_policies()["neg_inf"].tolist()),
-    "attn_dtype_min_row": lambda: str(blocked_row_policies()["dtype_min"].tolist()),
-    "attn_blocked_output": lambda: str(blocked_row_policies()["cipherlab_output"].tolist()),
-    "attn_shortest_line_chars": lambda: min(map(len, load_corpus().plain)),
-    "attn_blocked_batches": lambda: BLOCKED_ROW_BATCHES,
-    "attn_blocked_rows_c1": lambda: _blocked_total("c1")[0],
-    "attn_rows_c1": lambda: _blocked_total("c1")[1],
-    "attn_blocked_pool_frac_c5": lambda: (lambda b, n: b / n)(*blocked_rows_in_training("c5")["local_encoder.pooling.attn.attention"]),
-    "attn_window_blocked_rows": lambda: padded_window_rows()["blocked"],
-    "attn_window_rows": lambda: padded_window_rows()["rows"],
-    "attn_window_finite": lambda: str(padded_window_rows()["finite"]),
-    "attn_cpu_blt_window": lambda: make_config("c5", "cpu").blt_window,
-    "attn_cpu_chunk_chars": lambda: make_config("c5", "cpu").chunk_chars,
-    "attn_asg_blt_window": lambda: make_config("c5", "assignment").blt_window,
-    "attn_asg_chunk_chars": lambda: make_config("c5", "assignment").chunk_chars,
-    "attn_blocked_rows_c5_elsewhere": lambda: _blocked_total("c5", skip="local_encoder.pooling")[0],
-    "attn_longest_line_chars": longest_line,
-    "attn_longest_line_bits": lambda: 8 * longest_line(),
-    "attn_longest_line_scores_gb": lambda: (8 * longest_line()) ** 2 * 4 / 1e9,
-    "attn_chunk_bits": lambda: 8 * CHUNK_CHARS,
-    "attn_proj_flops_over_d2": lambda: flop_model()["proj_per_token"] // D_MODEL**2,
-    "attn_pair_flops_over_d": lambda: flop_model()["pair"] // D_MODEL,
-    "attn_ffn_flops_over_d2": lambda: flop_model()["ffn_per_token"] // D_MODEL**2,
-    "attn_flop_crossover": lambda: int(flop_model()["crossover"]),
-    "attn_fused_gap": fused_vs_scratch,
-    "attn_leak_right_axis": lambda: softmax_axis_leak()["keys"],
-    "attn_leak_wrong_axis": lambda: softmax_axis_leak()["queries"],
-    "attn_wrong_axis_row_sum_min": lambda: softmax_axis_leak()["row_sum_min"],
-    "attn_wrong_axis_row_sum_max": lambda: softmax_axis_leak()["row_sum_max"],
-    "attn_reparam_output_gap": lambda: reparametrisation_gap()["output_gap"],
-    "attn_reparam_weight_change": lambda: reparametrisation_gap()["weight_change"],
-    "attn_reparam_rope_gap": lambda: reparametrisation_gap()["rope_gap"],
-    "attn_reparam_across_heads_gap": lambda: reparametrisation_gap()["across_heads_gap"],
-}

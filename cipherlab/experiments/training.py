@@ -1,4 +1,4 @@
-"""Facts for chapter 8 (assembling and training the model): the numbers the viva answers quote.
+"""Chapter 8's experiments (assembling and training the model): what its cells call and print, and what its facts quote.
 
 Every function runs cipherlab's own code (``cipherlab.models.transformer``, ``cipherlab.train``,
 ``cipherlab.data``); chapter 8 calls the same functions, so the book and the answers agree.
@@ -19,9 +19,9 @@ from torch import nn
 from cipherlab.codec import build_model, fit_codec, select_lines
 from cipherlab.config import make_config
 from cipherlab.data import CHUNK_CHARS, BucketBatchSampler, ByteChunkDataset, load_corpus, make_chunks, padding_waste
+from cipherlab.experiments.common import sinusoidal_table
 from cipherlab.models.transformer import Seq2SeqTransformer
 from cipherlab.train import WarmupInverseSqrt, make_optimizer
-from cipherlab.viva.facts.positional import sinusoidal_table
 
 ASSIGNMENT = make_config("c1", "assignment", recipe="notes")  # free embedding rows: built without a codec
 SMOOTHING = ASSIGNMENT.label_smoothing  # 0.1
@@ -61,7 +61,7 @@ def decode_cache_mb() -> dict:
     targets and sources of 256 tokens, float32): "c1_self" and "c3_self", the decoder self-attention
     cache of C1 and C3; "cross", the cross-attention keys and values of the memory (MHA in both, so
     equal); "cross_gqa", what those would take with C3's grouping of key/value heads."""
-    from cipherlab.viva.facts.mha import cache_by_module
+    from cipherlab.experiments.mha import cache_by_module
 
     c1, c3 = cache_by_module("C1"), cache_by_module("C3")
     cross = c1["decoder cross-attention"]
@@ -102,9 +102,6 @@ def init_scales(embed_std: float, batch: int = 4, length: int = 64, seed: int = 
         loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten())
     return {"embed_over_pe": (scaled.std() / pe_rms).item(), "logit_std": logits.std().item(),
             "max_prob": logits.softmax(-1).max(-1).values.mean().item(), "loss": loss.item()}
-
-
-_init_scales = functools.cache(init_scales)
 
 
 # --------------------------------------------------------------------------- label smoothing
@@ -229,9 +226,6 @@ def adam_spike(clip: bool, factor: float = 100.0, betas: tuple = ASSIGNMENT.beta
             "max_at_spike": max_at_spike, "damped": sum(size < 0.9 * base for size in sizes[spike_at + 1:])}
 
 
-_spike = functools.cache(adam_spike)
-
-
 # --------------------------------------------------------------------------- what a loss is compared with
 
 def unigram_baseline(codec, corpus, chunk_chars: int) -> dict:
@@ -264,13 +258,14 @@ def warmup_contrast(wiring: str, depth: int = 12, steps: int = 60, lr: float = 3
     The task: 10 random classes per position on a fixed batch of 4 x 16 unit-scale inputs (ln 10 is
     chance). AdamW with cipherlab's betas at a constant ``lr`` after a linear ``warmup`` (0: none).
     """
-    from cipherlab.viva.facts.norm import SMALL, _toy_batch, build_stack
+    from cipherlab.experiments.norm import SMALL, build_stack, toy_batch
+
     layers, final = build_stack(wiring, depth, seed)
     torch.manual_seed(seed)
     head = nn.Linear(SMALL["d_model"], 10)
     params = [*layers.parameters(), *final.parameters(), *head.parameters()]
     optimizer = torch.optim.AdamW(params, lr=lr, betas=ASSIGNMENT.betas, weight_decay=0.0)
-    x, y = _toy_batch(batch=4, length=16)
+    x, y = toy_batch(batch=4, length=16)
     losses = []
     for step in range(steps):
         for group in optimizer.param_groups:
@@ -359,63 +354,3 @@ def waste(lengths, token_budget: int = ASSIGNMENT.token_budget, max_batch_size: 
     return {"bucketed": padding_waste(lengths, bucketed), "random": padding_waste(lengths, shuffled),
             "batches": len(bucketed), "examples": len(lengths),
             "full_share": sum(n == max(lengths) for n in lengths) / len(lengths)}
-
-
-_byte_waste = functools.cache(lambda: waste(training_byte_lengths()))
-_adam = functools.cache(adam_first_step)
-_sample_waste = functools.cache(lambda kind: waste(sample_lengths()[kind]))
-
-FACTS = {
-    "d_model": lambda: ASSIGNMENT.d_model,
-    "tgt_vocab": lambda: f"{ASSIGNMENT.tgt_vocab:,}",
-    "tie_saved": lambda: f"{tying_saves():,}",
-    "c1_params": lambda: f"{assignment_model().num_params():,}",
-    "tie_share_untied": lambda: tying_saves() / (assignment_model().num_params() + tying_saves()),
-    "n_heads": lambda: ASSIGNMENT.n_heads,
-    "n_kv_heads": lambda: ASSIGNMENT.n_kv_heads,
-    "sqrt_d": lambda: math.sqrt(ASSIGNMENT.d_model),
-    "ratio_default": lambda: _init_scales(1.0)["embed_over_pe"],
-    "ratio_ours": lambda: _init_scales(ASSIGNMENT.d_model ** -0.5)["embed_over_pe"],
-    "logit_std_default": lambda: _init_scales(1.0)["logit_std"],
-    "logit_std_ours": lambda: _init_scales(ASSIGNMENT.d_model ** -0.5)["logit_std"],
-    "loss_default": lambda: _init_scales(1.0)["loss"],
-    "loss_ours": lambda: _init_scales(ASSIGNMENT.d_model ** -0.5)["loss"],
-    "ln_vocab": lambda: math.log(ASSIGNMENT.tgt_vocab),
-    "smoothing": lambda: SMOOTHING,
-    "confident_margin": lambda: CONFIDENT_MARGIN,
-    "conf_loss_eps0": lambda: f"{confident_loss(CONFIDENT_MARGIN, 0.0):.1e}",
-    "conf_loss_eps01": lambda: confident_loss(CONFIDENT_MARGIN, SMOOTHING),
-    "best_margin": lambda: best_margin(),
-    "best_margin_loss": lambda: confident_loss(best_margin(), SMOOTHING),
-    "warmup_steps": lambda: ASSIGNMENT.warmup_steps,
-    "peak_lr": lambda: f"{ASSIGNMENT.lr:g}",
-    "lr_factor_4x": lambda: lr_factor(4 * ASSIGNMENT.warmup_steps),
-    "betas": lambda: f"{ASSIGNMENT.betas}",
-    "adam_move_median": lambda: _adam()["move_median"],
-    "adam_grad_spread": lambda: _adam()["grad_spread"],
-    "adam_v_samples_10": lambda: adam_v_samples(10),
-    "adam_v_steady": lambda: adam_v_steady(),
-    "adam_v_settle_step": lambda: adam_v_settle_step(),
-    "norm_gain_init": norm_gains_at_init,
-    "c1_self_cache_mb": lambda: decode_cache_mb()["c1_self"],
-    "c3_self_cache_mb": lambda: decode_cache_mb()["c3_self"],
-    "cross_cache_mb": lambda: decode_cache_mb()["cross"],
-    "cross_cache_gqa_mb": lambda: decode_cache_mb()["cross_gqa"],
-    "grad_clip": lambda: ASSIGNMENT.grad_clip,
-    "enc_layer_ffn_share": lambda: layer_ffn_shares()["encoder"],
-    "dec_layer_ffn_share": lambda: layer_ffn_shares()["decoder"],
-    "spike_damped_noclip": lambda: _spike(False)["damped"],
-    "spike_damped_clip": lambda: _spike(True)["damped"],
-    "patience": lambda: ASSIGNMENT.patience,
-    "token_budget": lambda: f"{ASSIGNMENT.token_budget:,}",
-    "max_batch_size": lambda: ASSIGNMENT.max_batch_size,
-    "chunk_chars": lambda: CHUNK_CHARS,
-    "train_chunks": lambda: f"{_byte_waste()['examples']:,}",
-    "full_chunk_share": lambda: _byte_waste()["full_share"],
-    "waste_bucketed": lambda: _byte_waste()["bucketed"],
-    "waste_random": lambda: _byte_waste()["random"],
-    "sample_lines": lambda: SAMPLE_LINES,
-    "sample_waste_bytes": lambda: _sample_waste("bytes")["bucketed"],
-    "sample_waste_bpe": lambda: _sample_waste("bpe")["bucketed"],
-    "sample_waste_bpe_random": lambda: _sample_waste("bpe")["random"],
-}

@@ -1,4 +1,4 @@
-"""Facts for chapter 7 (the Byte Latent Transformer): the numbers its viva answers quote.
+"""Chapter 7's experiments (the Byte Latent Transformer): what its cells call and print, and what its facts quote.
 
 Every function runs cipherlab's own code (``cipherlab.models.blt``) or reads the BLT and BPE
 benchmark files and ``results/calibration/calibration.json`` (runs D and F compare what the local
@@ -24,11 +24,12 @@ from cipherlab.cipher import bits_to_bytes
 from cipherlab.codec import ByteCodec, build_model, select_lines
 from cipherlab.config import Config, make_config
 from cipherlab.data import CHUNK_CHARS, load_corpus, make_chunks
+from cipherlab.experiments.common import (calibration_bits, calibration_lines,  # chapter 7's cells call them here
+                                          calibration_run, scored_step)
 from cipherlab.models.blt import BLTModel, ByteEntropyModel, WindowedSelfAttention, fixed_patch_membership
-from cipherlab.tokenizers.bytes import PAD_ID, VOCAB_SIZE
-from cipherlab.viva.facts.positional import calibration_bits, calibration_lines, calibration_run, scored_step
+from cipherlab.tokenizers.bytes import PAD_ID
 
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 SETTINGS = Config()  # the assignment's sizes and C5 settings: window, patch sizes, percentile
 ABSOLUTE_CUTOFF = 7.0  # the course notes' example of a cutoff in bits that never fires (§4.3)
 
@@ -301,55 +302,3 @@ def benchmark(name: str) -> dict:
 def per_chunk(side: str) -> dict:
     """Mean lengths per training chunk from bench_blt.py: side "patches" (C5) or "bpe" (C1)."""
     return benchmark("blt")[side]["per_chunk_mean"]
-
-
-FACTS = {
-    "byte_vocab": lambda: VOCAB_SIZE,
-    "chunk_chars": lambda: CHUNK_CHARS,
-    "chunk_bits": lambda: 8 * CHUNK_CHARS,
-    "straddle_bits_full": lambda: benchmark("bpe")["sides"]["source_bits"]["boundary_straddle_rate_val"],
-    "chunk_src_bytes": lambda: chunk_patch_stats()["source_bytes"],
-    "chunk_src_patches": lambda: chunk_patch_stats()["source_patches"],
-    "chunk_src_bpe": lambda: per_chunk("bpe")["source_tokens"],
-    "chunk_tgt_bytes": lambda: chunk_patch_stats()["target_bytes_with_bos"],
-    "chunk_tgt_slots": lambda: chunk_patch_stats()["target_global_slots"],
-    "chunk_tgt_bpe": lambda: per_chunk("bpe")["target_tokens"],
-    "c1_params": lambda: f"{benchmark('blt')['training_step']['params']['c1']:,}",
-    "c5_params": lambda: f"{benchmark('blt')['training_step']['params']['c5']:,}",
-    "percentile": lambda: SETTINGS.blt_entropy_percentile,
-    "threshold_bits": threshold,
-    "threshold_bits_cpu": lambda: threshold_at_preset("cpu"),
-    "train_lines_cpu": lambda: f"{make_config('c5', 'cpu').max_train_lines:,}",
-    "max_entropy": lambda: float(entropy_model().train_entropies.max()),
-    "unigram_entropy": lambda: entropy_model().unigram_entropy,
-    "max_entropy_context": max_entropy_with_context,
-    "start_after_space": lambda: boundary_share_by_previous_char()["space"],
-    "start_after_letter": lambda: boundary_share_by_previous_char()["letter or digit"],
-    "absolute_cutoff": lambda: ABSOLUTE_CUTOFF,
-    "max_patch": lambda: SETTINGS.blt_max_patch,
-    "patch_tgt": lambda: SETTINGS.blt_patch_tgt,
-    "window": lambda: SETTINGS.blt_window,
-    "mean_patch": lambda: patch_stats(threshold(), SETTINGS.blt_max_patch)["mean"],
-    "share_capped": lambda: patch_stats(threshold(), SETTINGS.blt_max_patch)["share_at_cap"],
-    "cutoff_entropy_starts": lambda: patch_stats(ABSOLUTE_CUTOFF, SETTINGS.blt_max_patch)["entropy_starts"],
-    "cutoff_share_capped": lambda: patch_stats(ABSOLUTE_CUTOFF, SETTINGS.blt_max_patch)["share_at_cap"],
-    "longest_uncapped": lambda: patch_stats(threshold(), 10**9)["longest"],
-    "cutoff_longest_uncapped": lambda: patch_stats(ABSOLUTE_CUTOFF, 10**9)["longest"],
-    "longest_line": longest_line,
-    "scores_full_mib": lambda: mib(windowed_vs_full()["full_bytes"]),
-    "scores_windowed_mib": lambda: mib(windowed_vs_full()["windowed_bytes"]),
-    "scores_ratio": lambda: windowed_vs_full()["full_bytes"] / windowed_vs_full()["windowed_bytes"],
-    "window_max_diff": lambda: windowed_vs_full()["max_diff"],
-    "source_memory_default": lambda: SETTINGS.blt_source_memory,
-    "cal_lines": calibration_lines,
-    "cal_patches_bits": lambda: calibration_bits("D"),
-    "cal_bytes_bits": lambda: calibration_bits("F"),
-    "cal_patches_steps": lambda: scored_step(calibration_run("D")),
-    "cal_bytes_steps": lambda: scored_step(calibration_run("F")),
-    "c1_params_cpu": lambda: f"{c1_params('cpu'):,}",
-    "c5_params_cpu": lambda: f"{c5_model('cpu').num_params():,}",
-    "c5_over_c1_cpu": lambda: c5_model("cpu").num_params() / c1_params("cpu"),
-    "c5_over_c1_assignment": lambda: c5_model("assignment").num_params() / c1_params("assignment"),
-    "window_cpu": lambda: make_config("c5", "cpu").blt_window,
-    "chunk_chars_cpu": lambda: make_config("c5", "cpu").chunk_chars,
-}

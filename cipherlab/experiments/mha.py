@@ -1,4 +1,4 @@
-"""Facts for chapter 3 (multi-head and grouped-query attention, the KV cache).
+"""Chapter 3's experiments (multi-head and grouped-query attention, the KV cache).
 
 Parameter counts come from real cipherlab modules, cache sizes from
 ``cipherlab.models.transformer.kv_cache_bytes``; chapter 3 calls the same functions. C3's
@@ -14,11 +14,11 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from cipherlab.decode import greedy_decode
+from cipherlab.experiments.common import SRC_VOCAB, TGT_VOCAB  # the assignment's BPE vocabularies
 from cipherlab.models.attention import MultiHeadAttention, repeat_kv
 from cipherlab.models.transformer import Seq2SeqTransformer, cross_kv_cache_bytes, kv_cache_bytes
-from cipherlab.results import EQUAL_EPOCHS_RUN, PRIMARY_RUN, load_run, metric, single_change_rows
+from cipherlab.results import load_run, metric, single_change_rows
 
-SRC_VOCAB, TGT_VOCAB = 1024, 8000  # the assignment's BPE vocabulary sizes for C1-C4
 CONFIGS = {"C1": {}, "C3": {"attn_type": "gqa", "n_kv_heads": 2}}
 
 
@@ -203,70 +203,5 @@ def c3_against_c1(run: str) -> dict:
             "params_saved_pct": 100 * (1 - records["c3"]["params"] / records["c1"]["params"])}
 
 
-def _mb(n: int) -> float:
+def megabytes(n: int) -> float:
     return n / 1e6
-
-
-FACTS = {
-    # the (2, 4, 12), h = 3 trace
-    "mha_trace_projected": lambda: str(trace_shapes()["projected"]),
-    "mha_trace_heads": lambda: str(trace_shapes()["heads"]),
-    "mha_trace_scores": lambda: str(trace_shapes()["scores"]),
-    "mha_trace_head_outputs": lambda: str(trace_shapes()["head_outputs"]),
-    "mha_trace_concatenated": lambda: str(trace_shapes()["concatenated"]),
-    "mha_trace_wo": lambda: str(trace_shapes()["o_proj_weight"]),
-    "mha_trace_output": lambda: str(trace_shapes()["output"]),
-    # parameter budgets from real modules
-    "mha_params_d12": lambda: projection_params(12, 3),
-    "mha_params_d12_bias": lambda: projection_params(12, 3, bias=True),
-    "mha_params_d12_mqa": lambda: projection_params(12, 3, n_kv_heads=1),
-    "mha_params_d512": lambda: ", ".join(f"{n:,}" for n in sorted({projection_params(512, h)
-                                                                   for h in (1, 2, 8, 32, 128)})),
-    "mha_params_d256_mha": lambda: projection_params(256, 8, bias=True),
-    "mha_params_d256_gqa": lambda: projection_params(256, 8, n_kv_heads=2, bias=True),
-    "mha_params_d256_mqa": lambda: projection_params(256, 8, n_kv_heads=1, bias=True),
-    "mha_o_proj_params": lambda: sum(p.numel() for p in MultiHeadAttention(256, 8).o_proj.parameters()),
-    "mha_c1_params": lambda: model("C1").num_params(),
-    "mha_c3_params": lambda: model("C3").num_params(),
-    "mha_c1_c3_saving": lambda: model("C1").num_params() - model("C3").num_params(),
-    "mha_c1_c3_saving_pct": lambda: 100 * (1 - model("C3").num_params() / model("C1").num_params()),
-    # K/V head grouping
-    "mha_repeat_kv_equal": lambda: str(grouping_checks()["equal"]),
-    "mha_tile_equal": lambda: str(grouping_checks()["tile_equal"]),
-    "mha_expand_is_view": lambda: str(grouping_checks()["expand_is_view"]),
-    # KV cache: drill sheet step 4 (80 layers, bf16) ...
-    "mha_cache_mha_2048": lambda: big_cache(64, 2048),
-    "mha_cache_mha_32768": lambda: big_cache(64, 32768),
-    "mha_cache_gqa_2048": lambda: big_cache(8, 2048),
-    "mha_cache_gqa_32768": lambda: big_cache(8, 32768),
-    "mha_cache_mha_2048_gb": lambda: big_cache(64, 2048) / 1e9,
-    "mha_cache_mha_2048_gib": lambda: big_cache(64, 2048) / 2**30,
-    "mha_cache_mha_32768_gb": lambda: big_cache(64, 32768) / 1e9,
-    "mha_cache_mha_32768_gib": lambda: big_cache(64, 32768) / 2**30,
-    "mha_cache_ratio": lambda: big_cache(64, 2048) // big_cache(8, 2048),
-    # ... and cipherlab's own C1 / C3 (float32, a batch of 64 targets of 256 tokens)
-    "mha_c1_cache_mb": lambda: _mb(kv_cache_bytes(model("C1"), 64, 256)),
-    "mha_c3_cache_mb": lambda: _mb(kv_cache_bytes(model("C3"), 64, 256)),
-    "mha_cross_cache_mb": lambda: _mb(cross_kv_cache_bytes(model("C1"), 64, 256)),
-    "mha_c1_total_cache_mb": lambda: _mb(sum(cache_by_module("C1").values())),
-    "mha_c3_total_cache_mb": lambda: _mb(sum(cache_by_module("C3").values())),
-    "mha_total_cache_drop_pct": total_cache_drop_pct,
-    # C3 against C1, measured: the controlled run (equal minutes) and equal epochs, one seed each
-    "mha_c3_exact_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["exact"],
-    "mha_c3_se_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["se"],
-    "mha_c3_bit_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["bit"],
-    "mha_c3_reading_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["reading"],
-    "mha_c1_epochs_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["c1_epochs"],
-    "mha_c3_epochs_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["epochs"],
-    "mha_c1_exact_ctrl": lambda: c3_against_c1(PRIMARY_RUN)["c1_exact"],
-    "mha_c3_exact_ctrl_rate": lambda: c3_against_c1(PRIMARY_RUN)["c3_exact"],
-    "mha_c3_exact_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["exact"],
-    "mha_c3_se_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["se"],
-    "mha_c3_bit_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["bit"],
-    "mha_c3_reading_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["reading"],
-    "mha_epochs_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["epochs"],
-    "mha_c1_exact_eq": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["c1_exact"],
-    "mha_c3_exact_eq_rate": lambda: c3_against_c1(EQUAL_EPOCHS_RUN)["c3_exact"],
-    "mha_cpu_c3_saving_pct": lambda: c3_against_c1(PRIMARY_RUN)["params_saved_pct"],
-    "mha_test_lines": lambda: c3_against_c1(PRIMARY_RUN)["lines"],
-}

@@ -1,0 +1,104 @@
+"""What others reported: the figures this repository's runs are compared with (chapter 9).
+
+:data:`REFERENCES` holds the figures of the course notes (seed 000) and of the best public results,
+each a :class:`Reference` with where it comes from, ``None`` where nothing was stated;
+:data:`SEED_RANGES` the claims the notes make about several configurations at once (:class:`Range`);
+:func:`reference` reads one figure's value. Nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["REFERENCES", "REFERENCE_FIELDS", "SEED_RANGES", "Range", "Reference", "reference"]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A figure someone else reported: its value, the document (``source``) and the places in it."""
+
+    value: float
+    source: str
+    where: str = ""  # e.g. "§7.2 Q7, §7.4 Q6"
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.where}".strip()
+
+
+REFERENCE_FIELDS = ("bit_accuracy", "exact_lines", "params", "peak_memory_gb", "train_time_vs_c1")
+_SEED = "seed 000 (the course notes)"
+_PUBLIC = ("the best public whole-line results for this assignment, one team's, on the official "
+           "letters-and-spaces data, whole test lines, on a GPU at the assignment's sizes, 40 epochs "
+           "(129 minutes for C1)")
+
+
+def _figures(**given: Reference) -> dict[str, Reference | None]:
+    return {field: given.get(field) for field in REFERENCE_FIELDS}
+
+
+def _seed(value: float, where: str) -> Reference:
+    return Reference(value, _SEED, where)
+
+
+# The course notes print no results table (§6 only describes one); these are all the figures
+# their viva answers quote. Fractions, not percentages; params as counts; memory in GB as printed.
+REFERENCES: dict[str, dict] = {
+    "seed": {
+        "label": "course notes",
+        "source": _SEED,
+        "configs": {
+            "c1": _figures(bit_accuracy=_seed(0.712, "§7.2 Q7, §7.4 Q6"), exact_lines=_seed(0.004, "§7.9 Q3"),
+                           params=_seed(9.68e6, "§7.2 Q2"), peak_memory_gb=_seed(3.00, "§7.2 Q4, §7.4 Q6")),
+            "c2": _figures(),  # §7.3 Q8 and §7.9 Q2 say only that C2 beat C1, "by a huge margin"
+            "c3": _figures(bit_accuracy=_seed(0.704, "§7.2 Q7"), params=_seed(8.89e6, "§7.2 Q2, §7.9 Q6"),
+                           peak_memory_gb=_seed(2.99, "§7.2 Q4")),
+            "c4": _figures(bit_accuracy=_seed(0.707, "§7.4 Q6"), peak_memory_gb=_seed(2.85, "§7.4 Q6")),
+            # §7.9 Q3 also says C5 "roughly quadruples training time" compared with C1
+            "c5": _figures(bit_accuracy=_seed(0.97, "§7.9 Q3"), exact_lines=_seed(0.36, "§7.9 Q3"),
+                           train_time_vs_c1=_seed(4.0, "§7.9 Q3")),
+        },
+    },
+    "public": {
+        "label": "best public",
+        "source": _PUBLIC,
+        "configs": {
+            name: _figures(bit_accuracy=Reference(bit, _PUBLIC), exact_lines=Reference(exact, _PUBLIC))
+            for name, bit, exact in [("c1", 0.9996, 0.972), ("c2", 0.966, 0.737), ("c3", 0.9969, 0.893),
+                                     ("c4", 0.9981, 0.962), ("c5", 0.9999, 0.934)]
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Range:
+    """A claim about several configurations at once: ``low <= value <= high`` (None: unbounded)."""
+
+    low: float | None
+    high: float | None
+    configs: tuple[str, ...]
+    source: str
+
+
+# Claims the course notes make about C1-C4 together, without per-configuration figures.
+SEED_RANGES = {
+    "exact_lines": Range(0.0, 0.05, ("c1", "c2", "c3", "c4"), f"{_SEED} §7.8 Q3 (\"0-5%\")"),
+    "bleu": Range(60.0, None, ("c1", "c2", "c3", "c4"), f"{_SEED} §7.8 Q3 (\"BLEU is 60+\")"),
+}
+
+
+def reference(kind: str, config: str, field: str) -> float | None:
+    """The value of a reported figure (``kind`` "seed" or "public"), or None where none was stated."""
+    if kind not in REFERENCES:
+        raise KeyError(f"unknown reference {kind!r}; choose one of {sorted(REFERENCES)}")
+    if field not in REFERENCE_FIELDS:
+        raise KeyError(f"unknown reference field {field!r}; choose one of {REFERENCE_FIELDS}")
+    figure = REFERENCES[kind]["configs"].get(config, {}).get(field)
+    return None if figure is None else figure.value
+
+
+def _seed_sections() -> str:
+    """The places in the course notes that the seed figures come from: "§7.2 Q2, §7.2 Q4, ..."."""
+    places = {place for figures in REFERENCES["seed"]["configs"].values() for figure in figures.values()
+              if figure is not None for place in figure.where.split(", ")}
+    return ", ".join(sorted(places))
