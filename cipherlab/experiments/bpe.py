@@ -20,12 +20,12 @@ from cipherlab.cipher import BITS_PER_CHAR, encrypt
 from cipherlab.config import make_config
 from cipherlab.data import load_corpus
 from cipherlab.experiments.common import BITS, SRC_VOCAB
-from cipherlab.results import load_run, metric
+from cipherlab.results import PRIMARY_RUN, load_run, metric
 from cipherlab.tokenizers import (BPETokenizer, apply_merges, boundary_straddle_rate, learn_merges,
                                   split_plaintext)
 from cipherlab.tokenizers.pretokenize import Utf8ByteUnit
 
-BYTES = "notes/cpu"  # the reference run: C1 reads whole cipher bytes, no merges (BITS: the same with bits-mode BPE)
+BYTES = PRIMARY_RUN  # the reference run: C1 reads whole cipher bytes, no merges (BITS: the same with bits-mode BPE)
 BENCHMARK_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "bpe.json"
 NOT_MEASURED = "not measured yet (run benchmarks/bench_bpe.py)"
 

@@ -21,7 +21,7 @@ from cipherlab.cipher import PERIOD
 from cipherlab.config import Config
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.results import load_run, metric
+from cipherlab.results import BITS_RUN, load_run, metric
 
 ASSIGNMENT_SIZES = Config()  # the assignment preset's sizes are Config's defaults
 D_MODEL, N_HEADS, FFN_DIM = ASSIGNMENT_SIZES.d_model, ASSIGNMENT_SIZES.n_heads, ASSIGNMENT_SIZES.ffn_dim
@@ -29,7 +29,7 @@ SRC_VOCAB, TGT_VOCAB = ASSIGNMENT_SIZES.src_vocab, ASSIGNMENT_SIZES.tgt_vocab  #
 MAX_LEN = 4096  # the positions a sinusoidal table holds (SinusoidalPositionalEncoding's default max_len)
 KEY_PERIOD = PERIOD  # the key repeats every PERIOD characters (len(cipherlab.cipher.KEY))
 CALIBRATION_FILE = Path(__file__).resolve().parents[2] / "results" / "calibration" / "calibration.json"
-BITS = "notes/cpu-bits"  # the cpu preset with the course notes' bits-mode BPE on the cipher side
+BITS = BITS_RUN  # the cpu preset with the course notes' bits-mode BPE on the cipher side
 
 
 def sinusoidal_table(d_model: int = D_MODEL, length: int = MAX_LEN) -> torch.Tensor:

@@ -24,10 +24,11 @@ from cipherlab.experiments.common import (BITS, D_MODEL, KEY_PERIOD, MAX_LEN, N_
 from cipherlab.models.attention import MultiHeadAttention, causal_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding, interleaved_to_half_split, inverse_frequencies
 from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.results import EQUAL_EPOCHS_RUN
 
 HEAD_DIM = D_MODEL // N_HEADS
 CPU_C2 = make_config("c2", "cpu", recipe="notes")  # the course notes' recipe, as the committed C2; the reference run's C2: the sizes the cross-attention probe uses
-EQUAL_EPOCHS = "notes/equal-epochs/cpu"  # every cpu configuration trained to the same number of epochs (bytes mode)
+EQUAL_EPOCHS = EQUAL_EPOCHS_RUN  # every cpu configuration trained to the same number of epochs (bytes mode)
 
 
 def wavelengths(dim: int = D_MODEL) -> torch.Tensor:

@@ -50,7 +50,6 @@ from cipherlab.tokenizers.bytes import VOCAB_SIZE
 FACTS: dict[str, dict[str, Callable[[], object]]] = {}
 
 
-
 # --------------------------------------------------------------------------- chapter 1, the task and the data: experiments/task.py
 
 FACTS["task"] = {
