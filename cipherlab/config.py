@@ -389,7 +389,6 @@ def config_from_dict(values: dict) -> Config:
     return Config(**values)
 
 
-# Fields whose value must be positive: a run with max_epochs=0 or d_model=0 has nothing to do.
 def change_from_c1(components: dict[str, str]) -> str:
     """What ablated components (``Config.components()``, or a results record's ``"components"``) change
     from C1's (:data:`C1_COMPONENTS`), e.g. ``"pos_encoding=rope"``; ``"baseline"`` for C1 itself.
@@ -401,6 +400,7 @@ def change_from_c1(components: dict[str, str]) -> str:
     return ", ".join(changed) or "baseline"
 
 
+# Fields whose value must be positive: a run with max_epochs=0 or d_model=0 has nothing to do.
 _POSITIVE = ("d_model", "n_heads", "n_kv_heads", "enc_layers", "dec_layers", "ffn_dim", "blt_local_layers",
              "blt_window", "blt_patch_tgt", "blt_max_patch", "chunk_chars", "max_train_lines", "max_eval_lines",
              "token_budget", "max_batch_size", "max_epochs", "patience", "time_budget_s")

@@ -211,7 +211,7 @@ def _test(metric: str):
 # (header, how to read it from a record, format for the Markdown table)
 TABLE_COLUMNS = [
     ("config", lambda r: r["config"], "{}"),
-    ("change from C1", lambda r: _change(r), "{}"),
+    ("change from C1", lambda r: change_from_c1(r["components"]), "{}"),
     ("bit acc", _test("bit_accuracy"), "{:.4f}"),
     ("seq acc", _test("sequence_accuracy"), "{:.4f}"),
     ("Levenshtein", _test("levenshtein"), "{:.1f}"),
@@ -228,10 +228,6 @@ TABLE_COLUMNS = [
     ("decode lines/s", lambda r: r["decode_lines_per_s"], "{:.1f}"),
     ("epochs", lambda r: r["epochs"], "{}"),
 ]
-
-
-def _change(record: dict) -> str:
-    return change_from_c1(record["components"])
 
 
 def _cell(record: dict, read, fmt: str | None) -> str:

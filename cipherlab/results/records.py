@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 
 from cipherlab.checkpoint import read_log
-from cipherlab.config import CONFIG_NAMES, make_config
+from cipherlab.config import CONFIG_NAMES
+from cipherlab.config import change_from_c1 as components_change
 
 __all__ = [
     "ANALYSIS_RUNS",
@@ -279,9 +280,7 @@ def metric(record: dict, key: str) -> float | None:
 
 def change_from_c1(record: dict) -> str:
     """What a configuration changes from C1, e.g. ``"pos_encoding=rope"`` (``"baseline"`` for C1)."""
-    baseline = make_config("c1").components()
-    changed = [f"{k}={v}" for k, v in record["components"].items() if baseline.get(k) != v]
-    return ", ".join(changed) or "baseline"
+    return components_change(record["components"])
 
 
 def tokenization(record: dict) -> str:
