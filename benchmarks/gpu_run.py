@@ -40,8 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("c1", "c2", "c3", "c4", "c5")
 PRESET = "assignment"
 # --cpu-check: the smoke preset's sizes on the assignment preset's tokenization, 40 lines, one epoch
+# (the aligned BPE's source vocabulary: its 2,048 phase-tagged bytes and the specials, then a few dozen merges)
 CPU_CHECK = dict(d_model=32, n_heads=4, n_kv_heads=2, enc_layers=1, dec_layers=1, ffn_dim=64, blt_window=32,
-                 src_vocab=64, tgt_vocab=128, chunk_chars=32, max_train_lines=40, token_budget=2048,
+                 src_vocab=2100, chunk_chars=32, max_train_lines=40, token_budget=2048,
                  max_batch_size=32, warmup_steps=20, max_epochs=1)
 CPU_CHECK_EVAL_LINES = 4
 

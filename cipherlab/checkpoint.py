@@ -60,7 +60,7 @@ CHECKPOINT_FORMAT = "cipherlab-checkpoint-1"
 EXPORT_FORMAT = "cipherlab-model-1"
 # Config fields a resumed run may change: budgets, not the model or the data. Raising max_epochs
 # continues a finished run, e.g. to bring every configuration to the same number of epochs.
-_RUNTIME_FIELDS = ("time_budget_s", "max_epochs")
+_RUNTIME_FIELDS = ("time_budget_s", "max_epochs", "eval_every")  # may change on --resume
 _PAYLOAD_PARTS = ("config", "identity", "artifacts", "model")  # what every checkpoint holds, each a dict
 _CHECKPOINT_FIX = "pass a best.pt or last.pt written by `python -m cipherlab train`"
 

@@ -39,7 +39,8 @@ import time
 from pathlib import Path
 
 from cipherlab.cipher import check_bits
-from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, make_config, parse_field, recipe_caveats
+from cipherlab.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOKENIZATIONS, make_config, parse_field,
+                              recipe_caveats)
 from cipherlab.decode import decrypt_lines
 from cipherlab.check import load_target
 from cipherlab.checkpoint import export_checkpoint, load_trained, parts_in_place
@@ -226,7 +227,8 @@ def _cmd_ablate(args) -> int:
             command += ["--set", item]
         for value in parts[name]:
             command += ["--part", value]
-        for flag, value in (("--source-mode", args.source_mode), ("--data-dir", args.data_dir), ("--device", args.device), ("--time-budget", args.time_budget)):
+        for flag, value in (("--source-mode", args.source_mode), ("--tokens", getattr(args, "tokens", None)),
+                            ("--data-dir", args.data_dir), ("--device", args.device), ("--time-budget", args.time_budget)):
             if value is not None:
                 command += [flag, str(value)]
         if subprocess.run(command).returncode != 0:
@@ -281,10 +283,18 @@ def _add_free(p: argparse.ArgumentParser) -> None:
 def _add_source_mode(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--source-mode",
-        choices=["bits", "bytes"],
-        help="how C1-C4 tokenize the cipher: BPE over bits (the course notes) or over 8-bit groups; "
-        "a mode other than the preset's own sends runs and results to <preset>-<mode> folders "
-        "(default: the preset's: bytes for cpu, bits for smoke and assignment)",
+        choices=["bits", "bytes", "phase"],
+        help="how C1-C4 tokenize the cipher: BPE over bits (the course notes), over 8-bit groups, or over 8-bit "
+        "groups tagged with their key phase; a mode other than the preset's own sends runs and results to "
+        "<preset>-<mode> folders (default: the preset's: bytes for cpu, bits for smoke, phase for assignment)",
+    )
+    p.add_argument(
+        "--tokens",
+        choices=list(TOKENIZATIONS),
+        help="C1-C4's whole tokenisation (cipherlab/config.py TOKENIZATIONS): 'aligned' (the assignment "
+        "preset's: BPE over phase-tagged cipher bytes, target tokens the plaintext of the source's), 'notes' "
+        "(the course notes' 1024/8000 BPE over bits, measured not to learn under the default recipe: "
+        "results/merges) or 'chars' (no merges: the cpu preset's); default: the preset's",
     )
 
 
@@ -302,7 +312,9 @@ def _add_recipe(p: argparse.ArgumentParser) -> None:
 
 def _mode(args) -> dict:
     """The Config overrides of --source-mode and --set FIELD=VALUE."""
-    overrides = {} if args.source_mode is None else {"source_mode": args.source_mode}
+    overrides = dict(TOKENIZATIONS[args.tokens]) if getattr(args, "tokens", None) else {}
+    if args.source_mode is not None:
+        overrides["source_mode"] = args.source_mode
     for item in getattr(args, "set", None) or []:
         field, sep, value = item.partition("=")
         if not sep or not field:

@@ -30,12 +30,14 @@ from torch import nn
 
 from cipherlab.cipher import PERIOD, bits_to_bytes
 from cipherlab.config import Config
-from cipherlab.data import ByteChunkDataset, SubwordChunkDataset, collate
+from cipherlab.data import ByteChunkDataset, SubwordChunkDataset, collate, make_chunks, shuffle_chunks
 from cipherlab.models import ScaledDotProductAttention, Seq2SeqTransformer
 from cipherlab.models.blt import BLTModel, ByteEntropyModel, fixed_patch_membership, patch_membership
 from cipherlab.models.blt_patching import as_byte_array
 from cipherlab.parts import check_names, part_keywords, resolve
 from cipherlab.tokenizers import BPETokenizer, get_tokenizers
+from cipherlab.tokenizers.cipher_task import aligned_target_ids
+from cipherlab.tokenizers.pretokenize import phase_symbols
 from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, ByteTokenizer
 
 __all__ = [
@@ -66,41 +68,51 @@ class SubwordCodec:
     # None for a codec fitted afresh.
     trained_parts: tuple[dict, ...] | None = None
 
-    def __init__(self, src_tokenizer, tgt_tokenizer, source_eos: bool = False):
+    def __init__(self, src_tokenizer, tgt_tokenizer, source_eos: bool = False, aligned: bool = False):
         self.src, self.tgt = src_tokenizer, tgt_tokenizer
         self.source_eos = source_eos  # Config.source_eos: every source ends with the source EOS token
+        self.aligned = aligned  # Config.target_tokens == "aligned": target token i is source token i's plaintext
         self.src_pad_id, self.tgt_pad_id = src_tokenizer.pad_id, tgt_tokenizer.pad_id
         self.bos_id, self.eos_id = tgt_tokenizer.bos_id, tgt_tokenizer.eos_id
 
     @classmethod
     def fit(cls, config: Config, corpus) -> SubwordCodec:
         """Train (or load from the corpus cache) both tokenizers on the training split only."""
-        return cls(*get_tokenizers(corpus, config.source_mode, config.src_vocab, config.tgt_vocab),
-                   source_eos=config.source_eos)
+        return cls(*get_tokenizers(corpus, config.source_mode, config.src_vocab, config.tgt_vocab,
+                                   config.target_tokens, merge_texts(config, corpus)),
+                   source_eos=config.source_eos, aligned=config.target_tokens == "aligned")
 
     def build_model(self, config: Config) -> nn.Module:
         return build_model(config, self)
 
-    @staticmethod
-    def codes(tokenizer) -> list[int | None]:
-        """Each id's byte (a source token of exactly one 8-bit group) or character code (a
-        one-character target token), None for specials and multi-unit tokens: the features of
-        ``Config.bit_embeddings``."""
+    def codes(self, tokenizer) -> list:
+        """Each id's code for ``Config.bit_embeddings`` (:func:`cipherlab.models.embedding.bit_features`):
+        the byte of a source token of exactly one 8-bit group, (byte, key phase) of one phase-tagged
+        group, the character code of a one-character target token; None for specials. A merged
+        token is None (a free row), except in the aligned tokenisation (phase-tagged source,
+        aligned target), where it is ((its bytes or character codes), its phase or None)."""
         codes = []
+        composed = tokenizer.unit == "byte8-phase" or (self.aligned and tokenizer is self.tgt)
         for i in range(tokenizer.vocab_size):
             if i in (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id):
                 codes.append(None)
                 continue
             if tokenizer.unit == "char":
-                text = tokenizer.decode([i])
-                codes.append(ord(text) if len(text) == 1 and ord(text) < 256 else None)
+                units = [ord(ch) for ch in tokenizer.decode([i])]
+                code = (units[0] if len(units) == 1 else (tuple(units), None)) if max(units) < 256 else None
+            elif tokenizer.unit == "byte8-phase":
+                symbols = phase_symbols(tokenizer.token(i))
+                bytes_ = tuple(byte for _, byte in symbols)
+                code = (bytes_[0], symbols[0][0]) if len(bytes_) == 1 else (bytes_, symbols[0][0])
             else:  # source tokens are strings of bits
                 token = tokenizer.token(i)
-                codes.append(int(token, 2) if tokenizer.unit == "byte8" and len(token) == 8 else None)
+                code = int(token, 2) if tokenizer.unit == "byte8" and len(token) == 8 else None
+            codes.append(code if composed or isinstance(code, int) or code is None else None)
         return codes
 
     def dataset(self, chunks):
-        return SubwordChunkDataset(chunks, self.src, self.tgt, self.source_eos)
+        encode_target = (lambda src, plain: aligned_target_ids(self.src, self.tgt, src, plain)) if self.aligned else None
+        return SubwordChunkDataset(chunks, self.src, self.tgt, self.source_eos, encode_target)
 
     def collate(self, examples) -> dict[str, torch.Tensor]:
         return collate(examples, self.src_pad_id, self.tgt_pad_id)
@@ -131,7 +143,7 @@ class SubwordCodec:
     @classmethod
     def from_artifacts(cls, artifacts: dict, config: Config) -> SubwordCodec:
         return cls(_tokenizer_from_text(artifacts["src_tokenizer"]), _tokenizer_from_text(artifacts["tgt_tokenizer"]),
-                   source_eos=config.source_eos)
+                   source_eos=config.source_eos, aligned=config.target_tokens == "aligned")
 
     def identity(self) -> dict:
         return {key: _sha256(text) for key, text in self.artifacts().items()}
@@ -218,6 +230,19 @@ class ByteCodec:
 
 Codec = SubwordCodec | ByteCodec
 _CODECS = {"bpe": SubwordCodec, "blt": ByteCodec}
+
+
+def merge_texts(config: Config, corpus) -> tuple[list[str], list[str], str] | None:
+    """What the BPEs of ``config`` learn from (:func:`cipherlab.tokenizers.get_tokenizers`'s ``texts``):
+    None for the training lines; with ``merges_on="chunks"`` the training chunks as the recipe shows
+    them to the model, drawn with seed 0 whatever the run's seed, so that every seed shares one BPE."""
+    if config.merges_on == "lines":
+        return None
+    chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)
+    chunks = shuffle_chunks(chunks, config.phase_shuffle, 0, config.case_flip, config.substitution)
+    description = (f"train chunks of {config.chunk_chars} characters, phase_shuffle={config.phase_shuffle}, "
+                   f"case_flip={config.case_flip}, substitution={config.substitution}, seed 0")
+    return [c.plain for c in chunks], [c.cipher for c in chunks], description
 
 
 def fit_codec(config: Config, corpus) -> Codec:

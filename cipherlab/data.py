@@ -440,15 +440,24 @@ def reassemble(pieces: Iterable[tuple[int, int, str]]) -> dict[int, str]:
 
 
 class SubwordChunkDataset(Dataset):
-    """C1-C4: (source token ids, [BOS] + target token ids + [EOS]) for each chunk."""
+    """C1-C4: (source token ids, [BOS] + target token ids + [EOS]) for each chunk.
 
-    def __init__(self, chunks: Sequence[Chunk], src_tokenizer, tgt_tokenizer, source_eos: bool = False):
+    ``encode_target(source_ids, plain)``, when given, encodes the target from the source's cut
+    (aligned targets, :func:`cipherlab.tokenizers.cipher_task.aligned_target_ids`) instead of
+    with ``tgt_tokenizer.encode(plain)``.
+    """
+
+    def __init__(self, chunks: Sequence[Chunk], src_tokenizer, tgt_tokenizer, source_eos: bool = False,
+                 encode_target=None):
         self.chunks = list(chunks)
         bos, eos = tgt_tokenizer.bos_id, tgt_tokenizer.eos_id
         end = [src_tokenizer.eos_id] if source_eos else []  # Config.source_eos
-        self.examples = [
-            ([*src_tokenizer.encode(c.cipher), *end], [bos, *tgt_tokenizer.encode(c.plain), eos]) for c in self.chunks
-        ]
+        self.examples = []
+        for c in self.chunks:
+            src = src_tokenizer.encode(c.cipher)
+            # encode_target(source ids, plaintext): a target cut where the source is (Config.target_tokens)
+            tgt = tgt_tokenizer.encode(c.plain) if encode_target is None else encode_target(src, c.plain)
+            self.examples.append(([*src, *end], [bos, *tgt, eos]))
         self.src_lengths = [len(src) for src, _ in self.examples]
 
     def __len__(self) -> int:

@@ -238,7 +238,8 @@ def _cached_bpe(corpus, config: Config) -> bool:
                 return True
         return False
 
-    return found(f"source-{config.source_mode}", config.src_vocab) and found("target", config.tgt_vocab)
+    target = config.target_tokens == "aligned" or found("target", config.tgt_vocab)  # aligned: from the source
+    return found(f"source-{config.source_mode}", config.src_vocab) and target
 
 
 def _bpe_codec(corpus, config: Config, tokenize: bool) -> tuple[SubwordCodec, str]:
@@ -249,14 +250,16 @@ def _bpe_codec(corpus, config: Config, tokenize: bool) -> tuple[SubwordCodec, st
         how = "the configuration's own BPEs" + ("" if tokenize else " (cached or quick to learn)")
         return fit_codec(config, corpus), how
     from cipherlab.tokenizers import BPETokenizer
-    from cipherlab.tokenizers.cipher_task import SOURCE_MODES, TARGET_SETTINGS
+    from cipherlab.tokenizers.cipher_task import SOURCE_MODES, TARGET_SETTINGS, aligned_target
 
     ids = corpus.splits["train"][:STANDIN_LINES]
     src = BPETokenizer.train([corpus.cipher[i] for i in ids], config.src_vocab, **SOURCE_MODES[config.source_mode])
-    tgt = BPETokenizer.train([corpus.plain[i] for i in ids], config.tgt_vocab, **TARGET_SETTINGS)
+    aligned = config.target_tokens == "aligned"
+    tgt = (aligned_target(src, [corpus.plain[i] for i in ids], [corpus.cipher[i] for i in ids]) if aligned else
+           BPETokenizer.train([corpus.plain[i] for i in ids], config.tgt_vocab, **TARGET_SETTINGS))
     how = (f"STAND-IN BPEs learned from the first {len(ids)} training lines (the real ones are not cached; "
            "--tokenize learns and caches them, about a minute)")
-    return SubwordCodec(src, tgt), how
+    return SubwordCodec(src, tgt, aligned=aligned), how
 
 
 def _token_ratios(codec: SubwordCodec, chunks: list[Chunk], seed: int = 0) -> tuple[float, float, int]:
@@ -264,7 +267,8 @@ def _token_ratios(codec: SubwordCodec, chunks: list[Chunk], seed: int = 0) -> tu
     sample = random.Random(seed).sample(chunks, min(RATIO_SAMPLE, len(chunks)))
     chars = sum(len(c.plain) for c in sample)
     src = sum(len(codec.src.encode(c.cipher)) for c in sample)
-    tgt = sum(len(codec.tgt.encode(c.plain)) for c in sample)
+    # aligned targets (Config.target_tokens) have one token per source token
+    tgt = src if codec.aligned else sum(len(codec.tgt.encode(c.plain)) for c in sample)
     return src / chars, tgt / chars, len(sample)
 
 
@@ -404,17 +408,19 @@ def public_comparison(plan: dict) -> dict | None:
 
 def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float = DEFAULT_HOURS,
                 configs=CONFIG_NAMES, data_dir=None, tokenize: bool = False, recipe: str = DEFAULT_RECIPE,
-                launch_us: float | None = None) -> dict:
-    """The planner's estimate for every configuration of ``preset`` on ``gpu``, trained by ``recipe``."""
-    base = make_config(configs[0], preset, recipe)
+                launch_us: float | None = None, overrides: dict | None = None) -> dict:
+    """The planner's estimate for every configuration of ``preset`` on ``gpu``, trained by ``recipe``,
+    with ``overrides`` (Config fields, e.g. ``TOKENIZATIONS["notes"]``) for all of them."""
+    overrides = dict(overrides or {})
+    base = make_config(configs[0], preset, recipe, **overrides)
     corpus = select_lines(load_corpus(data_dir), base)
     shared: dict[tuple, tuple] = {}  # C1-C4 share one pair of BPEs: learn and measure it once
     records = []
     for name in configs:
-        config = make_config(name, preset, recipe)
+        config = make_config(name, preset, recipe, **overrides)
         extra = {}
         if config.tokenization == "bpe":
-            key = (config.source_mode, config.src_vocab, config.tgt_vocab)
+            key = (config.source_mode, config.src_vocab, config.tgt_vocab, config.target_tokens)
             if key not in shared:
                 codec, how = _bpe_codec(corpus, config, tokenize)
                 train = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)

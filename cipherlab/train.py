@@ -218,7 +218,7 @@ class Progress:
 class FitResult:
     """What a call to :meth:`Trainer.fit` did."""
 
-    stopped: str  # "early stopping", "max_epochs" or "time budget"
+    stopped: str  # "early stopping", "max_epochs", "time budget" or "max steps"
     epochs: int  # epochs completed (over all runs of this out_dir)
     best_epoch: int
     best_val_loss: float
@@ -276,6 +276,11 @@ class Trainer:
     def log_path(self) -> Path:
         return self.out_dir / "log.jsonl"
 
+    @property
+    def curve_path(self) -> Path:
+        """``Config.eval_every``'s learning curve: one JSON record per ``eval_every`` steps."""
+        return self.out_dir / "curve.jsonl"
+
     # ---- checkpoints
     def _payload(self, full: bool) -> dict:
         payload = {
@@ -305,6 +310,9 @@ class Trainer:
         # A run killed between writing its log record and its checkpoint would log an epoch twice.
         kept = [r for r in read_log(self.log_path) if r["epoch"] <= self.progress.epoch]
         self.log_path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+        if self.curve_path.exists():  # the same for the learning curve, by step
+            kept = [r for r in read_log(self.curve_path) if r["step"] <= self.progress.step]
+            self.curve_path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
 
     def _check_parts(self, payload: dict) -> None:
         """Refuse to resume a run with other parts (``artifacts["parts"]``) than it was trained with."""
@@ -314,11 +322,12 @@ class Trainer:
 
     # ---- validation
     @torch.no_grad()
-    def validate(self) -> tuple[float, float]:
+    def validate(self, exact: bool = False):
         """(mean cross-entropy, share of target tokens predicted right) over the validation set,
-        both teacher-forced, no label smoothing, padding excluded."""
+        both teacher-forced, no label smoothing, padding excluded; with ``exact``, also the share
+        of validation chunks whose every target token (EOS included) was predicted right."""
         self.model.eval()
-        total, tokens, right = 0.0, 0, 0
+        total, tokens, right, chunks, whole = 0.0, 0, 0, 0, 0
         for indices in self.val_batches.epoch(0):
             batch = self.val_batches.load(indices, self.device)
             with autocast(self.device, self.bf16):
@@ -326,8 +335,26 @@ class Trainer:
             gold = batch["tgt"][:, 1:]
             loss, n = sequence_loss(logits, gold, self.tgt_pad_id)
             total, tokens = total + loss.item() * n, tokens + n
-            right += ((logits.argmax(-1) == gold) & (gold != self.tgt_pad_id)).sum().item()
-        return total / max(tokens, 1), right / max(tokens, 1)
+            hits = (logits.argmax(-1) == gold) | (gold == self.tgt_pad_id)
+            right += (hits & (gold != self.tgt_pad_id)).sum().item()
+            chunks, whole = chunks + gold.size(0), whole + hits.all(dim=1).sum().item()
+        scores = total / max(tokens, 1), right / max(tokens, 1)
+        return (*scores, whole / max(chunks, 1)) if exact else scores
+
+    def _curve_point(self, n_batches: int) -> None:
+        """Validate mid-epoch (``Config.eval_every``) and append the point to ``curve.jsonl``. It
+        changes nothing of the run: no checkpoint, no selection, no random numbers drawn."""
+        p = self.progress
+        started = time.perf_counter()
+        val_loss, val_accuracy, exact_chunks = self.validate(exact=True)
+        earlier = sum(r["seconds"] for r in read_log(self.log_path)) if self.log_path.exists() else 0.0
+        record = {"step": p.step, "epoch": p.epoch + p.batch / max(n_batches, 1),
+                  "val_loss": val_loss, "val_accuracy": val_accuracy, "val_exact_chunks": exact_chunks,
+                  "train_seconds": earlier + p.epoch_seconds,
+                  "validate_seconds": time.perf_counter() - started}
+        with open(self.curve_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        self.model.train()
 
     # ---- training
     def _step(self, batch: dict[str, torch.Tensor]) -> tuple[float, int]:
@@ -358,8 +385,9 @@ class Trainer:
             f"weights and {kept}. Lower lr (now {self.config.lr}) or raise warmup_steps and train again"
         )
 
-    def fit(self, *, resume: bool = False, time_budget_s: float | None = None) -> FitResult:
-        """Train until early stopping, ``max_epochs`` or the time budget, whichever comes first.
+    def fit(self, *, resume: bool = False, time_budget_s: float | None = None, max_steps: int | None = None) -> FitResult:
+        """Train until early stopping, ``max_epochs``, the time budget or ``max_steps`` optimiser steps
+        in all, whichever comes first (a stop at ``max_steps`` mid-epoch is saved like a time budget's).
 
         ``resume=True`` continues from ``out_dir/last.pt`` (when it exists) exactly where it
         stopped. ``time_budget_s`` (default: the config's) counts the seconds of this call;
@@ -371,19 +399,26 @@ class Trainer:
             self._restore()
         else:
             self.log_path.unlink(missing_ok=True)
+            self.curve_path.unlink(missing_ok=True)
         started = time.monotonic()
         p = self.progress
         if p.finished == "max_epochs" and p.epoch < self.config.max_epochs:
             p.finished = ""  # resumed with a larger max_epochs: train on
         elif not p.finished and p.epoch >= self.config.max_epochs:
             p.finished = "max_epochs"  # resumed with max_epochs already reached: nothing to train
+        self._max_steps = max_steps
         while not p.finished:
             if self._train_epoch(started, budget):
-                return self._result("time budget")
+                return self._result("max steps" if self._steps_done() else "time budget")
             self._end_epoch()
+            if not p.finished and self._steps_done():
+                return self._result("max steps")
             if not p.finished and budget is not None and time.monotonic() - started >= budget:
                 return self._result("time budget")
         return self._result(p.finished)
+
+    def _steps_done(self) -> bool:
+        return getattr(self, "_max_steps", None) is not None and self.progress.step >= self._max_steps
 
     def _train_epoch(self, started: float, budget: float | None) -> bool:
         """Train the rest of the current epoch; True if the time budget ran out before its end."""
@@ -406,12 +441,15 @@ class Trainer:
                 p.epoch_tokens += n_tokens
                 p.batch += 1
                 p.step += 1
+                if self.config.eval_every and p.step % self.config.eval_every == 0:
+                    self._curve_point(len(batches))
                 bar.update(1)
                 bar.set_postfix(
                     loss=f"{p.epoch_loss_sum / max(p.epoch_tokens, 1):.3f}",
                     tok_s=f"{p.epoch_tokens / max(p.epoch_seconds, 1e-9):.0f}",
                 )
-                if p.batch < len(batches) and budget is not None and time.monotonic() - started >= budget:
+                out_of_time = budget is not None and time.monotonic() - started >= budget
+                if p.batch < len(batches) and (out_of_time or self._steps_done()):
                     save_checkpoint(self.last_path, self._payload(full=True))
                     return True
         return False
@@ -506,6 +544,7 @@ def train_config(
     verbose: bool = False,
     progress: bool | None = None,
     parts: Mapping[str, type] | None = None,
+    max_steps: int | None = None,
 ) -> RunResult:
     """Everything for one configuration: data, codec, model, and :meth:`Trainer.fit`.
 
@@ -549,7 +588,7 @@ def train_config(
         verbose=verbose,
         progress=progress,
     )
-    fit = trainer.fit(resume=resume, time_budget_s=time_budget_s)
+    fit = trainer.fit(resume=resume, time_budget_s=time_budget_s, max_steps=max_steps)
     return RunResult(
         fit=fit,
         params=sum(p.numel() for p in model.parameters()),

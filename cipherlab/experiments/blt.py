@@ -22,7 +22,7 @@ import torch
 
 from cipherlab.cipher import bits_to_bytes
 from cipherlab.codec import ByteCodec, build_model, select_lines
-from cipherlab.config import Config, make_config
+from cipherlab.config import TOKENIZATIONS, Config, make_config
 from cipherlab.data import CHUNK_CHARS, load_corpus, make_chunks
 from cipherlab.experiments.common import (calibration_bits, calibration_lines,  # chapter 7's cells call them here
                                           calibration_run, scored_step)
@@ -273,7 +273,8 @@ def c1_params(preset: str) -> int:
     (vocab None, the cpu preset) has its base symbols and specials, which only fitting it tells:
     cheap without merges.
     """
-    c = make_config("c1", preset, recipe="notes")  # free embedding rows, as c5_model
+    # free embedding rows, as c5_model; at the assignment's sizes the course notes' 1024 / 8000 BPEs
+    c = make_config("c1", preset, recipe="notes", **(TOKENIZATIONS["notes"] if preset == "assignment" else {}))
     if c.src_vocab is None or c.tgt_vocab is None:
         from cipherlab.codec import fit_codec, select_lines
         return build_model(c, fit_codec(c, select_lines(corpus(), c))).num_params()

@@ -19,7 +19,7 @@ from pathlib import Path
 import sacrebleu
 
 from cipherlab.cipher import encrypt
-from cipherlab.config import CONFIG_NAMES, make_config
+from cipherlab.config import CONFIG_NAMES, TOKENIZATIONS, make_config
 from cipherlab.metrics import compute_metrics
 from cipherlab.results import (ANALYSIS_RUNS, BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
                                REFERENCE_SETS, beam_gains, decoding_gains, exact_difference_stderr, lines_of,
@@ -224,7 +224,7 @@ def assignment_model(name: str):
     from cipherlab.models.blt import BLTModel
     from cipherlab.tokenizers.bytes import SPECIAL_IDS
 
-    config = make_config(name, "assignment")
+    config = make_config(name, "assignment", **TOKENIZATIONS["notes"])  # the notes' 1024 / 8000 BPEs
     if config.tokenization == "blt":  # the special ids as cipherlab.codec.build_model passes them
         return BLTModel(**config.model_hyperparameters(), local_layers=config.blt_local_layers,
                         window=config.blt_window, patch_tgt=config.blt_patch_tgt,

@@ -17,13 +17,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from cipherlab.codec import build_model, fit_codec, select_lines
-from cipherlab.config import make_config
+from cipherlab.config import TOKENIZATIONS, make_config
 from cipherlab.data import CHUNK_CHARS, BucketBatchSampler, ByteChunkDataset, load_corpus, make_chunks, padding_waste
 from cipherlab.experiments.common import sinusoidal_table
 from cipherlab.models.transformer import Seq2SeqTransformer
 from cipherlab.train import WarmupInverseSqrt, make_optimizer
 
-ASSIGNMENT = make_config("c1", "assignment", recipe="notes")  # free embedding rows: built without a codec
+# the course notes' model: their BPE sizes, free embedding rows (built without a codec)
+ASSIGNMENT = make_config("c1", "assignment", recipe="notes", **TOKENIZATIONS["notes"])
 SMOOTHING = ASSIGNMENT.label_smoothing  # 0.1
 SAMPLE_LINES = 400  # training lines of the bucketing sample measured in BPE tokens
 CONFIDENT_MARGIN = 20.0  # logit of the correct token minus every other logit, for the label-smoothing demo
@@ -302,7 +303,7 @@ def gpu_plan(configs: tuple = PLAN_CONFIGS, gpus: tuple = PLAN_GPUS) -> dict:
     from cipherlab import plan as planner
 
     plan = planner.plan_preset("assignment", planner.GPUS[gpus[0]], configs=configs, recipe="notes",
-                               launch_us=PLAN_LAUNCH_US)  # the course notes' model
+                               launch_us=PLAN_LAUNCH_US, overrides=TOKENIZATIONS["notes"])  # the course notes' model
     estimates = {gpu: {r["config"]: planner.gpu_estimate(r, planner.GPUS[gpu], plan["mfu"], plan["hours"],
                                                          plan["sizes"]["max_epochs"], PLAN_LAUNCH_US)
                        for r in plan["configs"]}

@@ -26,22 +26,58 @@ __all__ = ["BitFactoredEmbedding", "KeyPhaseEmbedding", "bit_features"]
 BITS = 8
 
 
-def bit_features(codes: Sequence[int | None]) -> torch.Tensor:
-    """(V, 8 + n_free) features of V tokens: ``codes[i]`` is token i's byte or character code
-    (0..255), or None for a token with a free row of its own (a one-hot feature).
+def _parts(code) -> tuple[list[int], int | None]:
+    """A code as (its bytes, its key phase or None): ``65``, ``(65, 1)`` or ``((116, 104, 101), None)``."""
+    if isinstance(code, int):
+        return [code], None
+    first, phase = code
+    return (list(first) if isinstance(first, tuple) else [first]), phase
+
+
+def bit_features(codes: Sequence) -> torch.Tensor:
+    """(V, F) features of V tokens, from ``codes[i]``, token i's code:
+
+    - an int 0..255: the byte or character code of a one-unit token: its 8 bits as ±1;
+    - ``(byte, phase)``: a phase-tagged source symbol: the bits, and one of P phase columns set
+      (P = 1 + the largest phase);
+    - ``((b1, ..., bk), phase)`` (phase None on the target side): a merged token of k units.
+      When any token has more than one unit, the bits sit in L slots of 8 columns (L the longest
+      token), unit j's in slot j, followed by the phase columns, L length columns (one set: the
+      token's length) and a free column of the token's own: a merged token is built from its
+      characters' bits, so what is learned of one character carries over to every token holding it;
+    - None: a special token, with a free column of its own (its row is learned freely).
+
+    With one-unit codes only, the columns are the 8 bits, [P phases,] then the free columns.
 
     >>> bit_features([65, None]).tolist()
     [[-1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]]
+    >>> bit_features([(65, 1)]).tolist()
+    [[-1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 0.0, 1.0]]
+    >>> bit_features([((1, 2), None), 3]).shape  # 2 slots x 8 bits, 2 lengths, 1 own column
+    torch.Size([2, 19])
     """
-    free = [i for i, code in enumerate(codes) if code is None]
-    features = torch.zeros(len(codes), BITS + len(free))
-    for i, code in enumerate(codes):
-        if code is not None:
-            if not 0 <= code < 256:
-                raise ValueError(f"token {i}: code {code} is not a byte (0..255); give None for a free row")
-            features[i, :BITS] = torch.tensor([1.0 if code >> (BITS - 1 - b) & 1 else -1.0 for b in range(BITS)])
-    for column, i in enumerate(free):
-        features[i, BITS + column] = 1.0
+    parts = [None if code is None else _parts(code) for code in codes]
+    slots = max((len(p[0]) for p in parts if p is not None), default=1)
+    phases = [p[1] for p in parts if p is not None and p[1] is not None]
+    n_phases = 1 + max(phases) if phases else 0
+    own = [i for i, p in enumerate(parts) if p is None or len(p[0]) > 1]
+    lengths = slots if slots > 1 else 0
+    features = torch.zeros(len(codes), BITS * slots + n_phases + lengths + len(own))
+    for i, p in enumerate(parts):
+        if p is None:
+            continue
+        units, phase = p
+        for j, byte in enumerate(units):
+            if not 0 <= byte < 256:
+                raise ValueError(f"token {i}: code {codes[i]} holds {byte}, not a byte (0..255); give None for a free row")
+            features[i, BITS * j : BITS * (j + 1)] = torch.tensor(
+                [1.0 if byte >> (BITS - 1 - b) & 1 else -1.0 for b in range(BITS)])
+        if phase is not None:
+            features[i, BITS * slots + phase] = 1.0
+        if lengths:
+            features[i, BITS * slots + n_phases + len(units) - 1] = 1.0
+    for column, i in enumerate(own):
+        features[i, BITS * slots + n_phases + lengths + column] = 1.0
     return features
 
 
@@ -53,15 +89,16 @@ class BitFactoredEmbedding(nn.Module):
     a row has standard deviation about D^-1/2, as cipherlab's ordinary embeddings.
     """
 
-    def __init__(self, codes: Sequence[int | None], embedding_dim: int):
+    def __init__(self, codes: Sequence, embedding_dim: int):
         super().__init__()
         features = bit_features(codes)
+        bit_columns = BITS * max((len(_parts(c)[0]) for c in codes if c is not None), default=1)
         self.num_embeddings, self.embedding_dim = features.size(0), embedding_dim
         self.register_buffer("features", features, persistent=False)  # rebuilt from the codes
         self.proj = nn.Parameter(torch.empty(features.size(1), embedding_dim))
         with torch.no_grad():
-            self.proj[:BITS].normal_(0.0, (BITS * embedding_dim) ** -0.5)  # 8 terms of ±1 add up
-            self.proj[BITS:].normal_(0.0, embedding_dim ** -0.5)
+            self.proj[:bit_columns].normal_(0.0, (BITS * embedding_dim) ** -0.5)  # 8 terms of ±1 add up per unit
+            self.proj[bit_columns:].normal_(0.0, embedding_dim ** -0.5)
 
     @property
     def weight(self) -> torch.Tensor:

@@ -424,6 +424,10 @@ class BPETokenizer:
         """The string of token id ``i`` as the vocabulary holds it (a special's is its name, e.g. ``<pad>``)."""
         return self._id_to_token[i]
 
+    def token_id(self, token: str) -> int | None:
+        """The id of the token string ``token`` (a base symbol or one built by merges), None if absent."""
+        return self._token_to_id.get(token)
+
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (no BOS/EOS): the merges replayed in order within each piece."""
         ids: list[int] = []

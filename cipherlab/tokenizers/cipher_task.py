@@ -4,10 +4,14 @@ Chapter 6 ("Tokenisation") teaches this module. The source (cipher) side has two
 
 - ``"bits"``: the course notes' design. The alphabet is {'0', '1'} and merges may run across the
   8-bit character boundaries of the cipher (§4.1 of the notes calls this the BPE pathology);
-- ``"bytes"``: the base symbols are the 8-bit groups, so every token covers whole characters.
+- ``"bytes"``: the base symbols are the 8-bit groups, so every token covers whole characters;
+- ``"phase"``: the base symbols are the 8-bit groups tagged with their key phase (position mod 8),
+  2,048 of them, so a token stands for one plaintext string wherever it occurs.
 
-``boundary_straddle_rate`` measures the difference. The target (plaintext) tokenizer is the same
-in both modes.
+``boundary_straddle_rate`` measures the difference. The target (plaintext) tokenizer is a BPE
+of its own, the same in every mode; or, with ``target="aligned"`` (phase mode only), the plaintext of
+the source's tokens (:func:`aligned_target`), so that target token i is the plaintext of source
+token i.
 """
 
 from __future__ import annotations
@@ -18,21 +22,25 @@ from collections.abc import Iterable
 
 from cipherlab.cipher import BITS_PER_CHAR
 from cipherlab.tokenizers.bpe import FORMAT_VERSION, BPETokenizer, TokenizerFileError
+from cipherlab.tokenizers.pretokenize import PHASE_TAGS as _PHASES, phase_symbols
 
 SOURCE_MODES = {
     "bits": {"pretokenizer": "cipher", "unit": "char", "alphabet": "01"},
     "bytes": {"pretokenizer": "cipher", "unit": "byte8", "alphabet": None},
+    "phase": {"pretokenizer": "cipher", "unit": "byte8-phase", "alphabet": None},
 }
+TARGETS = ("bpe", "aligned")
 TARGET_SETTINGS = {"pretokenizer": "plaintext", "unit": "char", "alphabet": None}
 
 
-def _cached_tokenizer(corpus, name: str, texts: list[str], vocab_size: int | None, settings: dict) -> BPETokenizer:
+def _cached_tokenizer(corpus, name: str, texts: list[str], vocab_size: int | None, settings: dict,
+                      learned_on: str = "train") -> BPETokenizer:
     """Load the tokenizer cached for this request, or train and cache it."""
     description = {
         "corpus_sha256": corpus.sha256,
         "format_version": FORMAT_VERSION,
         "tokenizer": name,
-        "split": "train",
+        "split": learned_on,
         "vocab_size": vocab_size,
         **settings,
     }
@@ -54,8 +62,17 @@ def _cached_tokenizer(corpus, name: str, texts: list[str], vocab_size: int | Non
     return tokenizer
 
 
-def get_tokenizers(corpus, mode: str = "bits", src_vocab: int | None = 1024, tgt_vocab: int | None = 8000):
+def get_tokenizers(corpus, mode: str = "bits", src_vocab: int | None = 1024, tgt_vocab: int | None = 8000,
+                   target: str = "bpe", texts: tuple[list[str], list[str], str] | None = None):
     """(source tokenizer, target tokenizer) for C1-C4, trained on the training split only.
+
+    ``target="bpe"`` learns the target's own BPE of ``tgt_vocab`` tokens on the plaintext;
+    ``target="aligned"`` (``mode="phase"`` only, ``tgt_vocab`` None) makes the target the plaintext
+    of the source's tokens (:func:`aligned_target`).
+
+    ``texts``, when given, is ``(plaintexts, ciphers, description)``: what both learn from instead of
+    the training lines (e.g. the training chunks as a recipe shows them to the model); the
+    description names it in the cache key and the tokenizers' metadata.
 
     A vocabulary size of None means no merges: the base symbols only (whole 8-bit groups in
     "bytes" mode, characters for the target).
@@ -70,10 +87,78 @@ def get_tokenizers(corpus, mode: str = "bits", src_vocab: int | None = 1024, tgt
     """
     if mode not in SOURCE_MODES:
         raise ValueError(f"mode={mode!r} is not a source tokenization mode; use one of {sorted(SOURCE_MODES)}")
-    plain, cipher = corpus.lines("train")
-    src = _cached_tokenizer(corpus, f"source-{mode}", cipher, src_vocab, SOURCE_MODES[mode])
-    tgt = _cached_tokenizer(corpus, "target", plain, tgt_vocab, TARGET_SETTINGS)
+    if target not in TARGETS:
+        raise ValueError(f"target={target!r} is not a target tokenization; use one of {TARGETS}")
+    if target == "aligned" and (mode != "phase" or tgt_vocab is not None):
+        raise ValueError(f"target='aligned' needs mode='phase' and tgt_vocab=None (got mode={mode!r}, "
+                         f"tgt_vocab={tgt_vocab!r}): its tokens are the plaintext of phase-tagged source tokens")
+    plain, cipher, learned_on = texts if texts is not None else (*corpus.lines("train"), "train")
+    src = _cached_tokenizer(corpus, f"source-{mode}", cipher, src_vocab, SOURCE_MODES[mode], learned_on)
+    if target == "aligned":
+        return src, aligned_target(src, plain, cipher)
+    tgt = _cached_tokenizer(corpus, "target", plain, tgt_vocab, TARGET_SETTINGS, learned_on)
     return src, tgt
+
+
+def aligned_target(src: BPETokenizer, plain_lines: Iterable[str], cipher_lines: Iterable[str]) -> BPETokenizer:
+    """The target tokenizer whose token i is the plaintext of source token i's characters.
+
+    A phase-tagged source symbol (byte, phase) stands for one plaintext character, which the
+    training pairs show: the first time a symbol occurs in them, its character is read off the
+    plaintext beside it. A merged source token then stands for the concatenation of its
+    symbols' characters, so each source merge ``(L, R)`` gives the target merge
+    ``(plain(L), plain(R))``, in the same order. The result is an ordinary :class:`BPETokenizer`
+    over characters (with ``<unk>``), whose vocabulary holds every plaintext string a source token
+    can stand for: training pairs a target token with every source token
+    (:meth:`cipherlab.data.SubwordChunkDataset`), so the alignment is one to one. No key is
+    used, only the training pairs; a symbol the pairs never show is never part of a merge (merges
+    are counted on the same lines), and a single one decodes through the characters' base ids.
+    """
+    if src.unit != "byte8-phase":
+        raise ValueError(f"aligned_target needs a phase-tagged source tokenizer (unit 'byte8-phase'), not {src.unit!r}")
+    char_of: dict[tuple[int, int], str] = {}
+    alphabet: set[str] = set()
+    for line, (text, bits) in enumerate(zip(plain_lines, cipher_lines)):
+        alphabet.update(text)
+        for i, ch in enumerate(text):
+            symbol = (i % len(_PHASES), int(bits[BITS_PER_CHAR * i : BITS_PER_CHAR * (i + 1)], 2))
+            if char_of.setdefault(symbol, ch) != ch:
+                raise ValueError(f"training line {line}, character {i}: cipher byte {symbol[1]} at key phase "
+                                 f"{symbol[0]} stands for both {char_of[symbol]!r} and {ch!r}; the pairs are not "
+                                 "one cipher")
+
+    def plain_of(token: str) -> str:
+        return "".join(char_of[symbol] for symbol in phase_symbols(token))
+
+    merges = [(plain_of(left), plain_of(right)) for left, right in src.merges]
+    tokenizer = BPETokenizer(merges, alphabet, pretokenizer="plaintext", unit="char", unk=True)
+    tokenizer.metadata = {"target": "aligned", "source_tokenizer_sha256":
+                          hashlib.sha256(src.to_text().encode()).hexdigest()}
+    return tokenizer
+
+
+def aligned_target_ids(src: BPETokenizer, tgt: BPETokenizer, source_ids: list[int], plain: str) -> list[int]:
+    """Target ids of ``plain`` cut where the source ids cut its cipher: one target token per source token.
+
+    A character outside the target's alphabet becomes ``<unk>`` (one token, as the source token of
+    that one character); a multi-character piece whose text the target lacks (a source token whose
+    plaintext differs from the one the training pairs showed: not this cipher) raises ValueError.
+    """
+    ids, start = [], 0
+    for i in source_ids:
+        n = len(src.token(i)) // (1 + BITS_PER_CHAR)
+        piece = plain[start : start + n]
+        start += n
+        found = tgt.token_id(piece)
+        if found is None:
+            if n != 1:
+                raise ValueError(f"source token {src.token(i)!r} covers {piece!r}, which the aligned target "
+                                 "lacks: these lines are not the cipher the tokenizers were learned on")
+            found = tgt.unk_id
+        ids.append(found)
+    if start != len(plain):
+        raise ValueError(f"the source tokens cover {start} characters, the plaintext has {len(plain)}")
+    return ids
 
 
 def boundary_straddle_rate(tokenizer: BPETokenizer, cipher_lines: Iterable[str]) -> float:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from cipherlab.cipher import BITS_PER_CHAR, check_bits
+from cipherlab.cipher import BITS_PER_CHAR, PERIOD, check_bits
 
 # Optional leading whitespace plus the word after it, or a run of whitespace with no word after it
 # (trailing spaces). Every character matches exactly one alternative, so no text is ever lost.
@@ -81,6 +81,47 @@ class Byte8Unit:
         return "".join(tokens)
 
 
+# The key phase of a cipher character (its position mod PERIOD) written as one letter before its bits.
+PHASE_TAGS = "abcdefgh"[:PERIOD]
+
+
+class PhaseByte8Unit:
+    """One base symbol per 8-bit group *and its key phase*: ``'a01000001'`` is the cipher byte 0x41
+    at phase 0 (position 0, 8, 16, ... of its line), ``'b01000001'`` the same byte at phase 1.
+
+    The XOR mask of a character depends on its phase alone, so a (byte, phase) symbol stands for
+    exactly one plaintext character, and a merged token for exactly one plaintext string, wherever
+    it occurs. A piece must start at phase 0: a cipher line does, and so does every chunk
+    (:func:`cipherlab.data.make_chunks`). The alphabet has 256 x 8 = 2,048 symbols.
+
+    >>> PhaseByte8Unit().split("0100000101001110")
+    ['a01000001', 'b01001110']
+    >>> PhaseByte8Unit().join(['a01000001b01001110'])
+    '0100000101001110'
+    """
+
+    name = "byte8-phase"
+    full_alphabet = [tag + format(value, "08b") for tag in PHASE_TAGS for value in range(256)]
+
+    def split(self, piece: str) -> list[str]:
+        check_bits(piece)
+        return [PHASE_TAGS[j % PERIOD] + piece[BITS_PER_CHAR * j : BITS_PER_CHAR * (j + 1)]
+                for j in range(len(piece) // BITS_PER_CHAR)]
+
+    def join(self, tokens: list[str]) -> str:
+        return "".join(ch for token in tokens for ch in token if ch in "01")
+
+
+def phase_symbols(token: str) -> list[tuple[int, int]]:
+    """The (key phase, byte) of each base symbol of a :class:`PhaseByte8Unit` token.
+
+    >>> phase_symbols('a01000001b01001110')
+    [(0, 65), (1, 78)]
+    """
+    width = 1 + BITS_PER_CHAR
+    return [(PHASE_TAGS.index(token[i]), int(token[i + 1 : i + width], 2)) for i in range(0, len(token), width)]
+
+
 class Utf8ByteUnit:
     """One base symbol per UTF-8 byte: every string is representable, no unknown token needed.
 
@@ -103,4 +144,4 @@ class Utf8ByteUnit:
         return "".join(tokens).encode("latin-1").decode("utf-8", errors="replace")
 
 
-UNITS = {unit.name: unit for unit in (CharUnit(), Byte8Unit(), Utf8ByteUnit())}
+UNITS = {unit.name: unit for unit in (CharUnit(), Byte8Unit(), PhaseByte8Unit(), Utf8ByteUnit())}

@@ -1,0 +1,141 @@
+"""The aligned BPE (the assignment preset's tokenisation), learning curves and step-limited training."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from cipherlab.cipher import encrypt
+from cipherlab.codec import codec_from_artifacts, fit_codec, select_lines
+from cipherlab.config import TOKENIZATIONS, ConfigError, make_config, tokenization_of
+from cipherlab.data import load_corpus, make_chunks, shuffle_chunks
+from cipherlab.models.embedding import bit_features
+from cipherlab.tokenizers import BPETokenizer
+from cipherlab.tokenizers.cipher_task import aligned_target, aligned_target_ids, get_tokenizers
+from cipherlab.tokenizers.pretokenize import PhaseByte8Unit, phase_symbols
+
+# a source vocabulary a little above the 2,048 phase-tagged bytes and the specials: a few dozen merges
+SMALL = dict(source_mode="phase", src_vocab=2051 + 40, tgt_vocab=None, target_tokens="aligned")
+
+
+def test_phase_unit_tags_each_byte_with_its_key_phase_and_joins_back():
+    bits = encrypt("key phase!")  # 10 characters: phases 0..7, then 0, 1 again
+    symbols = PhaseByte8Unit().split(bits)
+    assert [s[0] for s in symbols] == list("abcdefghab")
+    assert PhaseByte8Unit().join(symbols) == bits
+    assert len(PhaseByte8Unit.full_alphabet) == 2048
+    assert phase_symbols("".join(symbols[:2])) == [(0, int(bits[:8], 2)), (1, int(bits[8:16], 2))]
+
+
+def test_aligned_target_token_i_is_the_plaintext_of_source_token_i(sample_dir):
+    corpus = load_corpus(sample_dir)
+    src, tgt = get_tokenizers(corpus, "phase", SMALL["src_vocab"], None, "aligned")
+    assert src.merges and tgt.merges  # merges on both sides
+    assert len(tgt.merges) == len(src.merges)
+    multi = 0
+    for plain, cipher in zip(*corpus.lines("val")):
+        ids = src.encode(cipher)
+        targets = aligned_target_ids(src, tgt, ids, plain)
+        assert len(targets) == len(ids) and tgt.decode(targets) == plain
+        start = 0
+        for s, t in zip(ids, targets):  # each source token's bits are the cipher of its target token's text
+            n = len(tgt.token(t))
+            assert PhaseByte8Unit().join([src.token(s)]) == cipher[8 * start: 8 * (start + n)]
+            assert tgt.token(t) == plain[start: start + n]
+            multi += n > 1
+            start += n
+    assert multi > 0  # the merges are used on English
+
+
+def test_aligned_target_refuses_a_pair_that_is_not_one_cipher():
+    src = BPETokenizer.train([encrypt("abab abab")], 2051 + 3, pretokenizer="cipher", unit="byte8-phase")
+    with pytest.raises(ValueError, match="stands for both"):
+        aligned_target(src, ["abab abab", "xbab abab"], [encrypt("abab abab"), encrypt("abab abab")])
+
+
+def test_aligned_configurations_are_checked_and_named():
+    assert tokenization_of(make_config("c1", "assignment")) == "aligned"
+    assert tokenization_of(make_config("c1", "assignment", **TOKENIZATIONS["notes"])) == "notes"
+    assert tokenization_of(make_config("c1", "cpu")) == "chars"
+    with pytest.raises(ConfigError, match="source_mode=phase and tgt_vocab=null"):
+        make_config("c1", "cpu", target_tokens="aligned")
+
+
+@pytest.mark.parametrize("name", ["c1", "c2", "c3", "c4"])
+def test_the_assignment_preset_learns_merges_on_both_sides(name, sample_dir):
+    config = make_config(name, "assignment", src_vocab=SMALL["src_vocab"])  # the preset's tokenisation, fewer merges
+    codec = fit_codec(config, select_lines(load_corpus(sample_dir), config))
+    assert codec.aligned and codec.src.merges and codec.tgt.merges
+    assert make_config(name, "assignment").src_vocab > 2051  # merges beyond the phase-tagged bytes
+
+
+def test_merges_learned_on_the_training_chunks_are_the_recipes_chunks(sample_dir):
+    config = make_config("c1", "smoke", **SMALL, merges_on="chunks", max_train_lines=None)
+    corpus = select_lines(load_corpus(sample_dir), config)
+    codec = fit_codec(config, corpus)
+    chunks = shuffle_chunks(make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars),
+                            config.phase_shuffle, 0, config.case_flip)
+    expected = BPETokenizer.train([c.cipher for c in chunks], config.src_vocab, pretokenizer="cipher",
+                                  unit="byte8-phase")
+    assert codec.src.merges == expected.merges
+    assert "phase_shuffle=1.0" in codec.src.metadata["split"]
+    lines = fit_codec(make_config("c1", "smoke", **SMALL, max_train_lines=None), corpus)
+    assert lines.src.merges != codec.src.merges  # learned on other text
+
+
+def test_composed_bit_features_build_a_merged_token_from_its_characters():
+    features = bit_features([65, ((65, 66), None), None])
+    one, two = features[0], features[1]
+    assert torch.equal(two[:8], one[:8])  # slot 0 of "AB" holds A's bits
+    assert torch.equal(two[8:16], bit_features([66])[0, :8])  # slot 1 holds B's
+    assert one[16:18].tolist() == [1.0, 0.0] and two[16:18].tolist() == [0.0, 1.0]  # lengths 1 and 2
+    assert features[:, 18:].sum(dim=0).tolist() == [1.0, 1.0]  # own rows: the merged token and the special
+    tagged = bit_features([(65, 3), ((65, 66), 2)])
+    assert tagged[0, 16 + 3] == 1 and tagged[1, 16 + 2] == 1  # the phase of the token's first byte
+
+
+def test_an_aligned_model_trains_saves_and_reloads_with_its_codec(sample_dir, tmp_path):
+    from cipherlab.checkpoint import load_trained
+    from cipherlab.decode import decrypt_lines
+    from cipherlab.train import train_config
+
+    config = make_config("c1", "smoke", **SMALL, max_epochs=1)
+    run = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu")
+    model, codec, loaded = load_trained(run.best_checkpoint, "cpu")
+    assert codec.aligned and loaded.target_tokens == "aligned"
+    plain = load_corpus(sample_dir).lines("test")[0][:2]
+    out = decrypt_lines(model, codec, [encrypt(p) for p in plain], chunk_chars=config.chunk_chars, length_aware=True,
+                        device="cpu")
+    assert [len(o) for o in out] == [len(p) for p in plain]  # the cipher's length, in characters
+    rebuilt = codec_from_artifacts(loaded, codec.artifacts())
+    assert rebuilt.aligned and rebuilt.tgt.merges == codec.tgt.merges
+
+
+def test_eval_every_writes_a_learning_curve_and_changes_nothing_of_the_run(sample_dir, tmp_path):
+    from cipherlab.train import train_config
+
+    base = make_config("c1", "smoke", max_epochs=2, warmup_steps=4)
+    plain = train_config(base, tmp_path / "plain", data_dir=sample_dir, device="cpu")
+    curved = train_config(make_config("c1", "smoke", max_epochs=2, warmup_steps=4, eval_every=2),
+                          tmp_path / "curved", data_dir=sample_dir, device="cpu")
+    assert [r["train_loss"] for r in plain.fit.history] == [r["train_loss"] for r in curved.fit.history]
+    curve = [json.loads(line) for line in (tmp_path / "curved" / "curve.jsonl").read_text().splitlines()]
+    steps = curved.fit.history[-1]["step"]
+    assert [p["step"] for p in curve] == list(range(2, steps + 1, 2))
+    assert all(0 <= p["val_accuracy"] <= 1 and 0 <= p["val_exact_chunks"] <= 1 for p in curve)
+    assert not (tmp_path / "plain" / "curve.jsonl").exists()
+
+
+def test_max_steps_stops_training_mid_epoch_and_resumes(sample_dir, tmp_path):
+    from cipherlab.train import train_config
+
+    config = make_config("c1", "smoke", max_epochs=2, warmup_steps=4)
+    full = train_config(config, tmp_path / "full", data_dir=sample_dir, device="cpu")
+    steps = full.fit.history[-1]["step"]
+    run = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu", max_steps=steps - 1)
+    assert run.fit.stopped == "max steps" and run.fit.epochs == 1  # one step short of the second epoch's end
+    more = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu", resume=True)
+    assert more.fit.stopped == "max_epochs" and more.fit.epochs == 2
+    assert [r["train_loss"] for r in more.fit.history] == [r["train_loss"] for r in full.fit.history]
