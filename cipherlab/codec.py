@@ -72,6 +72,13 @@ class SubwordCodec:
         self.src, self.tgt = src_tokenizer, tgt_tokenizer
         self.source_eos = source_eos  # Config.source_eos: every source ends with the source EOS token
         self.aligned = aligned  # Config.target_tokens == "aligned": target token i is source token i's plaintext
+        # Phase-tagged tokens cover one or more characters: the model is told each token's key phase
+        # (src_phase, that of its first character), not position mod 8 (cipherlab.models.Seq2SeqTransformer).
+        self.phased = src_tokenizer.unit == "byte8-phase"
+        if self.phased:
+            self.source_keys = ("src", "src_phase")
+            self._src_chars = torch.tensor([0 if i in (src_tokenizer.pad_id, src_tokenizer.bos_id, src_tokenizer.eos_id)
+                                            else len(src_tokenizer.token(i)) // 9 for i in range(src_tokenizer.vocab_size)])
         self.src_pad_id, self.tgt_pad_id = src_tokenizer.pad_id, tgt_tokenizer.pad_id
         self.bos_id, self.eos_id = tgt_tokenizer.bos_id, tgt_tokenizer.eos_id
 
@@ -115,7 +122,18 @@ class SubwordCodec:
         return SubwordChunkDataset(chunks, self.src, self.tgt, self.source_eos, encode_target)
 
     def collate(self, examples) -> dict[str, torch.Tensor]:
-        return collate(examples, self.src_pad_id, self.tgt_pad_id)
+        return self._with_phases(collate(examples, self.src_pad_id, self.tgt_pad_id))
+
+    def source_phase(self, src: torch.Tensor) -> torch.Tensor:
+        """(B, Ls) source ids -> the key phase of each token's first character (phase-tagged tokens):
+        the characters before it, mod 8. The end-of-source token's is the phase after the last character."""
+        chars = self._src_chars.to(src.device)[src]
+        return (chars.cumsum(dim=1) - chars) % PERIOD
+
+    def _with_phases(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        if self.phased:
+            batch["src_phase"] = self.source_phase(batch["src"])
+        return batch
 
     def encode_source(self, bits: str) -> list[int]:
         return [*self.src.encode(bits), *([self.src.eos_id] if self.source_eos else [])]
@@ -125,7 +143,7 @@ class SubwordCodec:
         return {key: batch[key] for key in self.source_keys}
 
     def collate_sources(self, sources: list[list[int]]) -> dict[str, torch.Tensor]:
-        return {"src": collate([(s, []) for s in sources], self.src_pad_id, self.tgt_pad_id)["src"]}
+        return self._with_phases({"src": collate([(s, []) for s in sources], self.src_pad_id, self.tgt_pad_id)["src"]})
 
     def token_chars(self) -> list[int]:
         """Plaintext characters of each target id (0 for <pad>/<bos>/<eos>, 1 for <unk>); computed once."""

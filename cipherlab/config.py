@@ -313,14 +313,14 @@ PRESETS = {
 
 
 # A *tokenisation* of C1-C4: the four fields that say how the cipher and the plaintext become tokens.
-# "aligned": BPE over the cipher bytes tagged with their key phase (merges learned on the training
-# cipher), the target's tokens the plaintext of the source's, so token i of both sides covers the same
-# characters (cipherlab.tokenizers.cipher_task). "notes": the course notes' BPE over bits, 1024 source
+# "aligned": BPE over the cipher bytes tagged with their key phase, its merges learned on the training
+# chunks as the recipe shows them, the target's tokens the plaintext of the source's, so token i of both
+# sides covers the same characters (cipherlab.tokenizers.cipher_task; measured in results/merges). "notes": the course notes' BPE over bits, 1024 source
 # and 8000 target tokens. "chars": whole bytes in, characters out, no merges (the cpu preset).
 TOKENIZATIONS = {
-    "aligned": dict(source_mode="phase", src_vocab=2560, tgt_vocab=None, target_tokens="aligned"),
-    "notes": dict(source_mode="bits", src_vocab=1024, tgt_vocab=8000, target_tokens="bpe"),
-    "chars": dict(source_mode="bytes", src_vocab=None, tgt_vocab=None, target_tokens="bpe"),
+    "aligned": dict(source_mode="phase", src_vocab=3072, tgt_vocab=None, target_tokens="aligned", merges_on="chunks"),
+    "notes": dict(source_mode="bits", src_vocab=1024, tgt_vocab=8000, target_tokens="bpe", merges_on="lines"),
+    "chars": dict(source_mode="bytes", src_vocab=None, tgt_vocab=None, target_tokens="bpe", merges_on="lines"),
 }
 PRESETS["assignment"].update(TOKENIZATIONS["aligned"])
 
@@ -391,9 +391,22 @@ def recipe_caveats(config: Config) -> list[str]:
                 "phase_embedding: source token i is not character i of a bits-mode BPE, so the source's key-phase "
                 "vectors follow token positions, not characters; the target side's follow characters"
             )
+    if config.tokenization == "bpe" and config.source_mode == "phase" and config.src_vocab is not None \
+            and config.phase_embedding:
+        notes.append(
+            "phase_embedding: after a merged token, token positions run behind character positions, so the key-phase "
+            "vector added at token i is not its characters' phase; each phase-tagged source token carries its own"
+        )
     if config.tokenization == "bpe" and config.tgt_vocab is not None and config.bit_embeddings:
         notes.append(
             "bit_embeddings: target BPE tokens longer than one character keep a free embedding row"
+        )
+    if config.tokenization == "bpe" and config.source_mode == "bits" and config.src_vocab is not None \
+            and config.phase_shuffle > 0:
+        notes.append(
+            "tokenisation: a BPE over the cipher's bits was measured not to learn under this recipe (results/merges: "
+            "its tokens cut through characters and its merges, learned on English, are rare in shuffled chunks); the "
+            "aligned BPE (TOKENIZATIONS['aligned']) was"
         )
     return notes
 

@@ -47,7 +47,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, Config, make_config
+from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOKENIZATIONS, Config, make_config
 from cipherlab.data import BucketBatchSampler, Chunk, load_corpus, make_chunks
 from cipherlab.codec import ByteCodec, SubwordCodec, fit_codec, select_lines, teacher_forcing_logits
 from cipherlab.device import autocast
@@ -589,7 +589,8 @@ def _cmd_plan(args) -> int:
         raise ValueError(f"--preset {args.preset}: unknown preset; choose one of {', '.join(PRESETS)}")
     configs = tuple(c.lower() for c in args.config) if args.config else CONFIG_NAMES
     plan = plan_preset(args.preset.lower(), gpu, mfu=args.mfu, hours=args.hours, configs=configs,
-                       data_dir=args.data_dir, tokenize=args.tokenize, recipe=args.recipe, launch_us=args.launch_us)
+                       data_dir=args.data_dir, tokenize=args.tokenize, recipe=args.recipe, launch_us=args.launch_us,
+                       overrides=TOKENIZATIONS[args.tokens] if args.tokens else None)
     print(report(plan))
     if args.json:
         Path(args.json).write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
@@ -619,6 +620,9 @@ def register_cli(subparsers) -> None:
                    help=f"length of the session to plan for (default {DEFAULT_HOURS:g}; Colab's free tier is not guaranteed 12)")
     p.add_argument("--recipe", default=DEFAULT_RECIPE, choices=list(RECIPES),
                    help="the training recipe planned for (default: %(default)s)")
+    p.add_argument("--tokens", choices=list(TOKENIZATIONS),
+                   help="C1-C4's tokenisation (cipherlab/config.py TOKENIZATIONS; default: the preset's), e.g. 'notes' "
+                   "for the course notes' 1024/8000 BPE over bits")
     p.add_argument("--config", action="append", metavar="CN", help="only these configurations (repeatable; default all five)")
     p.add_argument("--data-dir", help="data folder (default: $CIPHERLAB_DATA_DIR or the repository's data/)")
     p.add_argument("--tokenize", action="store_true",

@@ -139,3 +139,30 @@ def test_max_steps_stops_training_mid_epoch_and_resumes(sample_dir, tmp_path):
     more = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu", resume=True)
     assert more.fit.stopped == "max_epochs" and more.fit.epochs == 2
     assert [r["train_loss"] for r in more.fit.history] == [r["train_loss"] for r in full.fit.history]
+
+
+def test_each_phase_tagged_token_gets_its_first_characters_key_phase(sample_dir):
+    from cipherlab.decode import greedy_decode
+
+    config = make_config("c1", "smoke", **SMALL)
+    codec = fit_codec(config, select_lines(load_corpus(sample_dir), config))
+    lines = load_corpus(sample_dir).lines("train")[0]
+    plain = next(p for p in lines if any(len(codec.src.token(i)) > 9 for i in codec.src.encode(encrypt(p))))
+    ids = codec.encode_source(encrypt(plain))
+    batch = codec.collate_sources([ids])
+    lengths = [len(codec.src.token(i)) // 9 for i in ids]
+    starts = [sum(lengths[:k]) for k in range(len(ids))]
+    assert batch["src_phase"][0].tolist() == [s % 8 for s in starts]
+    torch.manual_seed(0)
+    model = codec.build_model(config).eval()
+    with torch.inference_mode():  # cached decoding reads the same phases as the full pass
+        state = model.begin_decoding(**batch)
+        prefix = torch.tensor([[codec.bos_id, *aligned_target_ids(codec.src, codec.tgt, ids[:-1], plain)]])
+        full = model.decode_prefix(state, prefix)
+        steps = torch.stack([model.decode_step(state, prefix[:, t]) for t in range(prefix.size(1))], dim=1)
+        assert torch.allclose(full, steps, atol=1e-5)
+        other = model.begin_decoding(batch["src"])  # position mod 8 instead: another model input
+        assert not torch.allclose(model.decode_prefix(other, prefix), full)
+        out = greedy_decode(model, batch["src"], codec.bos_id, codec.eos_id, max_len=len(ids) + 2,
+                            src_phase=batch["src_phase"])
+        assert out.size(0) == 1

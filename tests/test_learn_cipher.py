@@ -175,9 +175,13 @@ def test_the_bits_mode_bpe_says_what_of_the_recipe_it_cannot_take():
     from cipherlab.config import recipe_caveats
 
     assert recipe_caveats(make_config("c1", "cpu")) == [] and recipe_caveats(make_config("c5", "assignment")) == []
-    caveats = recipe_caveats(make_config("c1", "assignment"))
+    caveats = recipe_caveats(make_config("c1", "assignment", source_mode="bits", src_vocab=1024, tgt_vocab=8000,
+                                         target_tokens="bpe"))
     assert any("bit_embeddings" in c and "BPE" in c for c in caveats)
     assert any("phase_embedding" in c for c in caveats)
+    assert any("measured not to learn" in c for c in caveats)
+    aligned = recipe_caveats(make_config("c1", "assignment"))
+    assert len(aligned) == 1 and "phase-tagged source token carries its own" in aligned[0]
 
 
 def test_the_end_of_source_token_ends_every_source_of_both_codecs():

@@ -60,7 +60,7 @@ def _model(name):
 def test_plan_assignment_c1_with_stand_in_tokenizers(monkeypatch, capsys):
     monkeypatch.setattr(planner, "_cached_bpe", lambda corpus, config: False)  # as in a fresh checkout
     assert main(["plan", "--preset", "assignment", "--gpu", "A100", "--config", "c1", "--hours", "2",
-                 "--recipe", "notes"]) == 0
+                 "--recipe", "notes", "--tokens", "notes"]) == 0
     report = capsys.readouterr().out
     assert "ESTIMATE" in report and "NVIDIA A100 40GB" in report and "epochs in 2 h" in report
     assert "STAND-IN BPEs" in report and "d_model 256, 8 heads, 4+4 layers" in report

@@ -132,7 +132,12 @@ class KeyPhaseEmbedding(nn.Module):
     def forward(self, length: int, offset: int = 0, device=None) -> torch.Tensor:
         """(length, D): the phase vectors of positions offset .. offset + length - 1."""
         positions = torch.arange(offset, offset + length, device=device)
-        return self.table(positions % self.period) * self.table.embedding_dim ** 0.5
+        return self.of(positions % self.period)
+
+    def of(self, phases: torch.Tensor) -> torch.Tensor:
+        """(..., D): the vectors of the given key phases (0 .. period - 1), e.g. each token's first
+        character's phase when tokens cover several characters."""
+        return self.table(phases) * self.table.embedding_dim ** 0.5
 
 
 def key_phase_embedding(embedding_dim: int, phase_embedding: bool, key_period: int | None) -> KeyPhaseEmbedding | None:

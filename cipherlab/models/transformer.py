@@ -261,6 +261,7 @@ class DecodingState:
     memory_mask: torch.Tensor  # (B, 1, 1, Ls)
     cache: object
     source: tuple | None = None
+    phases: torch.Tensor | None = None  # (B, Ls) key phase of each source token (Seq2SeqTransformer's src_phase)
 
     def select(self, index: torch.Tensor) -> "DecodingState":
         return select_rows(self, index)
@@ -383,44 +384,54 @@ class Seq2SeqTransformer(nn.Module):
                                cross_rope=rope_cross_attention and rope is not None)
         init_transformer_weights(self)
 
-    def _embed(self, ids, table, offset=0):
+    def _embed(self, ids, table, offset=0, phases=None):
         x = table(ids) * math.sqrt(self.d_model)  # (B, L, D)
-        if self.phase_embed is not None:  # the key phase of each position, on both sides
-            x = x + self.phase_embed(ids.size(1), offset, ids.device)
+        if self.phase_embed is not None:  # the key phase of each position (or token), on both sides
+            x = x + (self.phase_embed(ids.size(1), offset, ids.device) if phases is None else self.phase_embed.of(phases))
         return self.embed_dropout(x) if self.pos_enc is None else self.pos_enc(x, offset)
 
-    def encode(self, src):
-        """src (B, Ls) -> memory (B, Ls, D) and src_mask (B, 1, 1, Ls)."""
-        src_mask = padding_mask(src, self.src_pad_id)
-        return self.encoder(self._embed(src, self.src_embed), src_mask), src_mask
+    def encode(self, src, src_phase=None):
+        """src (B, Ls) -> memory (B, Ls, D) and src_mask (B, 1, 1, Ls).
 
-    def decode(self, tgt_in, memory, src_mask, cache: DecoderCache | None = None):
+        ``src_phase`` (B, Ls): the key phase of each source token's first character, for tokens that
+        cover several characters (the aligned BPE); None: the phase of position i is i mod 8.
+        """
+        src_mask = padding_mask(src, self.src_pad_id)
+        return self.encoder(self._embed(src, self.src_embed, phases=src_phase), src_mask), src_mask
+
+    def decode(self, tgt_in, memory, src_mask, cache: DecoderCache | None = None, src_phase=None):
         """tgt_in (B, Lt) -> logits (B, Lt, V).
 
         Without a cache tgt_in is the whole prefix (causal and PAD masks applied). With a
         cache it is only the next token(s), at positions cache.length onwards, and no PAD
         mask is applied: greedy decoding feeds PAD only to rows that have already emitted
-        EOS, and discards what those rows compute afterwards.
+        EOS, and discards what those rows compute afterwards. With ``src_phase`` (aligned
+        tokens: target token t covers the characters of source token t), position t's key phase
+        is source token t's; positions past the source take its last token's.
         """
         offset = 0 if cache is None else cache.length
         self_mask = causal_mask(tgt_in.size(1), tgt_in.device, offset=offset)
         if cache is None:
             self_mask = self_mask | padding_mask(tgt_in, self.tgt_pad_id)
-        h = self.decoder(self._embed(tgt_in, self.tgt_embed, offset), memory, self_mask, src_mask, cache)
+        phases = None
+        if src_phase is not None:
+            positions = torch.arange(offset, offset + tgt_in.size(1), device=tgt_in.device).clamp(max=src_phase.size(1) - 1)
+            phases = src_phase[:, positions]  # (B, Lt)
+        h = self.decoder(self._embed(tgt_in, self.tgt_embed, offset, phases), memory, self_mask, src_mask, cache)
         return F.linear(h, self.tgt_embed.weight)  # (B, Lt, V): tied output head
 
-    def forward(self, src, tgt_in):
-        memory, src_mask = self.encode(src)
-        return self.decode(tgt_in, memory, src_mask)
+    def forward(self, src, tgt_in, src_phase=None):
+        memory, src_mask = self.encode(src, src_phase)
+        return self.decode(tgt_in, memory, src_mask, src_phase=src_phase)
 
-    def begin_decoding(self, src) -> DecodingState:
+    def begin_decoding(self, src, src_phase=None) -> DecodingState:
         """Encode src (B, Ls) once and start an empty decoder cache; then call :meth:`decode_step`.
 
         The decoding loops (greedy, length-aware, beam search) are in :mod:`cipherlab.decode`; they
         drive every model family through these two methods.
         """
-        memory, src_mask = self.encode(src)
-        return DecodingState(memory, src_mask, self.decoder.new_cache())
+        memory, src_mask = self.encode(src, src_phase)
+        return DecodingState(memory, src_mask, self.decoder.new_cache(), phases=src_phase)
 
     def decode_step(self, state: DecodingState, tokens: torch.Tensor) -> torch.Tensor:
         """Feed tokens (B,), the ids at target position ``state.cache.length``; -> next-token logits (B, V).
@@ -428,12 +439,12 @@ class Seq2SeqTransformer(nn.Module):
         Only the new position runs through the decoder: its self-attention reads the cached keys and
         values of the earlier positions, and its cross-attention the memory projected at the first step.
         """
-        return self.decode(tokens[:, None], state.memory, state.memory_mask, state.cache)[:, -1]
+        return self.decode(tokens[:, None], state.memory, state.memory_mask, state.cache, state.phases)[:, -1]
 
     def decode_prefix(self, state: DecodingState, prefix: torch.Tensor) -> torch.Tensor:
         """The whole prefix (B, t) through the decoder again, no cache -> logits (B, t, V): the
         reference :meth:`decode_step` is tested against (``cipherlab.decode``, ``use_cache=False``)."""
-        return self.decode(prefix, state.memory, state.memory_mask)
+        return self.decode(prefix, state.memory, state.memory_mask, src_phase=state.phases)
 
     def attention_modules(self) -> dict[tuple[str, int], nn.Module]:
         """``{(role, layer): attention module}``: "encoder self", "decoder self" and "cross"."""

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cipherlab.cipher import encrypt  # noqa: E402
-from cipherlab.config import make_config, parse_field  # noqa: E402
+from cipherlab.config import TOKENIZATIONS, make_config, parse_field  # noqa: E402
 from cipherlab.data import load_corpus, load_pairs  # noqa: E402
 from cipherlab.decode import decrypt_lines  # noqa: E402
 from cipherlab.checkpoint import export_checkpoint, load_trained  # noqa: E402
@@ -39,6 +39,7 @@ from cipherlab.train import train_config  # noqa: E402
 
 from cipherlab.config import recipe_caveats  # noqa: E402
 from cipherlab.probes import probe_sets  # noqa: E402
+from cipherlab.tokenizers.cipher_task import aligned_target_ids  # noqa: E402
 
 
 def probe(model, codec, config, plain: list[str], cipher: list[str], length_aware: bool) -> dict:
@@ -61,6 +62,20 @@ def probe(model, codec, config, plain: list[str], cipher: list[str], length_awar
             "examples": [{"reference": r, "prediction": p} for p, r in list(zip(pred, plain))[:3]]}
 
 
+def token_counts(codec, plain: list[str], cipher: list[str]) -> dict | None:
+    """C1-C4's vocabularies, their merges, and characters per source and target token on ``plain``."""
+    if codec.kind != "bpe":
+        return None
+    chars = sum(len(p) for p in plain)
+    src = [codec.src.encode(c) for c in cipher]
+    tgt = ([aligned_target_ids(codec.src, codec.tgt, s, p) for s, p in zip(src, plain)] if codec.aligned
+           else [codec.tgt.encode(p) for p in plain])
+    return {"source_vocab": codec.src.vocab_size, "source_merges": len(codec.src.merges),
+            "target_vocab": codec.tgt.vocab_size, "target_merges": len(codec.tgt.merges),
+            "chars_per_source_token": chars / max(sum(map(len, src)), 1),
+            "chars_per_target_token": chars / max(sum(map(len, tgt)), 1)}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", required=True)
@@ -68,6 +83,8 @@ def main(argv=None) -> int:
     parser.add_argument("--name", help="default: <config>[-<overrides>]")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--tokens", choices=list(TOKENIZATIONS),
+                        help="C1-C4's tokenisation (cipherlab.config.TOKENIZATIONS; default: the cpu preset's)")
     parser.add_argument("--epochs", type=int, help="max_epochs (default: the preset's); the budget still applies")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--random", type=int, default=30, help="how many random strings to decode")
@@ -86,7 +103,7 @@ def main(argv=None) -> int:
                         help="also decode random strings over the training alphabet, upper case and long lines")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    overrides = {}
+    overrides = dict(TOKENIZATIONS[args.tokens]) if args.tokens else {}
     for item in args.set:
         field, _, value = item.partition("=")
         overrides[field] = parse_field(field, value)
@@ -153,6 +170,10 @@ def main(argv=None) -> int:
         "train_seconds": sum(json.loads(line)["seconds"] for line in (out / "log.jsonl").read_text().splitlines()
                              if line.strip()),
         "recipe": config.recipe, "recipe_caveats": recipe_caveats(config),
+        # validation every eval_every steps (Config.eval_every), when the run asked for it
+        "curve": [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines() if line.strip()]
+        if (out / "curve.jsonl").exists() else None,
+        "tokens": token_counts(codec, brown_plain, brown_cipher),
         "random_strings": probe(model, codec, config, sets["random_letters"], cipher_of["random_letters"], True),
         "stdlib": probe(model, codec, config, sets["stdlib"], cipher_of["stdlib"], True),
         **({name: probe(model, codec, config, sets[name], cipher_of[name], True)

@@ -1,0 +1,145 @@
+"""Write results/merges/README.md from the run records beside it (every number read from a file or computed).
+
+    python results/merges/make_readme.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cipherlab.codec import fit_codec, select_lines  # noqa: E402
+from cipherlab.config import config_from_dict, tokenization_of  # noqa: E402
+from cipherlab.data import load_corpus  # noqa: E402
+from cipherlab.tables import markdown_table  # noqa: E402
+from cipherlab.tokenizers.cipher_task import aligned_target_ids  # noqa: E402
+
+REFERENCE = ROOT / "results" / "reference" / "ref-c1-seed0.json"  # the same run with no merges
+NOTES_BITS = ROOT / "results" / "learn" / "bits" / "cipher-c1-bits-seed0.json"  # the notes' bits-mode BPE
+ORDER = ("m-src512-chars", "m-chars-tgt1000", "m-phase2560-aligned-bits", "m-phase2560-chunks-chars",
+         "m-phase2560-chunks", "m-phase3072-chunks")
+
+INTRO = """# Which BPE learns the cipher: merges against alignment
+
+The `cpu` preset's C1-C4 learn no merges (`TOKENIZATIONS["chars"]`: whole cipher bytes in,
+characters out), and reach the ceiling (`results/reference`). The assignment asks for BPE. Each
+record here is one run of `results/learn/probe.py` (its `command` field; `run.sh` reruns them):
+C1 of the `cpu` preset, seed 0, the default recipe, one torch thread, with one tokenisation of
+C1-C4 changed, decoded (greedy, length-aware unless it says free) on 50 random strings over
+a-z, A-Z and space, the 500 docstring lines (`data/stdlib`) and the 200 Brown test lines. One seed
+each, two or three runs at a time on a 2-core machine: a search, not the ablation. The last row is
+the no-merge reference run with the same preset, recipe and seed (`results/reference/ref-c1-seed0.json`,
+200 random strings and all 500 Brown test lines). What each column means:
+
+- **source**: what the cipher is cut into before BPE (`bytes`: 8-bit groups; `phase`: 8-bit groups
+  tagged with their key phase, position mod 8, 2,048 symbols) and how many merges;
+- **learned on**: the training lines as they are (English), or the training chunks as the recipe shows
+  them to the model (`merges_on="chunks"`: phase-shuffled, case-flipped);
+- **target**: characters, a BPE of its own, or *aligned*: target token i is the plaintext of source
+  token i (`target_tokens="aligned"`);
+- **chars/token**: characters per source token on the Brown test lines (1 without merges);
+- **val accuracy by epoch**: teacher-forced validation token accuracy after each epoch (`log`);
+- **steps to 99.9 %**: the first validation every 100 steps at or above 99.9 % token accuracy (`curve`;
+  "–" where the run had no curve or never got there).
+"""
+
+WHY = """
+## What the runs say
+
+- **A merge breaks the one-to-one alignment**, and that is what costs. The cipher is positional:
+  plaintext character i is cipher byte i XOR key byte i mod 8. With no merges, target token i reads
+  source token i. With merged source tokens and character targets, the decoder must find which
+  source token holds character i and where inside it (`m-src512-chars`, `m-phase2560-chunks-chars`);
+  with a target BPE of its own, the two sides cut the line in different places
+  (`m-chars-tgt1000`). Aligned targets, the plaintext of each source token, keep token i
+  against token i.
+- **A merged cipher token means nothing without its key phase.** The byte pair `XY` decodes to
+  another plaintext at each of the 8 phases. Tagging every byte with its phase makes each token
+  stand for exactly one plaintext string, which is what lets the target follow the source.
+- **Merges learned on English are rare in the recipe's shuffled chunks.** The recipe trains on
+  phase-preserving shuffles of the text (so the model must decrypt, not guess English). A BPE
+  learned on English then finds its long tokens (` the`, `ation`) in validation far more often than
+  in training. Learning the merges on the training chunks as the model sees them makes every token
+  frequent in training, at the cost of shorter tokens.
+
+Not tried: a bits-mode BPE whose pre-tokenizer cuts at every 8-bit boundary (no token could cover
+more than one character, so once it has all 256 byte tokens it is the no-merge byte tokenisation),
+BPE-dropout (stochastic segmentation addresses rare *base* symbols; here the rare ones were the
+merged tokens), and other target BPE sizes (a target BPE of its own misaligns at any size).
+"""
+
+
+def describe(config) -> dict:
+    """What a record's tokenisation is, and its characters per source token on the Brown test lines."""
+    corpus = select_lines(load_corpus(), config)
+    codec = fit_codec(config, corpus)
+    plain, cipher = corpus.lines("test")
+    tokens = sum(len(codec.src.encode(c)) for c in cipher)
+    if config.source_mode == "bytes" and config.src_vocab is None:
+        source = "bytes, no merges"
+    else:
+        source = f"{config.source_mode}, {len(codec.src.merges)} merges"
+    if codec.aligned:
+        target = f"aligned ({len(codec.tgt.merges)} merges, {codec.tgt.vocab_size} tokens)"
+        assert all(len(aligned_target_ids(codec.src, codec.tgt, codec.src.encode(c), p)) == len(codec.src.encode(c))
+                   for p, c in zip(plain[:20], cipher[:20]))
+    elif config.tgt_vocab is None:
+        target = "characters"
+    else:
+        target = f"BPE, {len(codec.tgt.merges)} merges"
+    merged = codec.src.merges or codec.tgt.merges
+    learned = {"lines": "English lines", "chunks": "training chunks"}[config.merges_on] if merged else "–"
+    return {"source": source, "learned": learned, "target": target,
+            "chars_per_token": sum(map(len, plain)) / tokens}
+
+
+def steps_to(record: dict, level: float = 0.999) -> str:
+    for point in record.get("curve") or []:
+        if point["val_accuracy"] >= level:
+            return str(point["step"])
+    return "–"
+
+
+def row(name: str, record: dict) -> list[str]:
+    config = config_from_dict(record["hyperparameters"])
+    d = describe(config)
+    r, s, b, f = (record[k] for k in ("random_strings", "stdlib", "brown_test", "brown_test_free"))
+    return [name, d["source"], d["learned"], d["target"], f"{d['chars_per_token']:.2f}",
+            " / ".join(f"{100 * e['val_accuracy']:.1f}" for e in record["log"]), steps_to(record),
+            f"{100 * r['char_accuracy']:.2f} / {r['exact_lines']} of {r['lines']}",
+            f"{100 * s['bit_accuracy']:.2f} / {s['exact_lines']} of {s['lines']}",
+            f"{100 * b['bit_accuracy']:.3f} / {b['exact_lines']} of {b['lines']}",
+            f"{f['exact_lines']} of {f['lines']}"]
+
+
+def main() -> None:
+    records = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(HERE.glob("m-*.json"))}
+    names = [n for n in ORDER if n in records] + sorted(set(records) - set(ORDER))
+    rows = [row(n, records[n]) for n in names]
+    reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    rows.append(row("no merges (`results/reference/ref-c1-seed0`)", reference))
+    headers = ["run", "source", "learned on", "target", "chars/token", "val accuracy % by epoch", "steps to 99.9 %",
+               "random strings: chars % / exact", "docstrings: bits % / exact", "Brown: bits % / exact",
+               "Brown free: exact"]
+    text = INTRO + "\n" + markdown_table(headers, rows) + "\n" + WHY
+    if NOTES_BITS.exists():
+        notes = json.loads(NOTES_BITS.read_text(encoding="utf-8"))
+        config = config_from_dict(notes["hyperparameters"])
+        b = notes["brown_test"]
+        text += (f"\nThe course notes' own BPE over bits, at the `cpu` sizes (`{NOTES_BITS.relative_to(ROOT)}`: "
+                 f"{config.src_vocab}-token source, target {'characters' if config.tgt_vocab is None else config.tgt_vocab}, "
+                 f"the `{notes['recipe']}` recipe, {notes['epochs']} epochs): {b['exact_lines']} of {b['lines']} Brown test "
+                 f"lines exact, {100 * b['bit_accuracy']:.1f} % of bits.\n")
+    aligned = [n for n in names if tokenization_of(config_from_dict(records[n]["hyperparameters"])) != "custom"]
+    if aligned:
+        text += f"\n`TOKENIZATIONS[\"aligned\"]` (the `assignment` preset's tokenisation) is the run `{aligned[0]}`.\n"
+    (HERE / "README.md").write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
