@@ -72,7 +72,9 @@ def run_one(name: str, args, overrides: dict, runs: Path) -> dict:
     run = train_config(config, out, progress=False, max_steps=args.steps)
     wall = time.monotonic() - started
     curve = read_log(out / "curve.jsonl")
-    train_seconds = curve[-1]["train_seconds"] if curve else None
+    if not curve:
+        raise SystemExit(f"{name}: no learning curve: --steps {args.steps} is below --eval-every {args.eval_every}")
+    train_seconds = curve[-1]["train_seconds"]
     plan = plan_config(config, select_lines(load_corpus(), config))
     first, last = curve[0], curve[-1]
     return {
@@ -82,7 +84,13 @@ def run_one(name: str, args, overrides: dict, runs: Path) -> dict:
         "curve": curve,
         "learned": {"val_accuracy": [first["val_accuracy"], last["val_accuracy"]],
                     "val_loss": [first["val_loss"], last["val_loss"]]},
-        "plan": {key: plan[key] for key in ("flops_per_epoch", "steps_per_epoch", "tokens") if key in plan},
+        # cipherlab.plan's figures for the same configuration: what a GPU estimate starts from
+        "plan": {"params": plan["params"], "steps_per_epoch": plan["train_epoch"]["steps"],
+                 "train_flops_per_epoch": plan["train_epoch"]["train_flops"],
+                 "typical_batch": plan["typical_batch"], "units": plan["units"]},
+        # plan's mean FLOPs of a step over the measured seconds of one: this CPU's rate
+        "plan_flops_per_measured_second": plan["train_epoch"]["train_flops"] / plan["train_epoch"]["steps"]
+        / (train_seconds / last["step"]),
         "hyperparameters": config.to_dict(),
     }
 

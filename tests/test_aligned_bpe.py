@@ -166,3 +166,26 @@ def test_each_phase_tagged_token_gets_its_first_characters_key_phase(sample_dir)
         out = greedy_decode(model, batch["src"], codec.bos_id, codec.eos_id, max_len=len(ids) + 2,
                             src_phase=batch["src_phase"])
         assert out.size(0) == 1
+
+
+def test_assignment_steps_records_a_learning_curve_for_each_configuration(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    small = ["d_model=32", "n_heads=4", "enc_layers=1", "dec_layers=1", "ffn_dim=64", "max_train_lines=40",
+             "src_vocab=2100", "chunk_chars=32", "token_budget=1024", "blt_window=32", "warmup_steps=2"]
+    out = tmp_path / "steps.json"
+    command = [sys.executable, str(root / "benchmarks" / "assignment_steps.py"), "--configs", "c1,c5", "--steps", "4",
+               "--eval-every", "2", "--eval-lines", "4", "--threads", "1", "--out", str(out),
+               *(arg for item in small for arg in ("--set", item))]
+    subprocess.run(command, check=True, cwd=tmp_path, capture_output=True, text=True)
+    record = json.loads(out.read_text())
+    assert [r["config"] for r in record["runs"]] == ["c1", "c5"]
+    for run in record["runs"]:
+        assert [p["step"] for p in run["curve"]] == [2, 4] and run["seconds_per_step"] > 0
+        assert run["hyperparameters"]["preset"] == "assignment" and run["plan"]["steps_per_epoch"] > 0
+    assert record["runs"][0]["hyperparameters"]["target_tokens"] == "aligned"
+    refused = subprocess.run([*command[:2], "--out", str(root / "results" / "x.json")], capture_output=True, text=True)
+    assert refused.returncode == 2 and "does not write into results/" in refused.stderr
