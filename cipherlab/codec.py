@@ -74,7 +74,7 @@ class SubwordCodec:
         self.aligned = aligned  # Config.target_tokens == "aligned": target token i is source token i's plaintext
         # Phase-tagged tokens cover one or more characters: the model is told each token's key phase
         # (src_phase, that of its first character), not position mod 8 (cipherlab.models.Seq2SeqTransformer).
-        self.phased = src_tokenizer.unit == "byte8-phase"
+        self.phased = getattr(src_tokenizer, "unit", None) == "byte8-phase"
         if self.phased:
             self.source_keys = ("src", "src_phase")
             self._src_chars = torch.tensor([0 if i in (src_tokenizer.pad_id, src_tokenizer.bos_id, src_tokenizer.eos_id)

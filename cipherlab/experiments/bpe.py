@@ -262,3 +262,39 @@ def benchmark_summary() -> str:
             f"about {bits['naive_s']:,.0f} s ({bits['ratio']:,.0f}×, extrapolated from a {bits['subset_lines']}-line "
             f"subset where it is {bits['subset_ratio']:,.0f}× slower and returns "
             f"{'the same' if bits['identical'] else 'DIFFERENT'} merges)")
+
+
+# --------------------------------------------------------------------------- merges that still decrypt
+
+MERGES_RUN = "merges"  # results/merges: C1 of the cpu preset with one tokenisation changed per run
+ALIGNED_RUN = "aligned"  # results/aligned: the reference ablation's C1-C4 with the aligned BPE
+
+
+def merges_runs() -> dict[str, dict]:
+    """The records of ``results/merges`` by run name, in the order of their README."""
+    from cipherlab.results.records import run_path
+
+    folder = run_path(MERGES_RUN)
+    order = ("m-src512-chars", "m-chars-tgt1000", "m-phase2560-aligned-bits", "m-phase2560-chunks-chars",
+             "m-phase2560-chunks", "m-phase3072-chunks")
+    records = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("m-*.json")}
+    return {name: records[name] for name in order if name in records}
+
+
+def merges_summary(record: dict) -> dict:
+    """What one run of ``results/merges`` changed and what it reached."""
+    h = record["hyperparameters"]
+    return {"source": h["source_mode"] if h["src_vocab"] is None else f"{h['source_mode']} BPE {h['src_vocab']}",
+            "learned on": "-" if h["src_vocab"] is None and h["tgt_vocab"] is None else h.get("merges_on", "lines"),
+            "target": ("aligned" if h.get("target_tokens") == "aligned" else
+                       "characters" if h["tgt_vocab"] is None else f"BPE {h['tgt_vocab']}"),
+            "val accuracy": [e["val_accuracy"] for e in record["log"]],
+            "random exact": (record["random_strings"]["exact_lines"], record["random_strings"]["lines"]),
+            "Brown exact": (record["brown_test"]["exact_lines"], record["brown_test"]["lines"])}
+
+
+def aligned_runs() -> dict[tuple[str, int], dict]:
+    """``results/aligned``: {(config, seed): record}."""
+    from cipherlab.results import load_learn_runs
+
+    return load_learn_runs(ALIGNED_RUN)

@@ -421,8 +421,9 @@ class Seq2SeqTransformer(nn.Module):
         return F.linear(h, self.tgt_embed.weight)  # (B, Lt, V): tied output head
 
     def forward(self, src, tgt_in, src_phase=None):
-        memory, src_mask = self.encode(src, src_phase)
-        return self.decode(tgt_in, memory, src_mask, src_phase=src_phase)
+        phase = _phase(src_phase)  # passed on only when given: a subclass may override encode/decode without it
+        memory, src_mask = self.encode(src, **phase)
+        return self.decode(tgt_in, memory, src_mask, **phase)
 
     def begin_decoding(self, src, src_phase=None) -> DecodingState:
         """Encode src (B, Ls) once and start an empty decoder cache; then call :meth:`decode_step`.
@@ -430,7 +431,7 @@ class Seq2SeqTransformer(nn.Module):
         The decoding loops (greedy, length-aware, beam search) are in :mod:`cipherlab.decode`; they
         drive every model family through these two methods.
         """
-        memory, src_mask = self.encode(src, src_phase)
+        memory, src_mask = self.encode(src, **_phase(src_phase))
         return DecodingState(memory, src_mask, self.decoder.new_cache(), phases=src_phase)
 
     def decode_step(self, state: DecodingState, tokens: torch.Tensor) -> torch.Tensor:
@@ -439,12 +440,12 @@ class Seq2SeqTransformer(nn.Module):
         Only the new position runs through the decoder: its self-attention reads the cached keys and
         values of the earlier positions, and its cross-attention the memory projected at the first step.
         """
-        return self.decode(tokens[:, None], state.memory, state.memory_mask, state.cache, state.phases)[:, -1]
+        return self.decode(tokens[:, None], state.memory, state.memory_mask, state.cache, **_phase(state.phases))[:, -1]
 
     def decode_prefix(self, state: DecodingState, prefix: torch.Tensor) -> torch.Tensor:
         """The whole prefix (B, t) through the decoder again, no cache -> logits (B, t, V): the
         reference :meth:`decode_step` is tested against (``cipherlab.decode``, ``use_cache=False``)."""
-        return self.decode(prefix, state.memory, state.memory_mask, src_phase=state.phases)
+        return self.decode(prefix, state.memory, state.memory_mask, **_phase(state.phases))
 
     def attention_modules(self) -> dict[tuple[str, int], nn.Module]:
         """``{(role, layer): attention module}``: "encoder self", "decoder self" and "cross"."""
@@ -455,6 +456,11 @@ class Seq2SeqTransformer(nn.Module):
     def num_params(self) -> int:
         """Trainable parameters; the tied output head is counted once (it is tgt_embed)."""
         return sum(p.numel() for p in self.parameters())
+
+
+def _phase(src_phase) -> dict:
+    """``{"src_phase": src_phase}``, or nothing when it is None."""
+    return {} if src_phase is None else {"src_phase": src_phase}
 
 
 def _kv_bytes(attentions, batch: int, length: int, dtype) -> int:
