@@ -32,6 +32,7 @@ import torch
 from cipherlab.cipher import PERIOD  # the cipher's key length: characters 8 apart share a key byte
 from cipherlab.config import Config
 from cipherlab.codec import teacher_forcing_logits
+from cipherlab.tokenizers.cipher_task import aligned_target_ids
 from cipherlab.models.attention import ScaledDotProductAttention
 from cipherlab.results.plots import figure
 from cipherlab.results.records import results_dir
@@ -196,16 +197,23 @@ def attention_view(model, codec, chunks: Sequence, name: str = "") -> AttentionV
 def _covers(codec, batch: dict, b: int, chunk, model) -> dict:
     """{(kind, layer): (query coverage, key coverage)} of example ``b``, both (tokens, characters)."""
     if codec.kind == "bpe":
-        src_tokens, tgt_tokens = codec.src.tokenize(chunk.cipher), codec.tgt.tokenize(chunk.plain)
+        src_ids = codec.src.encode(chunk.cipher)
+        # bits each source token covers: a phase-tagged token's string carries one tag letter per 8 bits
+        src_bits = [len(codec.src.token(i)) // 9 * 8 if getattr(codec, "phased", False) else len(codec.src.token(i))
+                    for i in src_ids]
+        # aligned targets (Config.target_tokens) are cut where the source is, not by the target's own merges
+        tgt_ids = (aligned_target_ids(codec.src, codec.tgt, src_ids, chunk.plain) if getattr(codec, "aligned", False)
+                   else codec.tgt.encode(chunk.plain))
+        src_tokens, tgt_tokens = src_bits, [codec.tgt.token(i) for i in tgt_ids]
         if getattr(codec, "source_eos", False):  # the end-of-source token covers no character
-            src_tokens = [*src_tokens, ""]
+            src_tokens = [*src_tokens, 0]
         n_src = int((batch["src"][b] != codec.src_pad_id).sum())
         if len(src_tokens) != n_src:
             raise ValueError(f"the source tokenizer cut chunk {b} into {len(src_tokens)} pieces but encoded "
                              f"{n_src} ids; attention_view cannot map its weights to characters")
-        src = coverage([len(t) for t in src_tokens], 8)  # bits per token, 8 bits per character
+        src = coverage(src_tokens, 8)  # bits per token, 8 bits per character
         # characters per token; an unknown character is one <unk> token, whose text is not the character's
-        unk = [i == codec.tgt.unk_id for i in codec.tgt.encode(chunk.plain)]
+        unk = [i == codec.tgt.unk_id for i in tgt_ids]
         tgt = coverage([1 if u else len(t) for t, u in zip(tgt_tokens, unk)], 1)
         # cross-attention row i predicts token i + 1 of [BOS, t1, ..., tn, EOS]: rows 0..n-1 hold t1..tn
         covers = {"encoder self": (src, src), "cross": (tgt, src)}

@@ -47,6 +47,7 @@ __all__ = [
     "CONFIG_NAMES",
     "PRESETS",
     "RECIPES",
+    "RECIPE_KNOWLEDGE",
     "DEFAULT_RECIPE",
     "TOKENIZATIONS",
     "Config",
@@ -361,6 +362,18 @@ RECIPES = {
     ),
 }
 DEFAULT_RECIPE = "cipher"
+
+# What each part of the "cipher" recipe knows of the task beyond the training pairs: "nothing", the key's
+# period (8, which the task states), or the bit structure of XOR (each plaintext bit depends on one cipher
+# bit). None of them uses the key's bytes. (The aligned BPE's phase tags, TOKENIZATIONS, know the period too.)
+RECIPE_KNOWLEDGE = {
+    "phase_shuffle": "the key's period: characters move only among positions of the same phase",
+    "case_flip": "the bit structure of XOR: flipping bit 5 of a letter flips bit 5 of its cipher byte",
+    "source_eos": "nothing: the source says where it ends",
+    "bit_embeddings": "the bit structure of XOR: a byte's row is linear in its 8 bits",
+    "phase_embedding": "the key's period: a learned vector per position mod 8",
+    "select_on": "nothing: which validation score picks best.pt",
+}
 
 
 def recipe_of(config: Config) -> str:

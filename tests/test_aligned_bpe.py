@@ -111,6 +111,16 @@ def test_an_aligned_model_trains_saves_and_reloads_with_its_codec(sample_dir, tm
     assert [len(o) for o in out] == [len(p) for p in plain]  # the cipher's length, in characters
     rebuilt = codec_from_artifacts(loaded, codec.artifacts())
     assert rebuilt.aligned and rebuilt.tgt.merges == codec.tgt.merges
+    from cipherlab.attention_maps import attention_view  # weights mapped back to characters (doctor, chapter 2)
+
+    corpus = load_corpus(sample_dir)
+    chunks = [c for c in make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)
+              if len(c.plain) == config.chunk_chars][:3]
+    view = attention_view(model, codec, chunks)
+    cross = view.maps[("cross", 0)]
+    assert cross.shape[-2:] == (config.chunk_chars, config.chunk_chars)
+    # a character's row: at most its token's weights (what sits on the end-of-source token covers no character)
+    assert (cross.sum(-1) <= 1 + 1e-5).all() and (cross.sum(-1) > 0).all()
 
 
 def test_eval_every_writes_a_learning_curve_and_changes_nothing_of_the_run(sample_dir, tmp_path):
@@ -189,3 +199,12 @@ def test_assignment_steps_records_a_learning_curve_for_each_configuration(tmp_pa
     assert record["runs"][0]["hyperparameters"]["target_tokens"] == "aligned"
     refused = subprocess.run([*command[:2], "--out", str(root / "results" / "x.json")], capture_output=True, text=True)
     assert refused.returncode == 2 and "does not write into results/" in refused.stderr
+
+
+def test_every_part_of_the_default_recipe_says_what_it_knows():
+    from cipherlab.config import RECIPE_KNOWLEDGE, RECIPES
+
+    changed = {k for k, v in RECIPES["cipher"].items() if v != RECIPES["notes"][k]}
+    assert changed <= set(RECIPE_KNOWLEDGE)
+    assert all(text.split(":")[0] in ("nothing", "the key's period", "the bit structure of XOR")
+               for text in RECIPE_KNOWLEDGE.values())
