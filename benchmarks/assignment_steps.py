@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shlex
 import sys
@@ -50,6 +51,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "assignment_steps.json"))
     p.add_argument("--runs-dir", help="keep the runs here (default: a temporary folder, removed)")
+    p.add_argument("--shared", default="", help="what else ran on this machine meanwhile, recorded as it is "
+                   "(the seconds per step are then not this machine's alone)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="a Config override for every configuration, e.g. --set source_mode=bits")
     args = p.parse_args(argv)
@@ -116,7 +119,8 @@ def main(argv=None) -> int:
     summary = {
         "command": shlex.join(["python", "benchmarks/assignment_steps.py", *(argv if argv is not None else sys.argv[1:])]),
         "preset": PRESET, "steps": args.steps, "eval_every": args.eval_every, "eval_lines": args.eval_lines,
-        "threads": args.threads, "cpu": platform.processor() or platform.machine(), **versions(),
+        "threads": args.threads, "cpu": platform.processor() or platform.machine(), "os_cpus": os.cpu_count(),
+        "shared_with": args.shared or None, "overrides": overrides, **versions(),
         "runs": records,
     }
     out = Path(args.out)
