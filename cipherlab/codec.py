@@ -117,9 +117,10 @@ class SubwordCodec:
             codes.append(code if composed or isinstance(code, int) or code is None else None)
         return codes
 
-    def dataset(self, chunks):
+    def dataset(self, chunks, dropout: float = 0.0, seed: int = 0):
+        """The chunks as (source ids, target ids) pairs; ``dropout``: BPE-dropout (training chunks only)."""
         encode_target = (lambda src, plain: aligned_target_ids(self.src, self.tgt, src, plain)) if self.aligned else None
-        return SubwordChunkDataset(chunks, self.src, self.tgt, self.source_eos, encode_target)
+        return SubwordChunkDataset(chunks, self.src, self.tgt, self.source_eos, encode_target, dropout, seed)
 
     def collate(self, examples) -> dict[str, torch.Tensor]:
         return self._with_phases(collate(examples, self.src_pad_id, self.tgt_pad_id))
@@ -195,8 +196,8 @@ class ByteCodec:
     def build_model(self, config: Config) -> nn.Module:
         return build_model(config, self)
 
-    def dataset(self, chunks):
-        return ByteChunkDataset(chunks)
+    def dataset(self, chunks, dropout: float = 0.0, seed: int = 0):
+        return ByteChunkDataset(chunks)  # bytes: no merges for BPE-dropout to skip
 
     def collate(self, examples) -> dict[str, torch.Tensor]:
         return collate_bytes(

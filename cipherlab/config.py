@@ -107,6 +107,9 @@ class Config:
     # what the BPEs learn their merges from: "lines", the training lines; "chunks", the training chunks as the
     # recipe shows them to the model (shuffled and case-flipped with seed 0), so every merge is frequent there
     merges_on: str = "lines"
+    # BPE-dropout on the training chunks (C1-C4): each merge skipped with this probability, drawn once per
+    # chunk with the run's seed, so every base symbol is also seen on its own (validation and test: none)
+    bpe_dropout: float = 0.0
     chunk_chars: int = 256  # plaintext characters per training chunk; a multiple of 8
     max_train_lines: int | None = None  # use only the first N training lines (None: all)
     max_eval_lines: int | None = None  # use only the first N val and test lines (None: all)
@@ -168,6 +171,8 @@ class Config:
             raise ConfigError(f"phase_shuffle={self.phase_shuffle}: a share of the training chunks, 0 to 1")
         if not 0.0 <= self.case_flip <= 1.0:
             raise ConfigError(f"case_flip={self.case_flip}: a probability per letter, 0 to 1")
+        if not 0.0 <= self.bpe_dropout < 1.0:
+            raise ConfigError(f"bpe_dropout={self.bpe_dropout}: a probability per merge, 0 or more and below 1")
         if not 0.0 <= self.substitution <= 1.0:
             raise ConfigError(f"substitution={self.substitution}: a probability per character, 0 to 1")
         for field in ("case_flip", "substitution"):
@@ -319,9 +324,12 @@ PRESETS = {
 # sides covers the same characters (cipherlab.tokenizers.cipher_task; measured in results/merges). "notes": the course notes' BPE over bits, 1024 source
 # and 8000 target tokens. "chars": whole bytes in, characters out, no merges (the cpu preset).
 TOKENIZATIONS = {
-    "aligned": dict(source_mode="phase", src_vocab=3072, tgt_vocab=None, target_tokens="aligned", merges_on="chunks"),
-    "notes": dict(source_mode="bits", src_vocab=1024, tgt_vocab=8000, target_tokens="bpe", merges_on="lines"),
-    "chars": dict(source_mode="bytes", src_vocab=None, tgt_vocab=None, target_tokens="bpe", merges_on="lines"),
+    "aligned": dict(source_mode="phase", src_vocab=3072, tgt_vocab=None, target_tokens="aligned", merges_on="chunks",
+                    bpe_dropout=0.1),
+    "notes": dict(source_mode="bits", src_vocab=1024, tgt_vocab=8000, target_tokens="bpe", merges_on="lines",
+                  bpe_dropout=0.0),
+    "chars": dict(source_mode="bytes", src_vocab=None, tgt_vocab=None, target_tokens="bpe", merges_on="lines",
+                  bpe_dropout=0.0),
 }
 PRESETS["assignment"].update(TOKENIZATIONS["aligned"])
 

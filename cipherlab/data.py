@@ -444,19 +444,24 @@ class SubwordChunkDataset(Dataset):
 
     ``encode_target(source_ids, plain)``, when given, encodes the target from the source's cut
     (aligned targets, :func:`cipherlab.tokenizers.cipher_task.aligned_target_ids`) instead of
-    with ``tgt_tokenizer.encode(plain)``.
+    with ``tgt_tokenizer.encode(plain)``. ``dropout`` > 0 cuts each chunk with BPE-dropout
+    (``BPETokenizer.encode``), drawn once with ``seed``.
     """
 
     def __init__(self, chunks: Sequence[Chunk], src_tokenizer, tgt_tokenizer, source_eos: bool = False,
-                 encode_target=None):
+                 encode_target=None, dropout: float = 0.0, seed: int = 0):
         self.chunks = list(chunks)
         bos, eos = tgt_tokenizer.bos_id, tgt_tokenizer.eos_id
         end = [src_tokenizer.eos_id] if source_eos else []  # Config.source_eos
         self.examples = []
+        rng = random.Random(seed)  # BPE-dropout (Config.bpe_dropout): drawn once, as the shuffled chunks are
         for c in self.chunks:
-            src = src_tokenizer.encode(c.cipher)
+            src = src_tokenizer.encode(c.cipher, dropout, rng) if dropout else src_tokenizer.encode(c.cipher)
             # encode_target(source ids, plaintext): a target cut where the source is (Config.target_tokens)
-            tgt = tgt_tokenizer.encode(c.plain) if encode_target is None else encode_target(src, c.plain)
+            if encode_target is not None:
+                tgt = encode_target(src, c.plain)
+            else:
+                tgt = tgt_tokenizer.encode(c.plain, dropout, rng) if dropout else tgt_tokenizer.encode(c.plain)
             self.examples.append(([*src, *end], [bos, *tgt, eos]))
         self.src_lengths = [len(src) for src, _ in self.examples]
 

@@ -567,7 +567,7 @@ def train_config(
         if split == "train" or config.augment_val:  # validation is English unless augment_val (seed + 1)
             chunks = shuffle_chunks(chunks, config.phase_shuffle, config.seed + (split != "train"), config.case_flip,
                                     config.substitution)
-        dataset = codec.dataset(chunks)
+        dataset = codec.dataset(chunks, dropout=config.bpe_dropout if split == "train" else 0.0, seed=config.seed)
         sampler = BucketBatchSampler(
             dataset.src_lengths, config.token_budget, config.max_batch_size, shuffle=shuffle, seed=config.seed
         )

@@ -208,3 +208,17 @@ def test_every_part_of_the_default_recipe_says_what_it_knows():
     assert changed <= set(RECIPE_KNOWLEDGE)
     assert all(text.split(":")[0] in ("nothing", "the key's period", "the bit structure of XOR")
                for text in RECIPE_KNOWLEDGE.values())
+
+
+def test_bpe_dropout_cuts_training_chunks_finer_and_keeps_the_alignment(sample_dir):
+    config = make_config("c1", "smoke", **SMALL)
+    corpus = select_lines(load_corpus(sample_dir), config)
+    codec = fit_codec(config, corpus)
+    chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)
+    plain, dropped = codec.dataset(chunks), codec.dataset(chunks, dropout=0.5, seed=1)
+    assert sum(plain.src_lengths) < sum(dropped.src_lengths)  # more, smaller tokens
+    assert codec.dataset(chunks, dropout=0.5, seed=1).examples == dropped.examples  # drawn once, by the seed
+    for chunk, (src, tgt) in zip(chunks, dropped.examples):
+        assert codec.tgt.decode(tgt) == chunk.plain and len(tgt) == len(src) + 1  # + BOS and EOS, - the source EOS
+    with pytest.raises(ConfigError, match="bpe_dropout"):
+        make_config("c1", "smoke", bpe_dropout=1.0)

@@ -276,7 +276,7 @@ def merges_runs() -> dict[str, dict]:
 
     folder = run_path(MERGES_RUN)
     order = ("m-src512-chars", "m-chars-tgt1000", "m-phase2560-aligned-bits", "m-phase2560-chunks-chars",
-             "m-phase2560-chunks", "m-phase3072-chunks")
+             "m-phase2560-chunks", "m-phase3072-chunks", "m-phase3072-chunks-tokenphase")
     records = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("m-*.json")}
     return {name: records[name] for name in order if name in records}
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import json
 import os
+import random
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -428,8 +429,17 @@ class BPETokenizer:
         """The id of the token string ``token`` (a base symbol or one built by merges), None if absent."""
         return self._token_to_id.get(token)
 
-    def encode(self, text: str) -> list[int]:
-        """Token ids of ``text`` (no BOS/EOS): the merges replayed in order within each piece."""
+    def encode(self, text: str, dropout: float = 0.0, rng: random.Random | None = None) -> list[int]:
+        """Token ids of ``text`` (no BOS/EOS): the merges replayed in order within each piece.
+
+        ``dropout`` > 0 is BPE-dropout (Provilkov et al., 2020): each merge that would apply at a
+        place is skipped there with this probability, drawn from ``rng``, so the same text is cut
+        into smaller pieces now and then and every base symbol is also seen on its own. For training
+        only; ``decode`` of the ids still gives ``text`` back.
+        """
+        if dropout > 0:
+            rng = rng or random.Random(0)
+            return [i for piece in self._split_text(text) for i in self._encode_piece(piece, dropout, rng)]
         ids: list[int] = []
         for piece in self._split_text(text):
             if len(piece) > MAX_CACHED_PIECE_CHARS:
@@ -441,7 +451,7 @@ class BPETokenizer:
             ids.extend(cached)
         return ids
 
-    def _encode_piece(self, piece: str) -> tuple[int, ...]:
+    def _encode_piece(self, piece: str, dropout: float = 0.0, rng: random.Random | None = None) -> tuple[int, ...]:
         """Ids of one piece; an unknown symbol becomes <unk> and splits the piece around it."""
         ids: list[int] = []
         run: list[str] = []  # consecutive known symbols, merged together
@@ -455,10 +465,10 @@ class BPETokenizer:
                     f"tokenizer's {len(self.alphabet)}-symbol alphabet and the tokenizer has no <unk>; "
                     "remove it or train a tokenizer whose alphabet includes it"
                 )
-            ids.extend(self._merge_run([self._token_to_id[s] for s in run]))
+            ids.extend(self._merge_run([self._token_to_id[s] for s in run], dropout, rng))
             ids.append(self.unk_id)
             run = []
-        ids.extend(self._merge_run([self._token_to_id[s] for s in run]))
+        ids.extend(self._merge_run([self._token_to_id[s] for s in run], dropout, rng))
         return tuple(ids)
 
     def _next_rank(self, key: int, after: int) -> int | None:
@@ -468,7 +478,7 @@ class BPETokenizer:
             return rank
         return next((r for r in self._ranks[key] if r > after), None)  # only for a pair learned twice
 
-    def _merge_run(self, ids: list[int]) -> list[int]:
+    def _merge_run(self, ids: list[int], dropout: float = 0.0, rng: random.Random | None = None) -> list[int]:
         """Apply the merges to a run of base-symbol ids, exactly as ``apply_merges`` would.
 
         Replaying merges in order wastes time on merges whose pair is absent. Instead a heap holds
@@ -498,6 +508,8 @@ class BPETokenizer:
             rank, i = entry >> _SHIFT, entry & _LOW
             j = nxt[i]
             if j < 0 or sym[i] < 0 or sym[i] << _SHIFT | sym[j] != merge_key[rank]:
+                continue
+            if dropout and rng.random() < dropout:  # BPE-dropout: this merge is skipped here
                 continue
             merged = sym[i] = merge_id[rank]
             sym[j] = -1

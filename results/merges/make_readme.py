@@ -27,7 +27,7 @@ ALIGNED_C1 = ROOT / "results" / "aligned" / "aligned-c1-seed0.json"  # the chose
 # merged token the two disagree. Their records keep the numbers of that model.
 POSITION_PHASE = {"m-phase2560-aligned-bits", "m-phase2560-chunks", "m-phase3072-chunks", "m-phase2560-chunks-chars"}
 ORDER = ("m-src512-chars", "m-chars-tgt1000", "m-phase2560-aligned-bits", "m-phase2560-chunks-chars",
-         "m-phase2560-chunks", "m-phase3072-chunks")
+         "m-phase2560-chunks", "m-phase3072-chunks", "m-phase3072-chunks-tokenphase")
 
 INTRO = """# Which BPE learns the cipher: merges against alignment
 

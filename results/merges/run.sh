@@ -18,3 +18,5 @@ p --epochs 4 --name m-phase3072-chunks --set source_mode=phase --set src_vocab=3
 p --epochs 4 --name m-phase2560-chunks-chars --set source_mode=phase --set src_vocab=2560 --set tgt_vocab=null \
   --set merges_on=chunks --set eval_every=100
 cp runs/merges/m-*.json results/merges/
+# m-phase3072-chunks-tokenphase.json is results/aligned/run.sh's C1 seed 0 (its `command`) as it ran before
+# BPE-dropout joined the aligned tokenisation (--set bpe_dropout=0 reruns it), copied here under this name.
