@@ -222,3 +222,16 @@ def test_bpe_dropout_cuts_training_chunks_finer_and_keeps_the_alignment(sample_d
         assert codec.tgt.decode(tgt) == chunk.plain and len(tgt) == len(src) + 1  # + BOS and EOS, - the source EOS
     with pytest.raises(ConfigError, match="bpe_dropout"):
         make_config("c1", "smoke", bpe_dropout=1.0)
+
+
+def test_the_tokens_flag_sets_the_whole_tokenisation():
+    import argparse
+
+    from cipherlab.cli import _mode
+
+    args = argparse.Namespace(source_mode=None, tokens="notes", set=["src_vocab=512"])
+    assert _mode(args) == {**TOKENIZATIONS["notes"], "src_vocab": 512}  # --set still wins
+    args = argparse.Namespace(source_mode=None, tokens=None, set=[])
+    assert _mode(args) == {}
+    config = make_config("c1", "smoke", **_mode(argparse.Namespace(source_mode=None, tokens="aligned", set=[])))
+    assert config.run_name == "smoke-phase" and tokenization_of(config) == "aligned"

@@ -14,7 +14,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cipherlab.codec import fit_codec, select_lines  # noqa: E402
-from cipherlab.config import config_from_dict, tokenization_of  # noqa: E402
+from cipherlab.config import config_from_dict  # noqa: E402
 from cipherlab.data import load_corpus  # noqa: E402
 from cipherlab.tables import markdown_table  # noqa: E402
 from cipherlab.tokenizers.cipher_task import aligned_target_ids  # noqa: E402
@@ -147,9 +147,6 @@ def main() -> None:
                  f"{config.src_vocab}-token source, target {'characters' if config.tgt_vocab is None else config.tgt_vocab}, "
                  f"the `{notes['recipe']}` recipe, {notes['epochs']} epochs): {b['exact_lines']} of {b['lines']} Brown test "
                  f"lines exact, {100 * b['bit_accuracy']:.1f} % of bits.\n")
-    aligned = [n for n in names if tokenization_of(config_from_dict(records[n]["hyperparameters"])) != "custom"]
-    if aligned:
-        text += f"\n`TOKENIZATIONS[\"aligned\"]` (the `assignment` preset's tokenisation) is the run `{aligned[0]}`.\n"
     (HERE / "README.md").write_text(text, encoding="utf-8")
 
 
