@@ -19,7 +19,9 @@ __all__ = [
     "LEARN_GOALS",
     "LEARN_HEADERS",
     "REFERENCE_GOALS",
+    "first_step",
     "goals_table",
+    "learning_curve_table",
     "learn_goal_row",
     "learn_goal_values",
     "learn_row",
@@ -178,3 +180,28 @@ def recipe_comparison(before: dict[tuple[str, int], dict], after: dict[tuple[str
             cells.append(f"{x['exact_lines']} → {y['exact_lines']} of {x['lines']} (+{only_y} −{only_x}, p = {p:.2g})")
         rows.append(cells)
     return markdown_table(["config", "seed", *(f"{labels[n]}: exact lines" for n in sets)], rows)
+
+
+# --------------------------------------------------------------------------- how fast a run learned
+
+
+def first_step(curve: list[dict], key: str, level: float) -> int | None:
+    """The first step of a learning curve (``Config.eval_every``'s ``curve.jsonl``) at which ``key``
+    reached ``level``; None if it never did."""
+    return next((point["step"] for point in curve or [] if point[key] >= level), None)
+
+
+def learning_curve_table(runs: dict[tuple[str, int], dict]) -> str:
+    """How fast each run of a learn ablation learned: the first validation at which the token accuracy
+    reached 99 % and 99.9 %, and the validation chunks with every token right 99 %, from each record's
+    ``curve``."""
+    rows = []
+    for (config, seed), record in runs.items():
+        curve = record.get("curve") or []
+        steps = [first_step(curve, key, level) for key, level in
+                 (("val_accuracy", 0.99), ("val_accuracy", 0.999), ("val_exact_chunks", 0.99))]
+        rows.append([config.upper(), str(seed), str(record["log"][0]["step"]),
+                     *("not reached" if s is None else str(s) for s in steps),
+                     f"{100 * max((p['val_accuracy'] for p in curve), default=0):.3f}"])
+    return markdown_table(["config", "seed", "steps per epoch", "val tokens ≥ 99 %", "val tokens ≥ 99.9 %",
+                           "val chunks exact ≥ 99 %", "best val token accuracy %"], rows)

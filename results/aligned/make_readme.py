@@ -13,7 +13,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cipherlab.config import TOKENIZATIONS  # noqa: E402
-from cipherlab.results import load_learn_runs, recipe_comparison, reference_tables  # noqa: E402
+from cipherlab.results import learning_curve_table, load_learn_runs, recipe_comparison, reference_tables  # noqa: E402
 from cipherlab.tables import markdown_table  # noqa: E402
 
 REFERENCE = ROOT / "results" / "reference"  # the same ablation with no merges
@@ -49,27 +49,6 @@ def token_table(runs: dict) -> str:
                            "Brown test characters per token"], rows)
 
 
-def first_step(curve: list[dict], key: str, level: float) -> str:
-    for point in curve or []:
-        if point[key] >= level:
-            return str(point["step"])
-    return "not reached"
-
-
-def curve_table(runs: dict) -> str:
-    """How fast each run learned: the first validation (every 50 steps) at each level."""
-    rows = []
-    for (config, seed), r in runs.items():
-        curve = r.get("curve") or []
-        steps_per_epoch = r["log"][0]["step"]
-        rows.append([config.upper(), str(seed), str(steps_per_epoch),
-                     first_step(curve, "val_accuracy", 0.99), first_step(curve, "val_accuracy", 0.999),
-                     first_step(curve, "val_exact_chunks", 0.99),
-                     f"{100 * max((p['val_accuracy'] for p in curve), default=0):.3f}"])
-    return markdown_table(["config", "seed", "steps per epoch", "val tokens ≥ 99 %", "val tokens ≥ 99.9 %",
-                           "val chunks exact ≥ 99 %", "best val token accuracy %"], rows)
-
-
 def main() -> None:
     runs = load_learn_runs(HERE)
     every, goals = reference_tables(runs)
@@ -80,7 +59,7 @@ def main() -> None:
     text += every + "\n\n## The goals\n\nA goal is met when every seed meets it.\n\n" + goals + "\n"
     text += ("\n## How fast they learned\n\nTeacher-forced validation on the 200 validation lines every 50 "
              "steps (`curve` in each record): the first step at which the token accuracy, and the share of "
-             "validation chunks with every token right, reached each level.\n\n" + curve_table(runs) + "\n")
+             "validation chunks with every token right, reached each level.\n\n" + learning_curve_table(runs) + "\n")
     reference = {key: r for key, r in load_learn_runs(REFERENCE).items() if key in runs}
     if reference:
         text += ("\n## Against the same ablation without merges\n\nThe same lines decoded by the no-merge "

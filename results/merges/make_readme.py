@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT))
 from cipherlab.codec import fit_codec, select_lines  # noqa: E402
 from cipherlab.config import config_from_dict  # noqa: E402
 from cipherlab.data import load_corpus  # noqa: E402
+from cipherlab.results import first_step  # noqa: E402
 from cipherlab.tables import markdown_table  # noqa: E402
 from cipherlab.tokenizers.cipher_task import aligned_target_ids  # noqa: E402
 
@@ -107,10 +108,8 @@ def describe(config) -> dict:
 
 
 def steps_to(record: dict, level: float = 0.999) -> str:
-    for point in record.get("curve") or []:
-        if point["val_accuracy"] >= level:
-            return str(point["step"])
-    return "–"
+    step = first_step(record.get("curve"), "val_accuracy", level)
+    return "–" if step is None else str(step)
 
 
 def row(name: str, record: dict) -> list[str]:

@@ -13,8 +13,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cipherlab.config import RECIPE_KNOWLEDGE  # noqa: E402
-from cipherlab.results import load_learn_runs, paired_rows, paired_table, recipe_comparison, reference_tables  # noqa: E402
-from cipherlab.tables import markdown_table  # noqa: E402
+from cipherlab.results import learning_curve_table, load_learn_runs, paired_rows, paired_table, recipe_comparison, reference_tables  # noqa: E402
 
 REFERENCE = ROOT / "results" / "reference"  # the same ablation with the key-phase embedding
 
@@ -32,25 +31,6 @@ Configurations not listed below were not run.
 """
 
 
-def first_step(curve: list[dict], key: str, level: float) -> str:
-    for point in curve or []:
-        if point[key] >= level:
-            return str(point["step"])
-    return "not reached"
-
-
-def curve_table(runs: dict) -> str:
-    rows = []
-    for (config, seed), r in runs.items():
-        curve = r.get("curve") or []
-        rows.append([config.upper(), str(seed), str(r["log"][0]["step"]),
-                     first_step(curve, "val_accuracy", 0.99), first_step(curve, "val_accuracy", 0.999),
-                     first_step(curve, "val_exact_chunks", 0.99),
-                     f"{100 * max((p['val_accuracy'] for p in curve), default=0):.3f}"])
-    return markdown_table(["config", "seed", "steps per epoch", "val tokens ≥ 99 %", "val tokens ≥ 99.9 %",
-                           "val chunks exact ≥ 99 %", "best val token accuracy %"], rows)
-
-
 def main() -> None:
     runs = load_learn_runs(HERE)
     every, goals = reference_tables(runs)
@@ -59,7 +39,7 @@ def main() -> None:
     text += every + "\n\n## The goals\n\nA goal is met when every seed meets it.\n\n" + goals + "\n"
     text += ("\n## How fast they learned\n\nTeacher-forced validation on the 200 validation lines every 50 "
              "steps (`curve` in each record): the first step at which the token accuracy, and the share of "
-             "validation chunks with every token right, reached each level.\n\n" + curve_table(runs) + "\n")
+             "validation chunks with every token right, reached each level.\n\n" + learning_curve_table(runs) + "\n")
     if ("c1", 0) in runs and len({c for c, _ in runs}) > 1:
         text += ("\n## Each configuration against C1, on the same lines\n\nExact lines of C1 → the configuration "
                  "(same seed), the lines only the configuration got right (+) and only C1 got right (−), and "
