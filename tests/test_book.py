@@ -190,12 +190,13 @@ def _preset_row(preset: str) -> list[str]:
     c3 = make_config("c3", preset)
 
     def vocab(size, unit):
-        return f"BPE of {size} over bits" if size is not None and unit == "bits" else (
-            f"BPE of {size}" if size is not None else f"{unit}, no merges")
+        over = {"bits": " over bits", "phase": " over phase-tagged bytes"}.get(unit, "")
+        return f"BPE of {size}{over}" if size is not None else f"{unit}, no merges"
 
     lines = c.max_train_lines or len(load_corpus().splits["train"])
+    target = "the plaintext of each source token" if c.target_tokens == "aligned" else vocab(c.tgt_vocab, "characters")
     return [f"`{preset}`", f"{c.d_model}, {c.n_heads} ({c3.n_kv_heads})", f"{c.enc_layers} / {c.dec_layers}",
-            str(c.ffn_dim), vocab(c.src_vocab, c.source_mode), vocab(c.tgt_vocab, "characters"),
+            str(c.ffn_dim), vocab(c.src_vocab, c.source_mode), target,
             str(c.chunk_chars), str(lines) if c.max_train_lines else f"all {lines}"]
 
 
