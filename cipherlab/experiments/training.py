@@ -326,7 +326,7 @@ def sample_lengths(n_lines: int = SAMPLE_LINES) -> dict:
     """Source lengths of the chunks of the first ``n_lines`` training lines: in bytes, and in BPE tokens.
 
     The BPE tokens are those of the ``smoke`` preset's bits-mode source tokenizer (small and quick
-    to learn; the assignment's 1024-token one is far slower to learn and encode on a CPU).
+    to learn; the course notes' 1024-token one is far slower to learn and encode on a CPU).
     """
     corpus = load_corpus()
     smoke = make_config("c1", "smoke", recipe="notes")  # no end-of-source token: tokens of the cipher alone
