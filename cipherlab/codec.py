@@ -125,10 +125,14 @@ class SubwordCodec:
     def collate(self, examples) -> dict[str, torch.Tensor]:
         return self._with_phases(collate(examples, self.src_pad_id, self.tgt_pad_id))
 
+    def source_chars(self, src: torch.Tensor) -> torch.Tensor:
+        """(B, Ls) source ids -> the characters each phase-tagged token covers (0 for specials and padding)."""
+        return self._src_chars.to(src.device)[src]
+
     def source_phase(self, src: torch.Tensor) -> torch.Tensor:
         """(B, Ls) source ids -> the key phase of each token's first character (phase-tagged tokens):
         the characters before it, mod 8. The end-of-source token's is the phase after the last character."""
-        chars = self._src_chars.to(src.device)[src]
+        chars = self.source_chars(src)
         return (chars.cumsum(dim=1) - chars) % PERIOD
 
     def _with_phases(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

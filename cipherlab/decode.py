@@ -37,6 +37,7 @@ from cipherlab.device import autocast
 from cipherlab.models.attention import select_rows
 
 __all__ = [
+    "AlignedLengthConstraint",
     "LengthConstraint",
     "Recomputed",
     "beam_search",
@@ -228,6 +229,36 @@ class LengthConstraint:
         return logits
 
 
+class AlignedLengthConstraint:
+    """:class:`LengthConstraint` for aligned targets (``Config.target_tokens="aligned"``): target token
+    ``t`` must cover exactly as many characters as source token ``t`` does, and EOS comes where the
+    source ends.
+
+    With aligned tokens the cipher fixes more than the line's length: source token ``t`` covers
+    ``source_chars[b, t]`` characters, and its plaintext is target token ``t``. So at step ``t`` only the
+    target tokens of that many characters are allowed (the argmax among them), and EOS once the source
+    tokens run out (a position that covers no character: the end-of-source token, or padding). A
+    wrong token can then not shift the rest of the line.
+    """
+
+    def __init__(self, token_chars: list[int], source_chars: torch.Tensor, eos_id: int):
+        self.token_chars = torch.tensor(token_chars, device=source_chars.device)  # (V,)
+        self.source_chars = source_chars  # (B, Ls) characters each source token covers
+        self.eos_id = eos_id
+
+    def __call__(self, logits: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        t = ys.size(1) - 1  # the target position being decided (ys holds BOS and t tokens)
+        need = (self.source_chars[:, t] if t < self.source_chars.size(1)
+                else torch.zeros_like(self.source_chars[:, 0]))  # (B,)
+        logits = logits.clone()
+        chars = self.token_chars[None, : logits.size(1)]  # (1, V)
+        logits[chars != need[:, None]] = float("-inf")
+        done = need == 0
+        logits[done] = float("-inf")
+        logits[done, self.eos_id] = 0.0
+        return logits
+
+
 def decode_batch(
     model: nn.Module,
     codec: Codec,
@@ -239,7 +270,8 @@ def decode_batch(
     """Target ids (without BOS, up to and including EOS) for every source row of ``batch``.
 
     ``beam_size=1`` is greedy decoding, more is beam search, both batched and cached.
-    ``target_chars`` (greedy only): each row's plaintext length, enforced by :class:`LengthConstraint`.
+    ``target_chars`` (greedy only): each row's plaintext length, enforced by :class:`LengthConstraint`
+    (for aligned targets, each token's length: :class:`AlignedLengthConstraint`).
     """
     if beam_size < 1:
         raise ValueError(f"beam_size={beam_size}; use 1 for greedy decoding or more for beam search")
@@ -248,7 +280,9 @@ def decode_batch(
     with autocast(src.device):
         if beam_size == 1:
             hook = None
-            if target_chars is not None:
+            if target_chars is not None and getattr(codec, "aligned", False):
+                hook = AlignedLengthConstraint(codec.token_chars(), codec.source_chars(src), codec.eos_id)
+            elif target_chars is not None:
                 hook = LengthConstraint(codec.token_chars(), target_chars, codec.eos_id, src.device)
             out = greedy_decode(model, src, codec.bos_id, codec.eos_id, max_len, step_hook=hook,
                                 pad_id=codec.tgt_pad_id, **source)  # (B, <= max_len)

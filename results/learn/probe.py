@@ -144,12 +144,19 @@ def main(argv=None) -> int:
         path = ROOT / args.out / f"{name}.json"
         record = json.loads(path.read_text(encoding="utf-8"))
         sets = probe_sets(config, n_random=record["random_strings"]["lines"])
+        corpus = load_corpus() if args.all_test else select_lines(load_corpus(), config)
+        sets["brown_test"] = sets["brown_test_free"] = corpus.lines("test")[0]  # --all-test as the record was made
+        keys = {name: {"random_letters": "random_strings"}.get(name, name) for name in sets}
         names = [n.strip() for n in args.update.split(",") if n.strip()]
-        unknown = [n for n in names if n not in sets or n == "random_letters"]
+        unknown = [n for n in names if n not in sets]
         if unknown:
-            parser.error(f"--update {args.update}: choose among {', '.join(n for n in sets if n != 'random_letters')}")
+            parser.error(f"--update {args.update}: choose among {', '.join(sets)}")
         for set_name in names:
-            record[set_name] = probe(model, codec, config, sets[set_name], [encrypt(t) for t in sets[set_name]], True)
+            if len(sets[set_name]) != record[keys[set_name]]["lines"]:
+                parser.error(f"--update {set_name}: {len(sets[set_name])} lines now, {record[keys[set_name]]['lines']} in "
+                             "the record; pass the --random/--all-test it was made with")
+            record[keys[set_name]] = probe(model, codec, config, sets[set_name], [encrypt(t) for t in sets[set_name]],
+                                           set_name != "brown_test_free")
         record.setdefault("updates", []).append(
             {"sets": names, "command": shlex.join(["python", "results/learn/probe.py", *(argv or sys.argv[1:])]),
              **versions()})
