@@ -60,6 +60,13 @@ def main() -> None:
     text += ("\n## How fast they learned\n\nTeacher-forced validation on the 200 validation lines every 50 "
              "steps (`curve` in each record): the first step at which the token accuracy, and the share of "
              "validation chunks with every token right, reached each level.\n\n" + learning_curve_table(runs) + "\n")
+    long_runs = sorted((HERE / "long").glob("*-seed*.json"))
+    if long_runs:
+        longer = load_learn_runs(HERE / "long")
+        every_long, goals_long = reference_tables(longer)
+        text += ("\n## Trained longer\n\nThe 4-epoch runs above resumed (`long/run.sh`) up to 12 epochs, within "
+                 "the 30 minutes of training the goals allow; the same probe sets.\n\n" + every_long + "\n\n"
+                 + goals_long + "\n\n" + learning_curve_table(longer) + "\n")
     reference = {key: r for key, r in load_learn_runs(REFERENCE).items() if key in runs}
     if reference:
         text += ("\n## Against the same ablation without merges\n\nThe same lines decoded by the no-merge "
