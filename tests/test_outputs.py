@@ -28,6 +28,14 @@ IGNORED = {
     ("08_training.ipynb", "d8aa3598-estimates"): "GPU estimates that add collation and operator times measured here",
     ("10_viva_drill.ipynb", "flashcards"): "the kernel deck's cards print into an Output widget, which the notebook "
                                            "stores inside the widget and nbval captures as cell output",
+    # Cells whose numbers come out of many float32 operations (a toy model trained in the cell, or attention
+    # weights of a trained model): their last digits differ between CPUs (AVX-512 or AVX2 kernels, Intel or
+    # AMD), measured on two such machines. Their asserts still run; small float differences elsewhere are
+    # sanitised (tests/nbval_sanitize.cfg).
+    **{(notebook, cell): "numbers of a trained model whose last digits differ between CPUs' float kernels"
+       for notebook, cell in (("02_attention.ipynb", "c43"), ("05_norm.ipynb", "c23"), ("07_blt.ipynb", "c59"),
+                              ("08_training.ipynb", "f23b262a"), ("08_training.ipynb", "d903dcf6"),
+                              ("09_results.ipynb", "c07f77dc"), ("11_broken.ipynb", "2b03b160"))},
 }
 MAX_NOTEBOOK_BYTES = 2_000_000
 # Where this machine keeps things: the checkout, the interpreter, a temporary file of this run.
