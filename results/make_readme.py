@@ -90,6 +90,15 @@ def main() -> int:
           "recipe before it; against the goals (percent, seed 0 / seed 1):\n")
         w(R.reference_tables(runs)[1])
         w("")
+    aligned = ROOT / "results" / "aligned"
+    if any(aligned.glob("*-seed*.json")):
+        w("## A BPE that learns merges\n")
+        w("`results/merges/`: which tokenisation of C1-C4 learns merges and still decrypts, one change per run "
+          "(C1, one seed). `results/aligned/`: the reference ablation's C1-C4 with the one chosen, the aligned BPE "
+          "(`--tokens aligned`, the `assignment` preset's tokenisation), 4 epochs, two seeds, the same probe sets; "
+          "`results/aligned/long/` trains C1 on. Against the goals (percent, seed 0 / seed 1):\n")
+        w(R.reference_tables(R.load_learn_runs(aligned))[1])
+        w("")
     w("## The course notes' recipe\n")
     w("Everything from here to the next part was trained with the course notes' recipe (`--recipe notes`: "
       "English chunks, free embedding rows, `best.pt` on validation loss), kept in `results/notes/` as the "
@@ -276,6 +285,9 @@ def main() -> int:
     w("## Reproduce\n")
     w("```bash")
     w("bash results/reference/run.sh               # results/reference (then python results/reference/make_readme.py)")
+    w("bash results/merges/run.sh                  # results/merges (then python results/merges/make_readme.py)")
+    w("bash results/aligned/run.sh                 # results/aligned, and results/aligned/long/run.sh")
+    w("bash results/nophase/run.sh c1 c2           # results/nophase (then python results/nophase/make_readme.py)")
     w("# the course notes' recipe: each command writes to a folder with -notes in its name, to compare with results/notes/")
     w("OMP_NUM_THREADS=1 python -m cipherlab ablate --preset cpu --recipe notes         # notes/cpu")
     w("OMP_NUM_THREADS=1 python -m cipherlab ablate --preset cpu --recipe notes --configs c1,c2,c3,c4 \\")

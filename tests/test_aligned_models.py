@@ -1,0 +1,72 @@
+"""The committed aligned-BPE models (``results/aligned/c*.safetensors``, the seed-0 runs of
+``results/aligned``) decode what their records say, line by line; and the README is what its
+generator writes from the records."""
+
+import importlib.util
+import json
+
+import pytest
+import torch
+
+from cipherlab import results
+from cipherlab.checkpoint import load_trained
+from cipherlab.cipher import encrypt
+from cipherlab.config import TOKENIZATIONS, config_from_dict, tokenization_of
+from cipherlab.data import load_corpus
+from cipherlab.decode import decrypt_lines
+from cipherlab.probes import probe_sets
+from cipherlab.viva import REPO_ROOT
+
+FOLDER = REPO_ROOT / "results" / "aligned"
+MODELS = sorted(FOLDER.glob("c*.safetensors"))
+FIRST = {"random_letters": 4, "random_alphabet": 4, "stdlib": 4}
+BROWN_LINES = 4
+
+
+def _outcomes(pred, plain):
+    return "".join("1" if p == r else "0" for p, r in zip(pred, plain)), [
+        sum(a == b for a, b in zip(p, r)) for p, r in zip(pred, plain)]
+
+
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
+def test_each_committed_aligned_model_decodes_as_recorded(path):
+    record = json.loads((FOLDER / f"aligned-{path.stem}-seed0.json").read_text(encoding="utf-8"))
+    torch.set_num_threads(1)
+    model, codec, config = load_trained(path, "cpu")
+    assert config == config_from_dict(record["hyperparameters"]) and tokenization_of(config) == "aligned"
+    assert codec.aligned and len(codec.src.merges) == record["tokens"]["source_merges"] > 0
+    kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"), token_budget=config.token_budget,
+                  max_batch_size=config.max_batch_size)
+    sets = probe_sets(config, n_random=record["random_strings"]["lines"])
+    for set_name, first in FIRST.items():
+        part = results.section(record, set_name)
+        plain = sets[set_name][:first]
+        exact, right = _outcomes(decrypt_lines(model, codec, [encrypt(t) for t in plain], length_aware=True,
+                                               **kwargs), plain)
+        assert (exact, right) == (part["exact_by_line"][:first], part["right_chars_by_line"][:first]), set_name
+    plain, cipher = load_corpus().lines("test")
+    for key, length_aware in (("brown_test_free", False), ("brown_test", True)):
+        exact, right = _outcomes(decrypt_lines(model, codec, cipher[:BROWN_LINES], length_aware=length_aware,
+                                               **kwargs), plain[:BROWN_LINES])
+        assert (exact, right) == (record[key]["exact_by_line"][:BROWN_LINES],
+                                  record[key]["right_chars_by_line"][:BROWN_LINES]), key
+
+
+def test_the_aligned_records_are_one_controlled_ablation_and_their_readme_is_generated(tmp_path, monkeypatch):
+    runs = results.load_learn_runs(FOLDER)
+    assert {seed for _, seed in runs} == {0, 1} and len({r["epochs"] for r in runs.values()}) == 1
+    assert all(r["recipe"] == "cipher" and r["hyperparameters"]["bpe_dropout"] == TOKENIZATIONS["aligned"]["bpe_dropout"]
+               for r in runs.values())
+    assert all(r["curve"] for r in runs.values())  # every run has its learning curve
+    spec = importlib.util.spec_from_file_location("aligned_readme", FOLDER / "make_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    committed = (FOLDER / "README.md").read_text(encoding="utf-8")
+    monkeypatch.setattr(module, "HERE", tmp_path)
+    for record in FOLDER.glob("*-seed*.json"):
+        (tmp_path / record.name).write_bytes(record.read_bytes())
+    (tmp_path / "long").mkdir()
+    for record in (FOLDER / "long").glob("*-seed*.json"):
+        (tmp_path / "long" / record.name).write_bytes(record.read_bytes())
+    module.main()
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == committed
