@@ -10,22 +10,14 @@ import torch
 
 from cipherlab import results
 from cipherlab.checkpoint import load_trained
-from cipherlab.cipher import encrypt
 from cipherlab.config import TOKENIZATIONS, config_from_dict, tokenization_of
-from cipherlab.data import load_corpus
-from cipherlab.decode import decrypt_lines
-from cipherlab.probes import probe_sets
 from cipherlab.viva import REPO_ROOT
+from recorded import assert_decodes_as_recorded  # tests/ is on sys.path under pytest
 
 FOLDER = REPO_ROOT / "results" / "aligned"
 MODELS = sorted(FOLDER.glob("c*.safetensors"))
 FIRST = {"random_letters": 4, "random_alphabet": 4, "stdlib": 4}
 BROWN_LINES = 4
-
-
-def _outcomes(pred, plain):
-    return "".join("1" if p == r else "0" for p, r in zip(pred, plain)), [
-        sum(a == b for a, b in zip(p, r)) for p, r in zip(pred, plain)]
 
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
@@ -35,21 +27,7 @@ def test_each_committed_aligned_model_decodes_as_recorded(path):
     model, codec, config = load_trained(path, "cpu")
     assert config == config_from_dict(record["hyperparameters"]) and tokenization_of(config) == "aligned"
     assert codec.aligned and len(codec.src.merges) == record["tokens"]["source_merges"] > 0
-    kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"), token_budget=config.token_budget,
-                  max_batch_size=config.max_batch_size)
-    sets = probe_sets(config, n_random=record["random_strings"]["lines"])
-    for set_name, first in FIRST.items():
-        part = results.section(record, set_name)
-        plain = sets[set_name][:first]
-        exact, right = _outcomes(decrypt_lines(model, codec, [encrypt(t) for t in plain], length_aware=True,
-                                               **kwargs), plain)
-        assert (exact, right) == (part["exact_by_line"][:first], part["right_chars_by_line"][:first]), set_name
-    plain, cipher = load_corpus().lines("test")
-    for key, length_aware in (("brown_test_free", False), ("brown_test", True)):
-        exact, right = _outcomes(decrypt_lines(model, codec, cipher[:BROWN_LINES], length_aware=length_aware,
-                                               **kwargs), plain[:BROWN_LINES])
-        assert (exact, right) == (record[key]["exact_by_line"][:BROWN_LINES],
-                                  record[key]["right_chars_by_line"][:BROWN_LINES]), key
+    assert_decodes_as_recorded(model, codec, config, record, FIRST, BROWN_LINES)
 
 
 def test_the_aligned_records_are_one_controlled_ablation_and_their_readme_is_generated(tmp_path, monkeypatch):

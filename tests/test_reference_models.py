@@ -10,12 +10,9 @@ import torch
 
 from cipherlab import results
 from cipherlab.checkpoint import load_trained
-from cipherlab.cipher import encrypt
 from cipherlab.config import CONFIG_NAMES, config_from_dict, make_config
-from cipherlab.data import load_corpus
-from cipherlab.decode import decrypt_lines
-from cipherlab.probes import probe_sets
 from cipherlab.viva import REPO_ROOT
+from recorded import assert_decodes_as_recorded  # tests/ is on sys.path under pytest
 
 FOLDER = REPO_ROOT / "results" / "reference"
 CHECKPOINTS = REPO_ROOT / "results" / "checkpoints"
@@ -29,11 +26,6 @@ def _record(name: str) -> dict:
     return json.loads(matches[0].read_text(encoding="utf-8"))
 
 
-def _outcomes(pred, plain):
-    return "".join("1" if p == r else "0" for p, r in zip(pred, plain)), [
-        sum(a == b for a, b in zip(p, r)) for p, r in zip(pred, plain)]
-
-
 @pytest.mark.parametrize("name", CONFIG_NAMES)
 def test_each_committed_model_decodes_every_probe_set_as_recorded(name):
     record = _record(name)
@@ -42,23 +34,7 @@ def test_each_committed_model_decodes_every_probe_set_as_recorded(name):
     # the committed model is the record's, trained by the default recipe
     assert config == config_from_dict(record["hyperparameters"]) and config.recipe == "cipher"
     assert config == make_config(name, "cpu", time_budget_s=config.time_budget_s, max_epochs=config.max_epochs)
-    kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"), token_budget=config.token_budget,
-                  max_batch_size=config.max_batch_size)
-    sets = probe_sets(config, n_random=record["random_strings"]["lines"])  # over the model's own alphabet
-    for set_name, first in FIRST.items():
-        part = results.section(record, set_name)
-        assert part["lines"] == len(sets[set_name])
-        plain = sets[set_name][:first]
-        exact, right = _outcomes(decrypt_lines(model, codec, [encrypt(t) for t in plain], length_aware=True,
-                                               **kwargs), plain)
-        assert exact == part["exact_by_line"][:first], set_name
-        assert right == part["right_chars_by_line"][:first], set_name
-    plain, cipher = load_corpus().lines("test")
-    for key, length_aware in (("brown_test_free", False), ("brown_test", True)):
-        exact, right = _outcomes(decrypt_lines(model, codec, cipher[:BROWN_LINES], length_aware=length_aware,
-                                               **kwargs), plain[:BROWN_LINES])
-        assert (exact, right) == (record[key]["exact_by_line"][:BROWN_LINES],
-                                  record[key]["right_chars_by_line"][:BROWN_LINES]), key
+    assert_decodes_as_recorded(model, codec, config, record, FIRST, BROWN_LINES)
 
 
 def test_the_reference_readme_is_what_its_generator_writes_from_the_records(tmp_path, monkeypatch):

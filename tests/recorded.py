@@ -1,0 +1,38 @@
+"""Shared by the tests of committed models: does a model decode a probe record's lines as recorded?"""
+
+from __future__ import annotations
+
+import torch
+
+from cipherlab import results
+from cipherlab.cipher import encrypt
+from cipherlab.data import load_corpus
+from cipherlab.decode import decrypt_lines
+from cipherlab.probes import probe_sets
+
+
+def outcomes(pred: list[str], plain: list[str]) -> tuple[str, list[int]]:
+    """Per line: "1" where the prediction is exact, and how many characters are right."""
+    return "".join("1" if p == r else "0" for p, r in zip(pred, plain)), [
+        sum(a == b for a, b in zip(p, r)) for p, r in zip(pred, plain)]
+
+
+def assert_decodes_as_recorded(model, codec, config, record: dict, first: dict[str, int], brown_lines: int) -> None:
+    """The first ``first[set]`` lines of each probe set (length-aware) and the first ``brown_lines`` Brown
+    test lines (free and length-aware) come out as ``record`` says, line by line."""
+    kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"), token_budget=config.token_budget,
+                  max_batch_size=config.max_batch_size)
+    sets = probe_sets(config, n_random=record["random_strings"]["lines"])  # over the model's own alphabet
+    for set_name, n in first.items():
+        part = results.section(record, set_name)
+        assert part["lines"] == len(sets[set_name])
+        plain = sets[set_name][:n]
+        exact, right = outcomes(decrypt_lines(model, codec, [encrypt(t) for t in plain], length_aware=True,
+                                              **kwargs), plain)
+        assert (exact, right) == (part["exact_by_line"][:n], part["right_chars_by_line"][:n]), set_name
+    plain, cipher = load_corpus().lines("test")
+    for key, length_aware in (("brown_test_free", False), ("brown_test", True)):
+        exact, right = outcomes(decrypt_lines(model, codec, cipher[:brown_lines], length_aware=length_aware,
+                                              **kwargs), plain[:brown_lines])
+        assert (exact, right) == (record[key]["exact_by_line"][:brown_lines],
+                                  record[key]["right_chars_by_line"][:brown_lines]), key
