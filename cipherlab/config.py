@@ -412,12 +412,6 @@ def recipe_caveats(config: Config) -> list[str]:
                 "phase_embedding: source token i is not character i of a bits-mode BPE, so the source's key-phase "
                 "vectors follow token positions, not characters; the target side's follow characters"
             )
-    if config.tokenization == "bpe" and config.source_mode == "phase" and config.src_vocab is not None \
-            and config.phase_embedding:
-        notes.append(
-            "phase_embedding: after a merged token, token positions run behind character positions, so the key-phase "
-            "vector added at token i is not its characters' phase; each phase-tagged source token carries its own"
-        )
     if config.tokenization == "bpe" and config.tgt_vocab is not None and config.bit_embeddings:
         notes.append(
             "bit_embeddings: target BPE tokens longer than one character keep a free embedding row"
@@ -427,7 +421,7 @@ def recipe_caveats(config: Config) -> list[str]:
         notes.append(
             "tokenisation: a BPE over the cipher's bits was measured not to learn under this recipe (results/merges: "
             "its tokens cut through characters and its merges, learned on English, are rare in shuffled chunks); the "
-            "aligned BPE (TOKENIZATIONS['aligned']) was"
+            "aligned BPE (--tokens aligned) was"
         )
     return notes
 
