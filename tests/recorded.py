@@ -36,3 +36,21 @@ def assert_decodes_as_recorded(model, codec, config, record: dict, first: dict[s
                                               **kwargs), plain[:brown_lines])
         assert (exact, right) == (record[key]["exact_by_line"][:brown_lines],
                                   record[key]["right_chars_by_line"][:brown_lines]), key
+
+
+def assert_readme_is_generated(folder, tmp_path, monkeypatch, subfolders: tuple[str, ...] = ()) -> None:
+    """``folder/make_readme.py``, run on copies of the records in ``folder`` (and its ``subfolders``),
+    writes exactly the committed ``folder/README.md``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{folder.name}_readme", folder / "make_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    committed = (folder / "README.md").read_text(encoding="utf-8")
+    monkeypatch.setattr(module, "HERE", tmp_path)
+    for sub in ("", *subfolders):
+        (tmp_path / sub).mkdir(exist_ok=True)
+        for record in (folder / sub).glob("*-seed*.json"):
+            (tmp_path / sub / record.name).write_bytes(record.read_bytes())
+    module.main()
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == committed

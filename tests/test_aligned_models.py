@@ -2,7 +2,6 @@
 ``results/aligned``) decode what their records say, line by line; and the README is what its
 generator writes from the records."""
 
-import importlib.util
 import json
 
 import pytest
@@ -12,7 +11,7 @@ from cipherlab import results
 from cipherlab.checkpoint import load_trained
 from cipherlab.config import TOKENIZATIONS, config_from_dict, tokenization_of
 from cipherlab.viva import REPO_ROOT
-from recorded import assert_decodes_as_recorded  # tests/ is on sys.path under pytest
+from recorded import assert_decodes_as_recorded, assert_readme_is_generated  # tests/ is on sys.path under pytest
 
 FOLDER = REPO_ROOT / "results" / "aligned"
 MODELS = sorted(FOLDER.glob("c*.safetensors"))
@@ -36,15 +35,4 @@ def test_the_aligned_records_are_one_controlled_ablation_and_their_readme_is_gen
     assert all(r["recipe"] == "cipher" and r["hyperparameters"]["bpe_dropout"] == TOKENIZATIONS["aligned"]["bpe_dropout"]
                for r in runs.values())
     assert all(r["curve"] for r in runs.values())  # every run has its learning curve
-    spec = importlib.util.spec_from_file_location("aligned_readme", FOLDER / "make_readme.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    committed = (FOLDER / "README.md").read_text(encoding="utf-8")
-    monkeypatch.setattr(module, "HERE", tmp_path)
-    for record in FOLDER.glob("*-seed*.json"):
-        (tmp_path / record.name).write_bytes(record.read_bytes())
-    (tmp_path / "long").mkdir()
-    for record in (FOLDER / "long").glob("*-seed*.json"):
-        (tmp_path / "long" / record.name).write_bytes(record.read_bytes())
-    module.main()
-    assert (tmp_path / "README.md").read_text(encoding="utf-8") == committed
+    assert_readme_is_generated(FOLDER, tmp_path, monkeypatch, subfolders=("long",))

@@ -2,7 +2,6 @@
 ``results/reference``) decode what their records say, on every set of ``cipherlab.probes`` and on
 Brown's test lines, line by line; and the reference README is what its generator writes."""
 
-import importlib.util
 import json
 
 import pytest
@@ -12,7 +11,7 @@ from cipherlab import results
 from cipherlab.checkpoint import load_trained
 from cipherlab.config import CONFIG_NAMES, config_from_dict, make_config
 from cipherlab.viva import REPO_ROOT
-from recorded import assert_decodes_as_recorded  # tests/ is on sys.path under pytest
+from recorded import assert_decodes_as_recorded, assert_readme_is_generated  # tests/ is on sys.path under pytest
 
 FOLDER = REPO_ROOT / "results" / "reference"
 CHECKPOINTS = REPO_ROOT / "results" / "checkpoints"
@@ -42,15 +41,7 @@ def test_the_reference_readme_is_what_its_generator_writes_from_the_records(tmp_
     assert {name for name, _ in runs} == set(CONFIG_NAMES) and {seed for _, seed in runs} == {0, 1}
     assert all(r["recipe"] == "cipher" for r in runs.values())
     assert len({r["epochs"] for r in runs.values()}) == 1  # the same epochs for all: a controlled ablation
-    spec = importlib.util.spec_from_file_location("reference_readme", FOLDER / "make_readme.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    committed = (FOLDER / "README.md").read_text(encoding="utf-8")
-    monkeypatch.setattr(module, "HERE", tmp_path)
-    for record in FOLDER.glob("*-seed*.json"):
-        (tmp_path / record.name).write_bytes(record.read_bytes())
-    module.main()
-    assert (tmp_path / "README.md").read_text(encoding="utf-8") == committed
+    assert_readme_is_generated(FOLDER, tmp_path, monkeypatch)
 
 
 def test_mcnemar_is_exact_on_the_discordant_lines():
