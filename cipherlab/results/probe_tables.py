@@ -28,6 +28,7 @@ __all__ = [
     "learn_tables",
     "paired_table",
     "recipe_comparison",
+    "recipe_cost_table",
     "reference_row",
     "reference_tables",
 ]
@@ -180,6 +181,32 @@ def recipe_comparison(before: dict[tuple[str, int], dict], after: dict[tuple[str
             cells.append(f"{x['exact_lines']} → {y['exact_lines']} of {x['lines']} (+{only_y} −{only_x}, p = {p:.2g})")
         rows.append(cells)
     return markdown_table(["config", "seed", *(f"{labels[n]}: exact lines" for n in sets)], rows)
+
+
+def recipe_cost_table(reference: dict[tuple[str, int], dict], ablations: dict[str, dict[tuple[str, int], dict]],
+                      configs: tuple = ("c1", "c2"), sets: tuple = ("random_letters", "brown_test_free")) -> str:
+    """What each part of the recipe is worth: for each part taken out (``ablations``, as
+    :func:`cipherlab.results.records.load_recipe_runs` returns them) and each configuration, the exact
+    lines of each set with every part (``reference``) -> without it, seed by seed, and McNemar's exact
+    p-value of the paired outcomes."""
+    labels = dict(REFERENCE_SETS)
+    rows = []
+    for part, runs in ablations.items():
+        for config in configs:
+            keys = sorted(key for key in runs if key[0] == config and key in reference)
+            if not keys:
+                continue
+            cells = [f"`{part}`", config.upper()]
+            for name in sets:
+                parts = []
+                for key in keys:
+                    x, y = section(reference[key], name), section(runs[key], name)
+                    _, _, p = mcnemar(x["exact_by_line"], y["exact_by_line"])
+                    parts.append(f"seed {key[1]}: {x['exact_lines']} → {y['exact_lines']} (p = {p:.2g})")
+                cells.append("; ".join(parts))
+            rows.append(cells)
+    return markdown_table(["part taken out", "config",
+                           *(f"{labels[n]}: exact lines with it → without it" for n in sets)], rows)
 
 
 # --------------------------------------------------------------------------- how fast a run learned

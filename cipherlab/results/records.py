@@ -24,6 +24,7 @@ __all__ = [
     "EXTENDED_RUN",
     "LEARN_RUN",
     "PRIMARY_RUN",
+    "RECIPE_RUNS",
     "REFERENCE_RUN",
     "REFERENCE_SETS",
     "REPO_RESULTS_DIR",
@@ -39,6 +40,7 @@ __all__ = [
     "load_errors",
     "load_generalisation",
     "load_learn_runs",
+    "load_recipe_runs",
     "load_reference_runs",
     "load_run",
     "metric",
@@ -67,6 +69,18 @@ LEARN_RUN = "learn/ablation"
 # The reference ablation: the default recipe, the cpu preset, two seeds (results/reference, written by
 # results/learn/probe.py). Its goals are cipherlab.results.probe_tables.REFERENCE_GOALS.
 REFERENCE_RUN = "reference"
+
+# The recipe ablation: C1 and C2 of the reference ablation trained again with one part of the default
+# recipe off, seeds 0 and 1 (results/recipe/<folder>, written by results/recipe/run.sh), and all five
+# without the key-phase embedding (results/nophase). {part: (folder, the value it takes instead)}.
+RECIPE_RUNS = {
+    "phase_embedding": ("nophase", False),
+    "bit_embeddings": ("recipe/no-bit-embeddings", False),
+    "phase_shuffle": ("recipe/no-phase-shuffle", 0.0),
+    "case_flip": ("recipe/no-case-flip", 0.0),
+    "source_eos": ("recipe/no-source-eos", False),
+    "select_on": ("recipe/select-on-loss", "val_loss"),
+}
 
 # record sections: the probe records call the letters set "random_strings"
 _SECTION = {"random_letters": "random_strings"}
@@ -154,6 +168,16 @@ def load_reference_runs(folder: str | os.PathLike = REFERENCE_RUN) -> dict[tuple
     """The reference ablation (``results/reference``) as ``{(config, seed): record}``: every set's
     per-line outcomes are in ``exact_by_line``."""
     return load_learn_runs(folder)
+
+
+def load_recipe_runs() -> dict[str, dict[tuple[str, int], dict]]:
+    """The recipe ablation (:data:`RECIPE_RUNS`) as ``{part: {(config, seed): record}}``, for the parts
+    whose folder holds records (a part not yet run is left out)."""
+    runs = {}
+    for part, (folder, _) in RECIPE_RUNS.items():
+        if any(run_path(folder).glob("*c[1-5]*-seed*.json")):
+            runs[part] = load_learn_runs(folder)
+    return runs
 
 
 def section(record: dict, name: str) -> dict:

@@ -207,6 +207,33 @@ def viva_cells(chapter: str) -> list:
     return cells
 
 
+# The teaching body of a chapter: its markdown before the exercises and the viva bank, outside
+# <details> (where evidence and solutions fold away), counted as spoken_words counts.
+TEACHING_BUDGET = 2_500
+TEACHING_BUDGETS = {"09_results.ipynb": 3_000}  # the report a student hands in may run longer
+BOOK_TEACHING_BUDGET = 22_000
+_BODY_ENDS = re.compile(r"#+ (Exercises|Viva questions)\b")
+
+
+def teaching_words(notebook: Path) -> int:
+    """Words of ``notebook``'s teaching body: markdown cells up to the first ``## Exercises`` or
+    ``## Viva questions`` heading, without what ``<details>`` blocks fold away or HTML tags."""
+    parts = []
+    for cell in _nbformat().read(notebook, as_version=4).cells:
+        if cell.cell_type != "markdown":
+            continue
+        if _BODY_ENDS.match(cell.source.strip()):
+            break
+        text = re.sub(r"<details>.*?</details>", " ", cell.source, flags=re.S)
+        parts.append(re.sub(r"<[^>]+>", " ", text))
+    return spoken_words("\n\n".join(parts))
+
+
+def teaching_budget(notebook: Path) -> int:
+    """The most words ``notebook``'s teaching body may have."""
+    return TEACHING_BUDGETS.get(Path(notebook).name, TEACHING_BUDGET)
+
+
 def book_notebooks() -> list[Path]:
     """Every chapter notebook of the book, in order."""
     return sorted((REPO_ROOT / "book").glob("*.ipynb"))

@@ -5,6 +5,7 @@
     python -m cipherlab.viva drill [CHAPTER ...]    ask questions in the terminal, answers on Enter
     python -m cipherlab.viva outputs [NOTEBOOK ...] run each chapter in a fresh kernel, one thread, and store its outputs
     python -m cipherlab.viva view NOTEBOOK --out F  the notebook, outputs included, as Colab and GitHub render it
+    python -m cipherlab.viva words [NOTEBOOK ...]   each chapter's teaching-body words against its budget
 
 Without NOTEBOOK, every notebook under book/ is used. Any error is one line on stderr and exit
 code 1 (:func:`cipherlab.errors.run_command`), never a traceback.
@@ -19,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cipherlab.errors import OneLineParser, require_file, run_command, why, writable_file
-from cipherlab.viva import (REPO_ROOT, book_notebooks, fill_facts, load_bank, notebook_in_sync,
-                            sync_notebook)
+from cipherlab.viva import (BOOK_TEACHING_BUDGET, REPO_ROOT, book_notebooks, fill_facts, load_bank,
+                            notebook_in_sync, sync_notebook, teaching_budget, teaching_words)
 from cipherlab.viva.flashcards import card_parts, terminal_text
 from cipherlab.viva.view import notebook_html
 
@@ -81,6 +82,21 @@ def _outputs(args) -> int:
     return 0
 
 
+def _words(args) -> int:
+    notebooks = _notebooks(args.notebooks)
+    total = 0
+    for path in notebooks:
+        with _reading(path):
+            words = teaching_words(path)
+        total += words
+        budget = teaching_budget(path)
+        print(f"{path.name:28} {words:6,} words of teaching body (budget {budget:,}){'  OVER' if words > budget else ''}")
+    if not args.notebooks:
+        print(f"{'the whole book':28} {total:6,} words (budget {BOOK_TEACHING_BUDGET:,})"
+              f"{'  OVER' if total > BOOK_TEACHING_BUDGET else ''}")
+    return 0
+
+
 def _check(args) -> int:
     stale = [p for p in _notebooks(args.notebooks) if not _in_sync(p)]
     for path in stale:
@@ -133,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("sync", help="rewrite each chapter notebook's setup and viva cells from the bank")
     p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK")
     p.set_defaults(run=_sync)
+    p = sub.add_parser("words", help="each chapter's teaching-body words (markdown before the exercises, "
+                                     "outside <details>) against its budget")
+    p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK")
+    p.set_defaults(run=_words)
     p = sub.add_parser("check", help="exit 1 if a notebook differs from what sync would write")
     p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK")
     p.set_defaults(run=_check)
