@@ -44,7 +44,7 @@ from cipherlab.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TO
 from cipherlab.decode import decrypt_lines
 from cipherlab.check import load_target
 from cipherlab.checkpoint import export_checkpoint, load_trained, parts_in_place
-from cipherlab.errors import writable_file, writable_folder
+from cipherlab.errors import outside_results, writable_file, writable_folder
 from cipherlab.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
                                 write_table)
 from cipherlab.parts import PARTS, PartError, load_parts, parse_part, part_records, unused_parts, using
@@ -82,8 +82,8 @@ def _cmd_train(args) -> int:
             f"{out} already holds a training run; pass --resume to continue it, --overwrite to start "
             "again, or --out to train somewhere else"
         )
-    writable_folder(out, "--out")  # both before training, not after it
-    writable_folder(Path(args.results_dir) / config.run_name, "--results-dir")
+    writable_folder(outside_results(out, "--out"), "--out")  # both before training, not after it
+    writable_folder(_results_folder(args.results_dir, config.run_name), "--results-dir")
     length_aware = _length_aware(args)
     try:
         run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True,
@@ -118,6 +118,11 @@ def _cmd_train(args) -> int:
     return 0
 
 
+def _results_folder(results_dir: str, run_name: str) -> Path:
+    """``results_dir/run_name``, which may be inside the committed results/ only when named as such."""
+    return outside_results(Path(results_dir) / run_name, "--results-dir", on_purpose="--results-dir results")
+
+
 def _note_parts(parts: dict, config) -> None:
     """One line per part of the student's: what it replaces, and that only its interface was checked."""
     for record in part_records(parts):
@@ -147,7 +152,7 @@ def _length_aware(args) -> bool:
 
 def _cmd_evaluate(args) -> int:
     if args.json:
-        writable_file(args.json, "--json")  # before the work
+        writable_file(outside_results(args.json, "--json"), "--json")  # before the work
     with _checkpoint_parts(args.checkpoint, args.part):
         metrics = evaluate_checkpoint(
             args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
@@ -162,7 +167,7 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    out = export_checkpoint(args.checkpoint, args.out)
+    out = export_checkpoint(args.checkpoint, outside_results(args.out, "--out"))
     print(f"{args.checkpoint} -> {out} ({out.stat().st_size / 2**20:.1f} MiB, weights and codec, no optimiser state)")
     return 0
 
@@ -213,6 +218,8 @@ def _cmd_ablate(args) -> int:
     configs = [make_config(name, preset, args.recipe, **_mode(args)) for name in names]  # fail early
     parts = _ablation_parts(args.part or [], configs)  # each configuration's --part values, tried first
     run_name = configs[0].run_name
+    outside_results(Path(args.runs_dir) / run_name, "--runs-dir")
+    _results_folder(args.results_dir, run_name)  # each train checks it again; the table goes there too
     started = time.monotonic()
     failed = []
     for name in names:

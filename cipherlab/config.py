@@ -34,6 +34,7 @@ accuracy); ``notes`` is the course notes' own training (``make_config(name, pres
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from cipherlab.models.attention import ATTENTION_TYPES
@@ -163,18 +164,10 @@ class Config:
                 f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}; "
                 "GQA shares each key/value head among n_heads // n_kv_heads query heads"
             )
-        for field in _POSITIVE:
-            value = getattr(self, field)
-            if value is not None and value <= 0:
-                raise ConfigError(f"{field}={value}: must be at least 1 (a run with {field} {value} trains nothing)")
-        if not 0.0 <= self.phase_shuffle <= 1.0:
-            raise ConfigError(f"phase_shuffle={self.phase_shuffle}: a share of the training chunks, 0 to 1")
-        if not 0.0 <= self.case_flip <= 1.0:
-            raise ConfigError(f"case_flip={self.case_flip}: a probability per letter, 0 to 1")
-        if not 0.0 <= self.bpe_dropout < 1.0:
-            raise ConfigError(f"bpe_dropout={self.bpe_dropout}: a probability per merge, 0 or more and below 1")
-        if not 0.0 <= self.substitution <= 1.0:
-            raise ConfigError(f"substitution={self.substitution}: a probability per character, 0 to 1")
+        for field in (*_POSITIVE, *_RANGES):
+            problem = _out_of_range(field, getattr(self, field))
+            if problem:
+                raise ConfigError(f"{field}={getattr(self, field)}: {problem}")
         for field in ("case_flip", "substitution"):
             if getattr(self, field) and not self.phase_shuffle:
                 raise ConfigError(
@@ -478,6 +471,33 @@ _POSITIVE = ("d_model", "n_heads", "n_kv_heads", "enc_layers", "dec_layers", "ff
              "blt_window", "blt_patch_tgt", "blt_max_patch", "chunk_chars", "max_train_lines", "max_eval_lines",
              "token_budget", "max_batch_size", "max_epochs", "patience", "time_budget_s", "eval_every")
 
+# The values a number field may take, each checked alone (``Config.__post_init__``, and ``--set`` as it
+# is read): {field: (test, what the field is and its range)}. A test is False for NaN.
+_RANGES = {
+    "phase_shuffle": (lambda v: 0.0 <= v <= 1.0, "a share of the training chunks, 0 to 1"),
+    "case_flip": (lambda v: 0.0 <= v <= 1.0, "a probability per letter, 0 to 1"),
+    "bpe_dropout": (lambda v: 0.0 <= v < 1.0, "a probability per merge, 0 or more and below 1"),
+    "substitution": (lambda v: 0.0 <= v <= 1.0, "a probability per character, 0 to 1"),
+    "dropout": (lambda v: 0.0 <= v < 1.0, "a probability per activation, 0 or more and below 1 (1 drops everything)"),
+    "label_smoothing": (lambda v: 0.0 <= v < 1.0, "the share of the target probability spread over every token, "
+                        "0 (none) or more and below 1"),
+    "lr": (lambda v: 0.0 < v < math.inf, "the AdamW peak learning rate, above 0 (e.g. 3e-4)"),
+    "weight_decay": (lambda v: 0.0 <= v < math.inf, "AdamW's decoupled weight decay, 0 (none) or more"),
+    "grad_clip": (lambda v: v > 0.0, "the largest global gradient norm a step takes, above 0 (at 0 no step "
+                  "moves; below 0 the step climbs the loss)"),
+    "seed": (lambda v: 0 <= v < 2**32, "0 or more and below 2**32 (NumPy's seeds)"),
+}
+
+
+def _out_of_range(field: str, value) -> str | None:
+    """What is wrong with ``value`` for number field ``field`` on its own: its range; None if it is in range."""
+    if field in _POSITIVE:
+        return None if value is None or value > 0 else f"must be at least 1 (a run with {field} {value} trains nothing)"
+    if field in _RANGES:
+        test, allowed = _RANGES[field]
+        return None if test(value) else allowed
+    return None
+
 
 def _field_kind(field: str) -> tuple[type, bool]:
     """(the base type, whether None is allowed) of a Config field, read from its annotation."""
@@ -529,17 +549,22 @@ def parse_field(field: str, text: str):
             words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
             return words[raw.lower()]
         if kind is int:
-            return int(raw)
-        if kind is float:
-            return float(raw)
-        if kind is tuple:
+            value = int(raw)
+        elif kind is float:
+            value = float(raw)
+        elif kind is tuple:
             parts = [float(x) for x in raw.strip("()[]").split(",")]
             if len(parts) != 2:
                 raise ValueError
             return tuple(parts)
+        else:
+            return raw
     except (KeyError, ValueError):
         raise bad from None
-    return raw
+    problem = _out_of_range(field, value)
+    if problem:
+        raise ConfigError(f"--set {field}={text}: {problem}")
+    return value
 
 
 def _check_choice(what: str, value, choices: tuple) -> None:

@@ -36,7 +36,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from .cipher import PERIOD, DatasetError, bits_to_bytes, encrypt, verify_dataset
-from .errors import strip_bom, writable_file, writable_folder
+from .errors import outside_results, strip_bom, writable_file, writable_folder
 
 PLAIN_FILE = "brown_plain.txt"
 CIPHER_FILE = "brown_cipher.txt"
@@ -589,7 +589,7 @@ def _write_lines(out: Path, lines: list[str]) -> None:
 
 def _build_lines(args, build, note: str = "") -> int:
     """Write the lines ``build()`` makes to ``--out`` (checked before the work) and say how many."""
-    out = writable_file(args.out, "--out")
+    out = writable_file(outside_results(args.out, "--out"), "--out")
     lines = build()
     _write_lines(out, lines)
     print(f"wrote {len(lines)} lines to {out}{note}")
@@ -615,6 +615,7 @@ def _cmd_build_letters(args) -> int:
 
 
 def _cmd_cipher(args) -> int:
+    outside_results(resolve_data_dir(args.data_dir), "--data-dir")  # it writes the cipher file there
     path = write_cipher(args.data_dir)
     print(f"wrote {path}")
     return 0
@@ -632,7 +633,7 @@ def _cmd_verify(args) -> int:
 def _cmd_export_split(args) -> int:
     if args.first is not None and args.first < 1:
         raise ValueError(f"--first {args.first}: give a positive number of lines, or leave it out for all")
-    out = writable_folder(args.out, "--out")  # checked before the work
+    out = writable_folder(outside_results(args.out, "--out"), "--out")  # checked before the work
     corpus = load_corpus(args.data_dir)
     ids = corpus.splits[args.split][: args.first]
     for kind, lines in (("plain", corpus.plain), ("cipher", corpus.cipher)):

@@ -42,7 +42,7 @@ from cipherlab.codec import select_lines
 from cipherlab.data import REPO_DATA_DIR, load_corpus, load_pairs
 from cipherlab.decode import decrypt_lines
 from cipherlab.device import pick_device
-from cipherlab.errors import writable_file
+from cipherlab.errors import outside_results, writable_file
 from cipherlab.metrics import bit_accuracy, sequence_accuracy
 
 __all__ = [
@@ -425,7 +425,7 @@ def _cmd_doctor(args) -> int:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
     if args.json:
-        writable_file(args.json, "--json")  # before the work
+        writable_file(outside_results(args.json, "--json"), "--json")  # before the work
     from cipherlab.check import load_target  # a student's FILE.py:NAME for --part
 
     with parts_in_place(args.checkpoint, args.part, load=load_target):

@@ -12,6 +12,8 @@ value and the fix:
 
 :func:`require_file`, :func:`writable_folder` and :func:`writable_file` check inputs and output
 locations *before* a command starts its work, so a long run never fails at its end on a path.
+:func:`outside_results` keeps every command's output out of the repository's committed ``results/``
+(symlinks followed) unless the command says how to write there on purpose.
 :func:`strip_bom` accepts what Windows Notepad writes, saying so.
 """
 
@@ -30,6 +32,8 @@ __all__ = [
     "OneLineParser",
     "describe",
     "first_line",
+    "outside_results",
+    "REPO_RESULTS_DIR",
     "UTF8_BOM",
     "require_file",
     "run_command",
@@ -40,6 +44,8 @@ __all__ = [
 ]
 
 DEBUG_ENV = "CIPHERLAB_DEBUG"
+REPO_RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+"""The committed reference results (as ``cipherlab.results.REPO_RESULTS_DIR``): no command writes there by accident."""
 
 # What to do about an operating-system error, by its errno.
 _FIXES = {
@@ -139,6 +145,34 @@ def writable_file(path: str | os.PathLike, option: str) -> Path:
         raise IsADirectoryError(f"{option} {path}: a folder; name a file inside it to write")
     _check_writable(path.parent, f"{option} {path}")
     return path
+
+
+def outside_results(path: str | os.PathLike, option: str, on_purpose: str | None = None) -> Path:
+    """``path`` as a Path unless it lies inside the repository's committed ``results/``; else ValueError
+    naming ``option``, the path and how to write there on purpose. Checks only; creates nothing.
+
+    Symlinks are followed: a link into ``results/`` is inside it. ``on_purpose`` is the option's own
+    way in (``"--results-dir results"``): a path that names the ``results`` folder itself, not through
+    a link to it or into it, is then allowed. Without it, the way in is to write elsewhere and copy.
+    """
+    path = Path(path)
+    committed = REPO_RESULTS_DIR.resolve()
+    if not _inside(path.resolve(), committed):
+        return path
+    entry = next((p for p in (*reversed(path.absolute().parents), path.absolute())
+                  if _inside(p.resolve(), committed)), None)  # where the path, as written, enters results/
+    named = entry is not None and entry.name == committed.name and not entry.is_symlink()
+    if on_purpose is not None and named:
+        return path
+    via = "" if named else f" through the link {entry}" if entry is not None else " through a link"
+    fix = (f"name the folder itself, as {on_purpose}" if on_purpose is not None
+           else "write it elsewhere (e.g. under runs/) and copy it in by hand")
+    raise ValueError(f"{option} {path}: inside the repository's committed results folder ({committed}){via}, "
+                     f"which no command overwrites unless asked; to change the committed results on purpose, {fix}")
+
+
+def _inside(target: Path, folder: Path) -> bool:
+    return target == folder or folder in target.parents
 
 
 def _check_writable(folder: Path, label: str) -> None:

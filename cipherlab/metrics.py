@@ -10,7 +10,9 @@ reference plaintext lines (plus the reference cipher lines for bit accuracy).
   bits to the denominator. The score is pooled over all bits of all lines.
 - **sequence accuracy**: the fraction of lines predicted exactly.
 - **Levenshtein**: the mean character edit distance per line, and the character error rate
-  (total edits / total reference characters).
+  (total edits / total reference characters). :func:`levenshtein` is the dynamic programme the
+  book teaches, kept as the reference; the metrics use :func:`edit_distance`, the same numbers
+  from rapidfuzz's bit-parallel algorithm, so 2,600-character lines score in microseconds.
 - **BLEU** and **chrF** (0-100, sacrebleu's scale) and **ROUGE-1/2/L** (F1, 0-1, rouge-score).
 
 Bit accuracy, sequence accuracy, Levenshtein and chrF look only at characters, so they
@@ -23,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sacrebleu
+from rapidfuzz.distance import Levenshtein as _RapidLevenshtein
 from rouge_score import rouge_scorer
 
 from cipherlab.cipher import encrypt
@@ -32,6 +35,7 @@ __all__ = [
     "bit_accuracy",
     "bit_matches",
     "compute_metrics",
+    "edit_distance",
     "levenshtein",
     "reencrypt",
     "rouge_f1",
@@ -94,9 +98,10 @@ def sequence_accuracy(predictions: Sequence[str], references: Sequence[str]) -> 
 
 
 def levenshtein(a: str, b: str) -> int:
-    """Character edit distance (insertions, deletions, substitutions all cost 1).
+    """Character edit distance (insertions, deletions, substitutions all cost 1): the reference.
 
-    Only two rows of the (len(a)+1) x (len(b)+1) dynamic-programming table are alive at a time:
+    The dynamic programme in plain Python, as the book teaches it; :func:`edit_distance` gives the
+    same number at library speed, and is what the metrics use. Only two rows of the (len(a)+1) x (len(b)+1) dynamic-programming table are alive at a time:
     row i needs only row i-1. Swapping so that ``b`` is the shorter string makes the memory
     O(min(len(a), len(b))); the time stays O(len(a) * len(b)).
 
@@ -120,6 +125,16 @@ def levenshtein(a: str, b: str) -> int:
             )
         previous = current
     return previous[-1]
+
+
+def edit_distance(a: str, b: str) -> int:
+    """:func:`levenshtein`'s number, from rapidfuzz (bit-parallel, about len(a) * len(b) / 64 word
+    operations instead of len(a) * len(b) Python steps): what :func:`compute_metrics` uses.
+
+    >>> edit_distance("kitten", "sitting")
+    3
+    """
+    return _RapidLevenshtein.distance(a, b)
 
 
 def rouge_f1(predictions: Sequence[str], references: Sequence[str]) -> dict[str, float]:
@@ -146,7 +161,7 @@ def compute_metrics(
     ``not_comparable`` says why.
     """
     _check_parallel(predictions, references)
-    distances = [levenshtein(p, r) for p, r in zip(predictions, references)]
+    distances = [edit_distance(p, r) for p, r in zip(predictions, references)]
     n_lines = max(len(references), 1)
     metrics = {
         "lines": len(references),

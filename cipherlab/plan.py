@@ -51,6 +51,7 @@ from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOK
 from cipherlab.data import BucketBatchSampler, Chunk, load_corpus, make_chunks
 from cipherlab.codec import ByteCodec, SubwordCodec, fit_codec, select_lines, teacher_forcing_logits
 from cipherlab.device import autocast
+from cipherlab.errors import outside_results, writable_file
 from cipherlab.train import make_optimizer, seed_everything, sequence_loss
 
 __all__ = ["GPUS", "GPU", "PUBLIC_MEASUREMENT", "collate_seconds", "count_kernels", "gpu_estimate", "measure_step",
@@ -587,6 +588,8 @@ def _cmd_plan(args) -> int:
         raise ValueError(f"--launch-us {args.launch_us}: a time per kernel launch cannot be negative")
     if args.preset.lower() not in PRESETS:
         raise ValueError(f"--preset {args.preset}: unknown preset; choose one of {', '.join(PRESETS)}")
+    if args.json:
+        writable_file(outside_results(args.json, "--json"), "--json")  # before the work
     configs = tuple(c.lower() for c in args.config) if args.config else CONFIG_NAMES
     plan = plan_preset(args.preset.lower(), gpu, mfu=args.mfu, hours=args.hours, configs=configs,
                        data_dir=args.data_dir, tokenize=args.tokenize, recipe=args.recipe, launch_us=args.launch_us,

@@ -34,7 +34,7 @@ from pathlib import Path
 from cipherlab import results
 from cipherlab.cipher import PERIOD
 from cipherlab.config import CONFIG_NAMES
-from cipherlab.errors import first_line, writable_folder
+from cipherlab.errors import first_line, outside_results, writable_folder
 from cipherlab.score import DEFAULT_CHUNKS, DEFAULT_FIRST, read_text_lines, score_predictions
 
 __all__ = ["DEFAULT_CHUNK_CHARS", "LENGTH_BINS", "REPORT_FILE", "Block", "Report", "build_report",
@@ -769,12 +769,7 @@ def _prediction_errors(report: Report, predictions: dict, refs: list[str], chunk
 def check_out(out: str | Path, force: bool = False) -> Path:
     """``out`` as a Path if the report may be written there: never inside the repository's committed
     ``results/``, and a folder that is not empty only with ``force``. Checks only; creates nothing."""
-    out = Path(out)
-    committed = results.REPO_RESULTS_DIR.resolve()
-    target = out.resolve()
-    if target == committed or committed in target.parents:
-        raise ValueError(f"--out {out}: inside the repository's committed results folder ({committed}), which a "
-                         "report never overwrites; write it elsewhere, e.g. --out runs/report")
+    out = outside_results(out, "--out")
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {out}: a file, not a folder; name a folder for report.md and its figures")
     if out.is_dir() and any(out.iterdir()) and not force:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cipherlab.cipher import DatasetError, check_bits, decrypt, encrypt
-from cipherlab.errors import require_file, strip_bom, writable_file
+from cipherlab.errors import outside_results, require_file, strip_bom, writable_file
 from cipherlab.metrics import bit_accuracy, compute_metrics
 
 __all__ = ["read_text_lines", "score_predictions", "register_cli"]
@@ -169,7 +169,7 @@ def _report(result: dict, pred: str, where: str) -> str:
 
 def _cmd_score(args) -> int:
     if args.json:
-        writable_file(args.json, "--json")  # before the work
+        writable_file(outside_results(args.json, "--json"), "--json")  # before the work
     predictions = read_text_lines(args.pred, "prediction file")
     plain, cipher, where = _references(args)
     if len(predictions) != len(plain):

@@ -20,7 +20,8 @@ Everything else here is what makes a long run trustworthy:
 - checkpoints written atomically (temporary file, then ``os.replace``) and loaded with
   ``torch.load(weights_only=True)``: a checkpoint holds tensors and plain Python values only,
   so loading one never runs code from the file;
-- a NaN or infinite loss stops the run before it can touch the weights or the checkpoints;
+- a NaN or infinite loss stops the run before it can touch the weights or the checkpoints, and a
+  NaN or infinite validation score stops it before it can be logged or picked as ``best.pt``;
 - ``log.jsonl``: one JSON record per epoch.
 
 The module has two parts:
@@ -373,7 +374,7 @@ class Trainer:
         self.scheduler.step()
         return loss.item(), n_tokens
 
-    def _diverged(self, what: str) -> None:
+    def _diverged(self, what: str, step: int | None = None, before: str = "updating the weights") -> None:
         p = self.progress
         kept = (
             f"{self.last_path} still holds the last good state"
@@ -381,8 +382,8 @@ class Trainer:
             else "no checkpoint was written yet"
         )
         raise TrainingDiverged(
-            f"{what} at epoch {p.epoch + 1}, step {p.step + 1}; training stopped before updating the "
-            f"weights and {kept}. Lower lr (now {self.config.lr}) or raise warmup_steps and train again"
+            f"{what} at epoch {p.epoch + 1}, step {p.step + 1 if step is None else step}; training stopped before "
+            f"{before} and {kept}. Lower lr (now {self.config.lr}) or raise warmup_steps and train again"
         )
 
     def fit(self, *, resume: bool = False, time_budget_s: float | None = None, max_steps: int | None = None) -> FitResult:
@@ -458,6 +459,10 @@ class Trainer:
         """Validate, log, checkpoint, decide whether to stop."""
         p = self.progress
         val_loss, val_accuracy = self.validate()
+        for name, value in (("loss", val_loss), ("accuracy", val_accuracy)):
+            if not math.isfinite(value):  # else a NaN loss beside a better accuracy is picked as best.pt
+                self._diverged(f"the validation {name} became {value}", step=p.step,
+                               before="logging the epoch or saving a checkpoint")
         if self.config.select_on == "val_accuracy":
             improved = val_accuracy > p.best_val_accuracy
         else:

@@ -1,6 +1,7 @@
 """Tests for cipherlab.config: the ablation changes one component at a time; presets scale all alike."""
 
 import dataclasses
+import re
 
 import pytest
 
@@ -82,3 +83,43 @@ def test_results_of_a_source_mode_other_than_the_presets_own_go_to_their_own_fol
     assert make_config("c1", "cpu", source_mode="bits").run_name == "cpu-bits"
     assert make_config("c1", "smoke").run_name == "smoke"
     assert make_config("c1", "smoke", source_mode="bytes").run_name == "smoke-bytes"
+
+
+OUT_OF_RANGE = [  # (field, a value outside its range, words of the range the message must give)
+    ("grad_clip", -1.0, "above 0"),  # gradient ascent
+    ("grad_clip", 0.0, "above 0"),  # no step moves
+    ("weight_decay", -1.0, "0 (none) or more"),
+    ("dropout", 2.0, "0 or more and below 1"),
+    ("dropout", 1.0, "0 or more and below 1"),
+    ("label_smoothing", 2.0, "0 (none) or more and below 1"),  # was an unexpected RuntimeError in training
+    ("lr", -1.0, "above 0"),
+    ("lr", 0.0, "above 0"),
+    ("lr", float("nan"), "above 0"),
+    ("seed", -1, "0 or more and below 2**32"),
+    ("seed", 2**32, "0 or more and below 2**32"),
+    ("max_epochs", 0, "must be at least 1"),
+]
+
+
+@pytest.mark.parametrize("field, value, allowed", OUT_OF_RANGE)
+def test_a_setting_out_of_its_range_is_refused_naming_the_range(field, value, allowed):
+    with pytest.raises(ConfigError, match=rf"^{field}={value}: .*{re.escape(allowed)}"):
+        make_config("c1", "smoke", **{field: value})
+
+
+@pytest.mark.parametrize("field, value, allowed", OUT_OF_RANGE)
+def test_set_out_of_range_is_one_line_naming_the_flag_and_the_range(field, value, allowed, tmp_path, capsys):
+    from cipherlab.__main__ import main
+
+    text = str(value)
+    code = main(["train", "--config", "c1", "--preset", "smoke", "--set", f"{field}={text}", "--data-dir",
+                 str(tmp_path / "no-data"), "--out", str(tmp_path / "run"), "--results-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code != 0 and err.count("\n") == 1 and "Traceback" not in err and "unexpected" not in err
+    assert err.startswith(f"cipherlab: error: --set {field}={text}: ") and allowed in err
+
+
+def test_settings_at_the_edges_of_their_ranges_are_accepted():
+    c = make_config("c1", "smoke", grad_clip=1e-3, weight_decay=0.0, dropout=0.0, label_smoothing=0.0, lr=1e-6,
+                    seed=2**32 - 1)
+    assert (c.grad_clip, c.weight_decay, c.dropout, c.label_smoothing, c.seed) == (1e-3, 0.0, 0.0, 0.0, 2**32 - 1)

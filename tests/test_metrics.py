@@ -4,6 +4,8 @@ import random
 
 import pytest
 import sacrebleu
+from hypothesis import given
+from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein as RapidLevenshtein
 
 from cipherlab.cipher import encrypt
@@ -12,6 +14,7 @@ from cipherlab.metrics import (
     bit_accuracy,
     bit_matches,
     compute_metrics,
+    edit_distance,
     levenshtein,
     reencrypt,
     sequence_accuracy,
@@ -64,6 +67,33 @@ def test_levenshtein_matches_rapidfuzz_on_random_strings():
         a = "".join(rng.choice("abc ") for _ in range(rng.randint(0, 30)))
         b = "".join(rng.choice("abc ") for _ in range(rng.randint(0, 30)))
         assert levenshtein(a, b) == RapidLevenshtein.distance(a, b)
+
+
+@given(st.text(alphabet="ab c", max_size=40), st.text(alphabet="ab c", max_size=40))
+def test_the_fast_edit_distance_is_the_taught_levenshtein_on_near_strings(a, b):
+    assert edit_distance(a, b) == levenshtein(a, b) == edit_distance(b, a)
+
+
+@given(st.text(max_size=30), st.text(max_size=30))
+def test_the_fast_edit_distance_is_the_taught_levenshtein_on_any_text(a, b):
+    assert edit_distance(a, b) == levenshtein(a, b)  # any code point, astral ones too: one character each
+
+
+def test_a_50000_character_line_with_one_wrong_character_is_scored_on_the_fast_path(monkeypatch):
+    """The metrics call rapidfuzz, never the pure-Python table (50,000 x 50,000 cells would take hours)."""
+    import cipherlab.metrics
+
+    def taught(a, b):
+        raise AssertionError("compute_metrics used the pure-Python levenshtein")
+
+    monkeypatch.setattr(cipherlab.metrics, "levenshtein", taught)
+    rng = random.Random(0)
+    reference = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(50_000))  # one ROUGE/BLEU word
+    prediction = reference[:25_000] + ("a" if reference[25_000] != "a" else "b") + reference[25_001:]
+    assert edit_distance(prediction, reference) == 1
+    m = compute_metrics([prediction], [reference], [encrypt(reference)])
+    assert m["levenshtein"] == 1 and m["char_error_rate"] == pytest.approx(1 / 50_000)
+    assert m["sequence_accuracy"] == 0.0 and m["bit_accuracy"] > 0.9999
 
 
 def test_compute_metrics_agrees_with_sacrebleu_and_hand_values():

@@ -91,7 +91,9 @@ def test_resuming_a_finished_run_trains_nothing(tmp_path):
 
 
 def test_early_stopping_after_patience_epochs_without_improvement(tmp_path):
-    result = make_trainer(tmp_path, lr=0.0, patience=1, max_epochs=10).fit()
+    trainer = make_trainer(tmp_path, patience=1, max_epochs=10)
+    trainer.validate = lambda: (1.0, 0.5)  # the same scores every epoch: never better after the first
+    result = trainer.fit()
     assert result.stopped == "early stopping"
     assert result.epochs == 2 and result.best_epoch == 1
 
@@ -104,6 +106,21 @@ def test_nan_loss_stops_with_a_clear_message_and_keeps_the_last_checkpoint(tmp_p
     with pytest.raises(TrainingDiverged, match=r"training loss became nan at epoch 1, step 2.*last good state"):
         trainer.fit(resume=True)
     assert (tmp_path / "last.pt").read_bytes() == before
+
+
+@pytest.mark.parametrize("select_on", ["val_loss", "val_accuracy"])
+@pytest.mark.parametrize("score", ["loss", "accuracy"])
+def test_a_nan_validation_score_stops_the_run_instead_of_being_picked_as_best(tmp_path, select_on, score):
+    trainer = make_trainer(tmp_path, max_epochs=2, select_on=select_on)
+    trainer.fit(max_steps=6)  # epoch 1 (6 batches): validated, best.pt and last.pt written
+    best, last = (tmp_path / "best.pt").read_bytes(), (tmp_path / "last.pt").read_bytes()
+    good = trainer.validate
+    trainer.validate = lambda: (math.nan, good()[1]) if score == "loss" else (good()[0], math.nan)
+    with pytest.raises(TrainingDiverged, match=rf"validation {score} became nan at epoch 2, step 12.*"
+                                               "before logging the epoch or saving a checkpoint.*last good state"):
+        trainer.fit(resume=True)
+    assert (tmp_path / "best.pt").read_bytes() == best and (tmp_path / "last.pt").read_bytes() == last
+    assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 1  # the NaN epoch is not logged
 
 
 def test_checkpoint_loads_with_weights_only_and_carries_config_and_identity(tmp_path):
