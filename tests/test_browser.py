@@ -210,6 +210,63 @@ def test_every_explorer_draws_and_every_control_changes_the_picture(open_page, p
         explorer.screenshot(path=str(SHOTS / f"{stem}-b.png"))  # every control moved
 
 
+def _hide_cell_count(path: Path) -> int:
+    """How many code cells of the page's notebook carry the tag hide-cell (the exercises' solutions)."""
+    import nbformat
+
+    cells = nbformat.read(ROOT / "book" / f"{path.stem}.ipynb", as_version=4).cells
+    return sum("hide-cell" in c.metadata.get("tags", []) for c in cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_id)
+def test_folded_solution_cells_hide_their_code_and_output_until_opened(open_page, path):
+    """A code cell tagged hide-cell is one closed <details> (myst-nb's "hide above-input"), code and output
+    inside: a solution's printed answer is not on the page until the reader opens it."""
+    page = open_page(path).page
+    folds = page.locator("article .cell.tag_hide-cell > details.hide")
+    assert folds.count() == _hide_cell_count(path), f"{_id(path)}: {folds.count()} folded cells"
+    for i in range(folds.count()):
+        fold = folds.nth(i)
+        assert fold.evaluate("d => !d.open") and fold.locator(".cell_input").first.is_hidden()
+        summary = fold.locator("summary").first
+        assert "solution" in summary.inner_text().lower(), summary.inner_text()
+        outputs = fold.locator(".cell_output")
+        assert outputs.count() == 0 or outputs.first.is_hidden()
+        summary.click()
+        assert fold.locator(".cell_input").first.is_visible()
+        assert outputs.count() == 0 or outputs.first.is_visible()
+
+
+PLAYER_PAGES = [p for p in CHAPTERS if "cipherlab-player" in p.read_text(encoding="utf-8")]
+
+
+def test_the_animation_player_is_on_chapter_4():
+    assert "04_positional.html" in {p.name for p in PLAYER_PAGES}, "no player on chapter 4 (built with its outputs?)"
+
+
+@pytest.mark.parametrize("path", PLAYER_PAGES, ids=_id)
+def test_every_player_replaces_its_still_and_steps_through_its_frames(open_page, path):
+    """cipherlab.explorers.Player: the page's script inserts matplotlib's player, whose script draws the
+    first frame; the still picture (what GitHub shows) gives way; Next frame moves the slider and the picture."""
+    page = open_page(path).page
+    players = page.locator(".cipherlab-player")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for i in range(players.count()):
+        player = players.nth(i)
+        player.scroll_into_view_if_needed()
+        page.wait_for_function("e => e.getAttribute('data-ready') === 'true'", arg=player.element_handle(),
+                               timeout=20_000)
+        assert player.locator(".cp-still").is_hidden(), "the still picture should give way to the player"
+        frame = player.locator(".cp-player .animation img").first
+        page.wait_for_function("e => (e.getAttribute('src') || '').startsWith('data:image/png')",
+                               arg=frame.element_handle(), timeout=10_000)
+        before = frame.get_attribute("src")
+        slider = player.locator(".cp-player input[type=range]").first
+        player.locator("button[title='Next frame']").first.click()
+        assert slider.input_value() == "1" and frame.get_attribute("src") != before
+        player.screenshot(path=str(SHOTS / f"{path.stem}-player-{i}.png"))
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=_id)
 def test_chapters_have_launch_and_download_buttons(path):
     html = path.read_text(encoding="utf-8")

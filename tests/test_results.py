@@ -503,9 +503,9 @@ def test_the_results_answers_say_what_the_files_hold():
     assert min(facts.over_c1_c4("bleu")) >= 60 and min(facts.over_c1_c4("sequence_accuracy")) > 0.05
     assert max(facts.over_c1_c4("sequence_accuracy", results.BITS_RUN)) <= 0.05
     assert facts.exact_if_independent("c1") < results.metric(cpu["c1"], "sequence_accuracy")  # "the errors cluster"
-    # §7.8 Q6: "it helped neither C2 nor C5"; C5's drop "within noise"
+    # §7.8 Q6: "it helped neither C2 nor C5"; C5's drop "within noise": no pairing of the counts reaches p < 0.05
     gains = results.beam_gains(results.load_beam(results.PRIMARY_RUN))
-    assert all(g <= 0 for g in gains.values()) and 100 * abs(gains["c5"]) <= 2 * facts.beam_se("c5")
+    assert all(g <= 0 for g in gains.values()) and facts.beam_lowest_p("c5") > 0.05
     # §7.8 Q7: the older records were decoded "before C5 had a cache" (C5 slower); with both cached C5's
     # cache is "faster" with the same bytes, and batched beam search gives the lines beam search gives alone
     assert facts.decode_lps("c5") < facts.decode_lps("c2")
@@ -521,13 +521,8 @@ def test_the_results_answers_say_what_the_files_hold():
     ctrl = {row["config"]: row for row in results.single_change_rows(cpu)}
     assert ctrl["c4"]["exact"] > 2 * ctrl["c4"]["se"] and cpu["c4"]["epochs"] > cpu["c1"]["epochs"]
     assert abs(judged["c4"]["exact"]) < abs(ctrl["c4"]["exact"])
-    # §7.9 Q2/Q4: at equal epochs C3 and C4 level with C1, C2 trails in exact lines (beyond 2 s.e.) but leads in bits
-    assert judged["c3"]["reading"] == judged["c4"]["reading"] == "within noise"
-    assert judged["c2"]["reading"] == "worse" and judged["c2"]["bit"] > 0
-    # §7.9 Q3: "not on this evidence": C5's lead over C2 trained on, and its gap to C1 at equal epochs, within noise
-    assert judged["c5"]["reading"] == "within noise" and judged["c5"]["exact"] < 0
+    # §7.9 Q3: "not on this evidence": C5's lead over C2 trained on is "inside the noise"
     assert abs(facts.extended_c5_minus_c2()) <= 2 * facts.extended_se() and facts.extended_c5_minus_c2() > 0
-    assert facts.epoch_ratio("c5") < 4  # "not four times"
     assert facts.bit_pct("c1", results.BITS_RUN) < facts.bit_pct("c1")  # "only ... against"
     # §7.9 Q4: "the source unit": bytes beat bits in every configuration
     assert min(facts.over_c1_c4("bit_accuracy")) > max(facts.over_c1_c4("bit_accuracy", results.BITS_RUN))
@@ -539,11 +534,41 @@ def test_the_results_answers_say_what_the_files_hold():
     assert facts.fewest(p) == "C3" and p["c4"] < p["c1"] == p["c2"] < p["c5"]
     assert facts.fewest({n: r["params"] for n, r in cpu.items()}) == "C3"
     assert set(extended) == {"c2", "c5"}
-    # §7.9 Q4: "it lifted a short C2 probe" (the key-phase embedding raises random-string characters)
-    assert FACTS["results"]["res_probe_c2_phase"]() > FACTS["results"]["res_probe_c2_two"]() + 10
-    # §7.8 Q3: "all five configurations get ... of all test lines exact" (two seeds each)
-    learned = results.load_learn_runs(results.LEARN_RUN)
-    assert {name for name, _ in learned} == set(CONFIG_NAMES) and FACTS["results"]["res_learn_seeds"]() == 2
+    # §7.8 Q3: "all five configurations get ... of all ... Brown test lines exact" (the reference ablation)
+    reference = results.load_reference_runs()
+    assert {name for name, _ in reference} == set(CONFIG_NAMES) and FACTS["results"]["res_ref_seeds"]() == 2
+
+
+def test_the_reference_answers_say_what_the_files_hold():
+    """The sentences of the banks that quote the reference ablation (results/reference), checked against its
+    records: the numbers are facts, these are the words around them."""
+    from cipherlab.config import DEFAULT_RECIPE, RECIPES
+    from cipherlab.experiments import attention, blt, common
+    from cipherlab.experiments import results as facts
+    from cipherlab.results import REFERENCE_SETS, section
+
+    runs = common.reference_runs()
+    against = {name: common.reference_against_c1(name) for name in CONFIG_NAMES[1:]}
+    # "C1 decodes every line of the probe sets", with every seed; "no component beats C1"
+    assert all(row["c1_missed"] == 0 and row["gained"] == 0 for row in against.values())
+    # §7.9 Q3: "C5 and C1 both decode every probe line with both seeds"
+    assert all(section(r, n)["exact_lines"] == section(r, n)["lines"] for (c, _), r in runs.items()
+               if c in ("c1", "c5") for n, _ in REFERENCE_SETS)
+    # §7.9 Q2: "C2 loses the most lines"; its one test below 0.05 is "not repeated" by the other seed; §7.2 Q7,
+    # §7.4 Q6/Q7: "p = ... on every set and seed" for C3 and C4 is one value, and no drop
+    assert against["c2"]["lost"] == max(row["lost"] for row in against.values())
+    assert against["c2"]["p"] < 0.05 < against["c2"]["other_p"]
+    assert all(row["p"] >= 0.05 for name, row in against.items() if name != "c2")
+    assert all(row["p"] == 1 for name, row in against.items() if name in ("c3", "c4"))
+    # every reference run trained the same epochs; C5 "took ... times C1's training time" seed by seed
+    assert common.reference_epochs() and len(facts.ref_time_ratios("c5")) == common.reference_seeds()
+    # §7.6 Q1: "under the default recipe every source also ends with EOS"
+    assert RECIPES[DEFAULT_RECIPE]["source_eos"] is True
+    # chapter 7 counts the cpu preset's models as the reference ablation trained them (its cell prints them)
+    assert blt.c1_params("cpu") == common.reference_params("c1")
+    assert blt.c5_model("cpu").num_params() == common.reference_params("c5")
+    # §7.1 Q3: with the course notes' recipe a cpu-preset source fits one window: no all-padding window
+    assert attention.padded_window_batches("notes")[0] == 0 < attention.padded_window_batches()[0]
 
 
 def test_the_learn_probes_readme_is_what_its_generator_writes_from_the_records(tmp_path, monkeypatch):

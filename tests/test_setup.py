@@ -44,3 +44,33 @@ def test_the_readme_training_command_writes_outside_the_committed_results():
     argv = command.split("cipherlab", 2)[-1].split("#")[0].split()
     args = build_parser().parse_args(argv)
     assert args.results_dir == "runs" and "runs/cpu/c2.json" in command
+
+
+# The import name of each declared distribution, where the two differ.
+_IMPORT_NAMES = {"pyyaml": "yaml", "rouge-score": "rouge_score", "markdown-it-py": "markdown_it", "ipython": "IPython", "pillow": "PIL"}
+
+
+def test_every_module_the_package_imports_is_declared_in_pyproject():
+    """Walks every import statement of the installed package (top level and inside functions) and
+    compares the third-party ones with pyproject.toml's dependencies: an undeclared one breaks a
+    student's `pip install` (Colab), a declared one nothing imports is dead weight."""
+    import ast
+    import re
+    import sys
+    import tomllib
+
+    root = REPO_ROOT
+    declared = {re.split(r"[<>=!~ \[;]", dep, maxsplit=1)[0].lower()
+                for dep in tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]}
+    declared_modules = {_IMPORT_NAMES.get(name, name) for name in declared}
+    imported = {}
+    for path in (root / "cipherlab").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != "cipherlab":
+                    imported.setdefault(top, path.relative_to(root).as_posix())
+    assert {m: f for m, f in imported.items() if m not in declared_modules} == {}
+    assert declared_modules - set(imported) == set()

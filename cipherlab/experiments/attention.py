@@ -15,7 +15,7 @@ from itertools import product
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from cipherlab.config import make_config
+from cipherlab.config import DEFAULT_RECIPE, make_config
 from cipherlab.data import load_corpus
 from cipherlab.experiments.common import D_MODEL, FFN_DIM, N_HEADS
 from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention, causal_mask, padding_mask
@@ -79,6 +79,20 @@ def longest_line() -> int:
 BLOCKED_ROW_BATCHES = 4  # training batches of epoch 0 that blocked_rows_in_training runs through
 
 
+def _epoch0_batches(config):
+    """The training batches of ``config``'s epoch 0, from the data alone, as ``cipherlab.train`` makes them:
+    (codec, dataset, list of index lists)."""
+    from cipherlab.codec import fit_codec, select_lines
+    from cipherlab.data import BucketBatchSampler, make_chunks
+
+    corpus = select_lines(load_corpus(), config)
+    codec = fit_codec(config, corpus)
+    dataset = codec.dataset(make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars))
+    sampler = BucketBatchSampler(dataset.src_lengths, config.token_budget, config.max_batch_size,
+                                 shuffle=True, seed=config.seed)
+    return codec, dataset, sampler.epoch_batches(0)
+
+
 @functools.lru_cache(maxsize=None)
 def blocked_rows_in_training(name: str, n_batches: int = BLOCKED_ROW_BATCHES) -> dict:
     """Query rows whose keys are ALL blocked, per attention module, in real training batches.
@@ -92,17 +106,11 @@ def blocked_rows_in_training(name: str, n_batches: int = BLOCKED_ROW_BATCHES) ->
     """
     from collections import Counter
 
+    from cipherlab.codec import teacher_forcing_logits
     from cipherlab.config import make_config
-    from cipherlab.data import BucketBatchSampler, make_chunks
-    from cipherlab.codec import fit_codec, select_lines, teacher_forcing_logits
 
     config = make_config(name, "cpu", recipe="notes", d_model=32, ffn_dim=64)  # the course notes' training
-    corpus = select_lines(load_corpus(), config)
-    codec = fit_codec(config, corpus)
-    chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)
-    dataset = codec.dataset(chunks)
-    sampler = BucketBatchSampler(dataset.src_lengths, config.token_budget, config.max_batch_size,
-                                 shuffle=True, seed=config.seed)
+    codec, dataset, epoch0 = _epoch0_batches(config)
     blocked, rows = Counter(), Counter()
 
     def count(module, args):
@@ -121,7 +129,7 @@ def blocked_rows_in_training(name: str, n_batches: int = BLOCKED_ROW_BATCHES) ->
             module.where = ".".join(p for p in path.split(".") if not p.isdigit() and p != "layers")
             module.register_forward_pre_hook(count)
     with torch.no_grad():
-        for indices in sampler.epoch_batches(0)[:n_batches]:
+        for indices in epoch0[:n_batches]:
             teacher_forcing_logits(model, codec.collate([dataset[i] for i in indices]))
     return {where: (blocked[where], rows[where]) for where in rows}
 
@@ -269,3 +277,28 @@ def reparametrisation_gap(seed: int = 0) -> dict:
 
 def shape_text(t) -> str:
     return str(tuple(t))
+
+
+@functools.lru_cache(maxsize=None)
+def padded_window_batches(recipe: str = DEFAULT_RECIPE) -> tuple[int, int]:
+    """C5's training at the cpu preset, epoch 0 replayed from the data alone: (batches in which some source
+    has a local-encoder window wholly in padding, all batches).
+
+    The batches are the training run's (``cipherlab.train``: the same chunks, ``BucketBatchSampler`` and
+    collate; the recipe's phase shuffles and case flips keep every chunk's length, so they are left out).
+    The local encoder cuts each collated source into windows of W = min(``blt_window``, Ls) positions
+    (``WindowedSelfAttention``); the queries of a window with no real position see no key. With
+    ``source_eos`` a full chunk's source is one position longer than a window. No model runs: forward
+    hooks on a real C5 (as :func:`blocked_rows_in_training`) find the same batches.
+    """
+    config = make_config("c5", "cpu", recipe=recipe)
+    codec, dataset, batches = _epoch0_batches(config)
+    blind = 0
+    for indices in batches:
+        pad = codec.collate([dataset[i] for i in indices])["src"] == codec.src_pad_id  # (B, Ls)
+        length = pad.size(1)
+        width = min(config.blt_window, length)
+        windows = -(-length // width)
+        pad = torch.nn.functional.pad(pad, (0, windows * width - length), value=True)
+        blind += bool(pad.reshape(-1, width).all(-1).any())
+    return blind, len(batches)

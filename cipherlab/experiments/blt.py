@@ -22,7 +22,7 @@ import torch
 
 from cipherlab.cipher import bits_to_bytes
 from cipherlab.codec import ByteCodec, build_model, select_lines
-from cipherlab.config import TOKENIZATIONS, Config, make_config
+from cipherlab.config import DEFAULT_RECIPE, TOKENIZATIONS, Config, make_config
 from cipherlab.data import CHUNK_CHARS, load_corpus, make_chunks
 from cipherlab.experiments.common import (calibration_bits, calibration_lines,  # chapter 7's cells call them here
                                           calibration_run, scored_step)
@@ -257,12 +257,19 @@ def worst_leak(model: BLTModel, mask_fn, tgt: torch.Tensor, memory, memory_mask,
 
 # --------------------------------------------------------------------------- parameter counts
 
+def counted_recipe(preset: str) -> str:
+    """The recipe the parameter counts use: at the assignment's sizes the course notes' (free embedding rows,
+    the model their counts describe); at the cpu preset the default recipe, the models the reference ablation
+    trained (results/reference records the same counts)."""
+    return "notes" if preset == "assignment" else DEFAULT_RECIPE
+
+
 @functools.lru_cache(maxsize=None)
 def c5_model(preset: str) -> BLTModel:
     """C5 at ``preset``'s sizes, built as training builds it (:func:`cipherlab.codec.build_model`), seeded,
-    with free embedding rows as the course notes build them (so that :func:`c1_params` can count alike)."""
+    with the recipe :func:`counted_recipe` names (as :func:`c1_params` counts C1)."""
     torch.manual_seed(0)
-    return build_model(make_config("c5", preset, recipe="notes"))
+    return build_model(make_config("c5", preset, recipe=counted_recipe(preset)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -273,8 +280,9 @@ def c1_params(preset: str) -> int:
     (vocab None, the cpu preset) has its base symbols and specials, which only fitting it tells:
     cheap without merges.
     """
-    # free embedding rows, as c5_model; at the assignment's sizes the course notes' 1024 / 8000 BPEs
-    c = make_config("c1", preset, recipe="notes", **(TOKENIZATIONS["notes"] if preset == "assignment" else {}))
+    # the recipe c5_model counts with; at the assignment's sizes the course notes' 1024 / 8000 BPEs
+    c = make_config("c1", preset, recipe=counted_recipe(preset),
+                    **(TOKENIZATIONS["notes"] if preset == "assignment" else {}))
     if c.src_vocab is None or c.tgt_vocab is None:
         from cipherlab.codec import fit_codec, select_lines
         return build_model(c, fit_codec(c, select_lines(corpus(), c))).num_params()

@@ -4,7 +4,7 @@ the calibration runs and the committed test records.
 The sizes are ``cipherlab.config.Config()``'s defaults (the assignment preset) and the key period
 is ``cipherlab.cipher.PERIOD``: none is typed here by hand. ``results/calibration/calibration.json``
 holds the short runs that chose the cpu preset (chapters 4 and 7 quote them); ``run_records``
-reads a committed results folder through ``cipherlab.results`` (chapters 4 and 6).
+reads a committed results folder through ``cipherlab.results`` (chapters 4 and 6), ``reference_runs`` results/reference.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from cipherlab.cipher import PERIOD
 from cipherlab.config import Config
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.results import BITS_RUN, load_run, metric
+from cipherlab.results import BITS_RUN, REFERENCE_SETS, load_reference_runs, load_run, metric, paired_rows, section
 
 ASSIGNMENT_SIZES = Config()  # the assignment preset's sizes are Config's defaults
 D_MODEL, N_HEADS, FFN_DIM = ASSIGNMENT_SIZES.d_model, ASSIGNMENT_SIZES.n_heads, ASSIGNMENT_SIZES.ffn_dim
@@ -132,3 +132,63 @@ def exact_over_c1_stderr(folder: str, config: str) -> float:
     sqrt(p1 (1 - p1) / n1 + p2 (1 - p2) / n2). Only the sampling of the test lines; a second
     training seed would move both rates too, and one seed per configuration cannot say by how much."""
     return math.hypot(exact_stderr(folder, "c1"), exact_stderr(folder, config))
+
+
+# --------------------------------------------------------------------------- the reference ablation
+
+@functools.cache
+def reference_runs() -> dict[tuple[str, int], dict]:
+    """results/reference, ``{(config, seed): record}``: the default recipe at the cpu preset, all five
+    configurations, two seeds, every probe set scored line by line (``exact_by_line``)."""
+    return load_reference_runs()
+
+
+def _shared(what: str, values: set):
+    """The one value every reference run holds; an error naming ``what`` when the runs disagree."""
+    if len(values) != 1:
+        raise ValueError(f"results/reference: the runs differ in {what} ({sorted(values)}); a sentence quoting "
+                         "one value for all of them would be wrong")
+    return next(iter(values))
+
+
+def reference_seeds() -> int:
+    return len({seed for _, seed in reference_runs()})
+
+
+def reference_sets() -> int:
+    """How many probe sets each reference run was decoded on (:data:`cipherlab.results.REFERENCE_SETS`)."""
+    return len(REFERENCE_SETS)
+
+
+def reference_lines(name: str) -> int:
+    """How many lines every reference run decoded in probe set ``name`` (e.g. "brown_test_free")."""
+    return _shared(f"the lines of {name}", {section(r, name)["lines"] for r in reference_runs().values()})
+
+
+def reference_epochs() -> int:
+    """The epochs every reference run trained (the same for all five configurations)."""
+    return _shared("epochs", {r["epochs"] for r in reference_runs().values()})
+
+
+def reference_params(config: str) -> int:
+    """Parameters of ``config`` in the reference ablation: the cpu preset's model as ``make_config(config, "cpu")``
+    and training build it (the default recipe), the same for every seed."""
+    return _shared(f"{config}'s parameters", {r["params"] for (name, _), r in reference_runs().items() if name == config})
+
+
+@functools.cache
+def reference_against_c1(config: str) -> dict:
+    """``config`` against C1 in the reference ablation, seed by seed, on every probe set, paired line by line:
+    McNemar's exact test (:func:`cipherlab.results.paired_rows`). Summed over sets and seeds: "c1_missed",
+    lines C1 got wrong; "lost", lines only C1 got right; "gained", lines only ``config`` got right. "tests":
+    how many (seed, set) tests; "p": the lowest p-value, at "seed" on "set" (its label); "other_p": the same
+    set's p-value with the other seed(s), the highest."""
+    rows = [row for row in paired_rows(reference_runs()) if row["config"] == config]
+    if not rows:
+        raise ValueError(f"results/reference has no paired outcomes of {config} and c1")
+    low = min(rows, key=lambda row: (row["p"], -row["only_base"]))
+    others = [row["p"] for row in rows if row["set"] == low["set"] and row["seed"] != low["seed"]]
+    return {"c1_missed": sum(row["lines"] - row["base_exact"] for row in rows),
+            "lost": sum(row["only_base"] for row in rows), "gained": sum(row["only_config"] for row in rows),
+            "tests": len(rows), "p": low["p"], "seed": low["seed"], "set": low["label"],
+            "other_p": max(others) if others else None}

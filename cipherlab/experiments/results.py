@@ -20,11 +20,12 @@ import sacrebleu
 
 from cipherlab.cipher import encrypt
 from cipherlab.config import CONFIG_NAMES, TOKENIZATIONS, make_config
+from cipherlab.experiments.common import reference_runs
 from cipherlab.metrics import compute_metrics
 from cipherlab.results import (ANALYSIS_RUNS, BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
                                REFERENCE_SETS, beam_gains, decoding_gains, exact_difference_stderr, lines_of,
                                load_beam, load_curve, load_errors, load_generalisation, load_learn_runs,
-                               load_reference_runs, load_run, mcnemar, metric, paired_rows, rate_difference_stderr,
+                               load_run, mcnemar, metric, paired_rows, rate_difference_stderr,
                                run_path, section)
 
 RUN = PRIMARY_RUN
@@ -129,11 +130,6 @@ def over_c1_c4(key: str, run: str = RUN, scale: float = 1.0) -> list[float]:
     return [scale * value(c, key, run) for c in C1_C4 if c in records(run)]
 
 
-def epoch_ratio(config: str, run: str = RUN) -> float:
-    """Mean seconds per epoch of ``config`` over C1's."""
-    return records(run)[config]["seconds_per_epoch"] / records(run)["c1"]["seconds_per_epoch"]
-
-
 def epoch_time_spread(run: str = RUN) -> float:
     """The largest ratio of a configuration's slowest to its fastest epoch (the machine's load, nothing else)."""
     spreads = []
@@ -164,10 +160,14 @@ def beam_lines_gained(config: str) -> int:
     return round(beam_gains(beam())[config] * beam()[config]["greedy"]["lines"])
 
 
-def beam_se(config: str) -> float:
-    """One standard error of the beam-minus-greedy exact-line difference, in points."""
+def beam_lowest_p(config: str) -> float:
+    """The lowest McNemar p-value (:func:`cipherlab.results.mcnemar`) any pairing of beam search's and greedy
+    decoding's outcomes on the same lines allows. beam.json keeps no per-line outcomes, only the exact-line
+    counts, so a net change of n lines means n + k lines only one decoding got right and k only the other;
+    every k the line count allows is tried."""
     entry = beam()[config]
-    return pct(rate_difference_stderr(entry["greedy"], entry[beam_width(config)]))
+    lines, n = entry["greedy"]["lines"], abs(beam_lines_gained(config))
+    return min(mcnemar("1" * (n + k) + "0" * k, "0" * (n + k) + "1" * k)[2] for k in range((lines - n) // 2 + 1))
 
 
 def beam_slowdown(config: str) -> float:
@@ -294,28 +294,19 @@ def learned() -> dict[tuple[str, int], dict]:
     return load_learn_runs(LEARN_RUN)
 
 
-def learned_pct(section: str, measure: str, pick=min) -> float:
-    """``pick`` (min or max) over every configuration and seed of one measure, in percent."""
-    return pct(pick(r[section][measure] for r in learned().values()))
-
-
-def probe_random_chars(name: str) -> float:
-    """Characters right (percent) on random strings of one short probe run in results/learn."""
-    probe = _read_probe(name)
-    return pct(probe["random_strings"]["char_accuracy"])
-
-
-@functools.cache
-def _read_probe(name: str) -> dict:
-    return json.loads((run_path("learn") / f"{name}.json").read_text(encoding="utf-8"))
-
-
 # --------------------------------------------------------------------------- the chapter's findings
 
-@functools.cache
 def ref_runs() -> dict[tuple[str, int], dict]:
     """The reference ablation (results/reference): the default recipe, five configurations, two seeds."""
-    return load_reference_runs()
+    return reference_runs()
+
+
+def ref_time_ratios(config: str) -> list[float]:
+    """Training seconds of ``config`` over C1's with the same seed, seed by seed (every reference run trained
+    the same number of epochs)."""
+    runs = ref_runs()
+    return [r["train_seconds"] / runs[("c1", seed)]["train_seconds"] for (name, seed), r in runs.items()
+            if name == config]
 
 
 def ref_exact_pct(pick=min, sets: tuple[str, ...] | None = None) -> float:

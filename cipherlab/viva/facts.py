@@ -43,9 +43,9 @@ from cipherlab.models.attention import MultiHeadAttention
 from cipherlab.models.norm import LayerNorm, RMSNorm
 from cipherlab.models.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from cipherlab.models.transformer import cross_kv_cache_bytes, kv_cache_bytes
-from cipherlab.results import (BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, PRIMARY_RUN, REFERENCE_SETS,
+from cipherlab.results import (BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, PRIMARY_RUN,
                                exact_lines_stderr, reference)
-from cipherlab.tokenizers.bytes import VOCAB_SIZE
+from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
 FACTS: dict[str, dict[str, Callable[[], object]]] = {}
 
@@ -95,6 +95,8 @@ FACTS["attention"] = {
     "attn_window_blocked_rows": lambda: att.padded_window_rows()["blocked"],
     "attn_window_rows": lambda: att.padded_window_rows()["rows"],
     "attn_window_finite": lambda: str(att.padded_window_rows()["finite"]),
+    "attn_window_blind_batches": lambda: att.padded_window_batches()[0],
+    "attn_window_batches": lambda: att.padded_window_batches()[1],
     "attn_cpu_blt_window": lambda: make_config("c5", "cpu").blt_window,
     "attn_cpu_chunk_chars": lambda: make_config("c5", "cpu").chunk_chars,
     "attn_asg_blt_window": lambda: make_config("c5", "assignment").blt_window,
@@ -166,23 +168,20 @@ FACTS["mha"] = {
     "mha_c1_total_cache_mb": lambda: mha.megabytes(sum(mha.cache_by_module("C1").values())),
     "mha_c3_total_cache_mb": lambda: mha.megabytes(sum(mha.cache_by_module("C3").values())),
     "mha_total_cache_drop_pct": mha.total_cache_drop_pct,
-    # C3 against C1, measured: the controlled run (equal minutes) and equal epochs, one seed each
+    # C3 against C1 in the course notes' recipe runs: the controlled run (equal minutes), one seed each
     "mha_controlled_c3_minus_c1_exact_points": lambda: mha.c3_against_c1(PRIMARY_RUN)["exact"],
     "mha_controlled_c3_minus_c1_exact_stderr": lambda: mha.c3_against_c1(PRIMARY_RUN)["se"],
-    "mha_controlled_c3_minus_c1_bit_points": lambda: mha.c3_against_c1(PRIMARY_RUN)["bit"],
     "mha_c3_reading_ctrl": lambda: mha.c3_against_c1(PRIMARY_RUN)["reading"],
-    "mha_c1_epochs_ctrl": lambda: mha.c3_against_c1(PRIMARY_RUN)["c1_epochs"],
-    "mha_c3_epochs_ctrl": lambda: mha.c3_against_c1(PRIMARY_RUN)["epochs"],
-    "mha_controlled_c1_exact_pct": lambda: mha.c3_against_c1(PRIMARY_RUN)["c1_exact"],
-    "mha_controlled_c3_exact_pct": lambda: mha.c3_against_c1(PRIMARY_RUN)["c3_exact"],
-    "mha_eq_epochs_c3_minus_c1_exact_points": lambda: mha.c3_against_c1(EQUAL_EPOCHS_RUN)["exact"],
-    "mha_eq_epochs_c3_minus_c1_exact_stderr": lambda: mha.c3_against_c1(EQUAL_EPOCHS_RUN)["se"],
-    "mha_eq_epochs_c3_minus_c1_bit_points": lambda: mha.c3_against_c1(EQUAL_EPOCHS_RUN)["bit"],
-    "mha_c3_reading_eq": lambda: mha.c3_against_c1(EQUAL_EPOCHS_RUN)["reading"],
-    "mha_epochs_eq": lambda: mha.c3_against_c1(EQUAL_EPOCHS_RUN)["epochs"],
-    "mha_eq_epochs_c1_exact_pct": lambda: mha.c3_against_c1(EQUAL_EPOCHS_RUN)["c1_exact"],
-    "mha_eq_epochs_c3_exact_pct": lambda: mha.c3_against_c1(EQUAL_EPOCHS_RUN)["c3_exact"],
-    "mha_cpu_c3_saving_pct": lambda: mha.c3_against_c1(PRIMARY_RUN)["params_saved_pct"],
+    # C3 against C1 in the reference ablation (results/reference): the default recipe, two seeds, paired
+    "mha_ref_seeds": common.reference_seeds,
+    "mha_ref_epochs": common.reference_epochs,
+    "mha_ref_sets": common.reference_sets,
+    "mha_ref_c3_lost": lambda: common.reference_against_c1("c3")["lost"],
+    "mha_ref_c3_min_p": lambda: common.reference_against_c1("c3")["p"],
+    "mha_ref_c3_saving_pct": lambda: 100 * (1 - common.reference_params("c3") / common.reference_params("c1")),
+    "mha_ref_queries_per_kv": lambda: make_config("c3", "cpu").n_heads // make_config("c3", "cpu").n_kv_heads,
+    "mha_notes_c1_bit": lambda: reference("seed", "c1", "bit_accuracy"),
+    "mha_notes_c3_bit": lambda: reference("seed", "c3", "bit_accuracy"),
     "mha_test_lines": lambda: mha.c3_against_c1(PRIMARY_RUN)["lines"],
 }
 
@@ -236,19 +235,6 @@ FACTS["positional"] = {
     "calibration_e_scored_step": lambda: common.scored_step(common.calibration_run("E")),
     "calibration_c_src_vocab": lambda: common.calibration_run("C")["overrides"]["src_vocab"],
     "calibration_c_tgt_vocab": lambda: common.calibration_run("C")["overrides"]["tgt_vocab"],
-    "eq_epochs": lambda: pos.shared_value(f"{pos.EQUAL_EPOCHS} epochs", {c: common.run_records(pos.EQUAL_EPOCHS)[c]["epochs"] for c in ("c1", "c2")}),
-    "eq_lines": lambda: common.test_lines(pos.EQUAL_EPOCHS),
-    "eq_c1_exact": lambda: common.percent(pos.EQUAL_EPOCHS, "c1", "sequence_accuracy"),
-    "eq_c2_exact": lambda: common.percent(pos.EQUAL_EPOCHS, "c2", "sequence_accuracy"),
-    "eq_epochs_c2_minus_c1_exact_points": lambda: common.points_over_c1(pos.EQUAL_EPOCHS, "c2", "sequence_accuracy"),
-    "eq_epochs_c2_minus_c1_exact_stderr": lambda: common.exact_over_c1_stderr(pos.EQUAL_EPOCHS, "c2"),
-    "c2_exact_lines_over_c1_in_stderrs": lambda: abs(common.points_over_c1(pos.EQUAL_EPOCHS, "c2", "sequence_accuracy"))
-    / common.exact_over_c1_stderr(pos.EQUAL_EPOCHS, "c2"),
-    "eq_epochs_c2_minus_c1_bit_points": lambda: common.points_over_c1(pos.EQUAL_EPOCHS, "c2", "bit_accuracy"),
-    "eq_epochs_c1_bits_wrong_pct": lambda: 100 - common.percent(pos.EQUAL_EPOCHS, "c1", "bit_accuracy"),
-    "eq_c1_cer": lambda: common.percent(pos.EQUAL_EPOCHS, "c1", "char_error_rate"),
-    "eq_c2_cer": lambda: common.percent(pos.EQUAL_EPOCHS, "c2", "char_error_rate"),
-    "eq_epochs_c2_rope_in_cross_attention": lambda: pos.cross_rotation(pos.EQUAL_EPOCHS),
     "bits_run_c2_rope_in_cross_attention": lambda: pos.cross_rotation(common.BITS),
     "bits_src_vocab": lambda: common.run_records(common.BITS)["c2"]["hyperparameters"]["src_vocab"],
     "bits_lines": lambda: common.test_lines(common.BITS),
@@ -257,6 +243,16 @@ FACTS["positional"] = {
     "bits_c2_bit": lambda: common.percent(common.BITS, "c2", "bit_accuracy"),
     "bits_c1_epochs": lambda: common.run_records(common.BITS)["c1"]["epochs"],
     "bits_c2_epochs": lambda: common.run_records(common.BITS)["c2"]["epochs"],
+    # C2 against C1 in the reference ablation (results/reference): the default recipe, two seeds, paired
+    "key_period": lambda: common.KEY_PERIOD,
+    "ref_seeds": common.reference_seeds,
+    "ref_sets": common.reference_sets,
+    "ref_epochs": common.reference_epochs,
+    "ref_c2_lost": lambda: common.reference_against_c1("c2")["lost"],
+    "ref_c2_min_p": lambda: common.reference_against_c1("c2")["p"],
+    "ref_c2_min_p_seed": lambda: common.reference_against_c1("c2")["seed"],
+    "ref_c2_min_p_set": lambda: common.reference_against_c1("c2")["set"],
+    "ref_c2_other_seed_p": lambda: common.reference_against_c1("c2")["other_p"],
 }
 
 
@@ -295,22 +291,23 @@ FACTS["norm"] = {
     "pre_spread": lambda: _nrm_depth_profile("pre")["spread"],
     "post_spread": lambda: _nrm_depth_profile("post")["spread"],
     "noresid_spread": lambda: _nrm_depth_profile("no-residual")["spread"],
-    # C4 against C1, measured: the controlled run (equal minutes) and equal epochs, one seed each
-    "controlled_c4_minus_c1_exact_points": lambda: nrm.c4_against_c1(PRIMARY_RUN)["exact"],
-    "controlled_c4_minus_c1_exact_stderr": lambda: nrm.c4_against_c1(PRIMARY_RUN)["se"],
-    "controlled_c4_vs_c1_reading": lambda: nrm.c4_against_c1(PRIMARY_RUN)["reading"],
+    # C4 against C1 in the course notes' recipe runs at equal epochs, one seed each
     "eq_epochs_c4_minus_c1_exact_points": lambda: nrm.c4_against_c1(EQUAL_EPOCHS_RUN)["exact"],
     "eq_epochs_c4_minus_c1_exact_stderr": lambda: nrm.c4_against_c1(EQUAL_EPOCHS_RUN)["se"],
     "eq_epochs_c4_vs_c1_reading": lambda: nrm.c4_against_c1(EQUAL_EPOCHS_RUN)["reading"],
-    "controlled_c1_exact_pct": lambda: nrm.c4_against_c1(PRIMARY_RUN)["c1_exact"],
-    "eq_epochs_c1_exact_pct": lambda: nrm.c4_against_c1(EQUAL_EPOCHS_RUN)["c1_exact"],
-    "controlled_c4_exact_pct": lambda: nrm.c4_against_c1(PRIMARY_RUN)["c4_exact"],
-    "c1_epochs_ctrl": lambda: nrm.c4_against_c1(PRIMARY_RUN)["c1_epochs"],
-    "c4_epochs_ctrl": lambda: nrm.c4_against_c1(PRIMARY_RUN)["c4_epochs"],
-    "c1_s_per_epoch_ctrl": lambda: nrm.c4_against_c1(PRIMARY_RUN)["c1_s_per_epoch"],
-    "c4_s_per_epoch_ctrl": lambda: nrm.c4_against_c1(PRIMARY_RUN)["c4_s_per_epoch"],
-    "eq_epochs": lambda: nrm.c4_against_c1(EQUAL_EPOCHS_RUN)["c1_epochs"],
-    "ctrl_budget_min": lambda: nrm.c4_against_c1(PRIMARY_RUN)["budget_s"] / 60,
+    # C4 against C1 in the reference ablation (results/reference): the default recipe, two seeds, paired
+    "ref_seeds": common.reference_seeds,
+    "ref_sets": common.reference_sets,
+    "ref_epochs": common.reference_epochs,
+    "ref_c4_lost": lambda: common.reference_against_c1("c4")["lost"],
+    "ref_c4_min_p": lambda: common.reference_against_c1("c4")["p"],
+    # what the course notes report of their own C1 and C4 runs (cipherlab.results.reported)
+    "notes_c1_bit": lambda: reference("seed", "c1", "bit_accuracy"),
+    "notes_c4_bit": lambda: reference("seed", "c4", "bit_accuracy"),
+    "notes_c1_peak_gb": lambda: reference("seed", "c1", "peak_memory_gb"),
+    "notes_c4_peak_gb": lambda: reference("seed", "c4", "peak_memory_gb"),
+    "notes_peak_gap_mb": lambda: 1000 * (reference("seed", "c1", "peak_memory_gb")
+                                         - reference("seed", "c4", "peak_memory_gb")),
 }
 
 
@@ -360,6 +357,9 @@ FACTS["bpe"] = {
 
 FACTS["blt"] = {
     "byte_vocab": lambda: VOCAB_SIZE,
+    "byte_pad_id": lambda: PAD_ID,
+    "byte_bos_id": lambda: BOS_ID,
+    "byte_eos_id": lambda: EOS_ID,
     "chunk_chars": lambda: CHUNK_CHARS,
     "chunk_bits": lambda: 8 * CHUNK_CHARS,
     "straddle_bits_full": lambda: blt.benchmark("bpe")["sides"]["source_bits"]["boundary_straddle_rate_val"],
@@ -401,9 +401,10 @@ FACTS["blt"] = {
     "calibration_bytes_val_bit_accuracy": lambda: common.calibration_bits("F"),
     "calibration_patches_scored_step": lambda: common.scored_step(common.calibration_run("D")),
     "calibration_bytes_scored_step": lambda: common.scored_step(common.calibration_run("F")),
-    "c1_params_cpu": lambda: f"{blt.c1_params('cpu'):,}",
-    "c5_params_cpu": lambda: f"{blt.c5_model('cpu').num_params():,}",
-    "c5_over_c1_cpu": lambda: blt.c5_model("cpu").num_params() / blt.c1_params("cpu"),
+    # at the cpu preset: the reference ablation's models (the default recipe), as its records count them
+    "c1_params_cpu": lambda: f"{common.reference_params('c1'):,}",
+    "c5_params_cpu": lambda: f"{common.reference_params('c5'):,}",
+    "c5_over_c1_cpu": lambda: common.reference_params("c5") / common.reference_params("c1"),
     "c5_over_c1_assignment": lambda: blt.c5_model("assignment").num_params() / blt.c1_params("assignment"),
     "window_cpu": lambda: make_config("c5", "cpu").blt_window,
     "chunk_chars_cpu": lambda: make_config("c5", "cpu").chunk_chars,
@@ -479,13 +480,20 @@ FACTS["training"] = {
 FACTS["results"] = {
     # the findings that open the chapter
     "res_ref_runs": lambda: len(res.ref_runs()),
-    "res_ref_seeds": lambda: len({seed for _, seed in res.ref_runs()}),
-    "res_ref_sets": lambda: len(REFERENCE_SETS),
+    "res_ref_seeds": common.reference_seeds,
+    "res_ref_sets": common.reference_sets,
     "res_ref_perfect_runs": res.ref_perfect_runs,
     "res_ref_exact_min": res.ref_exact_pct,
     "res_ref_brown_exact_min": lambda: res.ref_exact_pct(min, ("brown_test_free",)),
     "res_ref_c5_time_ratio": lambda: (sum(r["train_seconds"] for (c, _), r in res.ref_runs().items() if c == "c5")
                                       / sum(r["train_seconds"] for (c, _), r in res.ref_runs().items() if c == "c1")),
+    "res_ref_epochs": common.reference_epochs,
+    "res_ref_c5_time_ratio_min": lambda: min(res.ref_time_ratios("c5")),  # seed by seed
+    "res_ref_c5_time_ratio_max": lambda: max(res.ref_time_ratios("c5")),
+    "res_ref_brown_exact_max": lambda: res.ref_exact_pct(max, ("brown_test_free",)),
+    "res_ref_brown_lines": lambda: common.reference_lines("brown_test_free"),
+    **{f"res_ref_{name}_lost": (lambda name=name: common.reference_against_c1(name)["lost"])
+       for name in CONFIG_NAMES[1:]},  # lines only C1 decoded, over every probe set and seed
     "res_step_tests": lambda: len(res.recipe_steps()),
     "res_step_gains": lambda: sum(s["p"] < 0.05 and s["gained"] > s["lost"] for s in res.recipe_steps()),
     "res_step_loss_p": lambda: min(s["p"] for s in res.recipe_steps() if s["lost"] > s["gained"]),
@@ -556,7 +564,7 @@ FACTS["results"] = {
     "res_beam_c5_greedy": lambda: res.beam_exact("c5", "greedy"),
     "res_beam_c5_beam": lambda: res.beam_exact("c5", "beam"),
     "res_beam_c5_lines_lost": lambda: -res.beam_lines_gained("c5"),
-    "res_beam_c5_se": lambda: res.beam_se("c5"),
+    "res_beam_c5_lowest_p": lambda: res.beam_lowest_p("c5"),
     "res_beam_c2_slowdown": lambda: res.beam_slowdown("c2"),
     "res_beam_c5_slowdown": lambda: res.beam_slowdown("c5"),
     # §7.8 Q7: what the KV cache saves
@@ -583,17 +591,10 @@ FACTS["results"] = {
     "res_epochs_max": lambda: max(r["epochs"] for r in res.records().values()),
     "res_epoch_time_spread": res.epoch_time_spread,
     "res_equal_epochs": lambda: res.records(EQUAL_EPOCHS_RUN)["c1"]["epochs"],
-    # §7.9 Q2: which single changes helped
-    "res_equal_c2_exact": lambda: res.against_c1("c2", "sequence_accuracy"),
-    "res_equal_c2_se": lambda: res.se_against_c1("c2"),
-    "res_equal_c2_bit": lambda: res.against_c1("c2", "bit_accuracy"),
-    "res_equal_c3_exact": lambda: res.against_c1("c3", "sequence_accuracy"),
-    "res_equal_c3_se": lambda: res.se_against_c1("c3"),
+    # §7.9 Q1: C4 at equal epochs and in the time-budget run
     "res_equal_c4_exact": lambda: res.against_c1("c4", "sequence_accuracy"),
     "res_equal_c4_se": lambda: res.se_against_c1("c4"),
     "res_c4_controlled_exact": lambda: res.against_c1("c4", "sequence_accuracy", res.RUN),
-    "res_c1_controlled_epochs": lambda: res.records()["c1"]["epochs"],
-    "res_c4_controlled_epochs": lambda: res.records()["c4"]["epochs"],
     # §7.9 Q3: C5
     "res_ext_c5_minus_c2": res.extended_c5_minus_c2,
     "res_ext_c5_minus_c2_stderr": res.extended_se,
@@ -601,9 +602,6 @@ FACTS["results"] = {
     "res_ext_c2_exact": lambda: res.exact_pct("c2", EXTENDED_RUN),
     "res_ext_c5_epochs": lambda: res.records(EXTENDED_RUN)["c5"]["epochs"],
     "res_ext_c2_epochs": lambda: res.records(EXTENDED_RUN)["c2"]["epochs"],
-    "res_equal_c5_exact": lambda: res.against_c1("c5", "sequence_accuracy"),
-    "res_equal_c5_se": lambda: res.se_against_c1("c5"),
-    "res_c5_epoch_ratio": lambda: res.epoch_ratio("c5"),
     "res_c1_bit": lambda: res.bit_pct("c1"),
     "res_bits_c1_bit": lambda: res.bit_pct("c1", BITS_RUN),
     "res_seed_c1_bit": lambda: res.pct(reference("seed", "c1", "bit_accuracy")),
@@ -613,13 +611,6 @@ FACTS["results"] = {
     "res_bytes_bit_max": lambda: max(res.over_c1_c4("bit_accuracy", scale=100)),
     "res_bits_bit_min": lambda: min(res.over_c1_c4("bit_accuracy", BITS_RUN, 100)),
     "res_bits_bit_max": lambda: max(res.over_c1_c4("bit_accuracy", BITS_RUN, 100)),
-    # §7.9 Q4: the key-phase embedding, measured (results/learn)
-    "res_learn_seeds": lambda: len({seed for _, seed in res.learned()}),
-    "res_learn_brown_exact_min": lambda: res.learned_pct("brown_test_free", "sequence_accuracy"),
-    "res_learn_brown_exact_max": lambda: res.learned_pct("brown_test_free", "sequence_accuracy", max),
-    "res_learn_brown_lines": lambda: next(iter(res.learned().values()))["brown_test_free"]["lines"],
-    "res_probe_c2_two": lambda: res.probe_random_chars("c2-shuffle-bits"),
-    "res_probe_c2_phase": lambda: res.probe_random_chars("c2-shuffle-bits-phase"),
     # §7.9 Q5: what peak memory means here
     "res_device": lambda: next(iter(res.records().values()))["device"],
     "res_c1_peak_mib": lambda: res.peak_mib("c1"),

@@ -10,7 +10,8 @@ chapter's stored outputs can be looked at (and screenshotted) as a student who o
   as ``ename: evalue``, and rich outputs by :data:`MIME_ORDER`, HTML with its scripts removed (so an
   explorer shows its still picture), an ipywidgets view as its ``text/plain`` fallback;
 - the book's cell tags honoured: ``remove-cell`` leaves a cell out, ``remove-input`` shows only its
-  outputs, ``remove-output`` only its input (``hide-input`` shows both, as nothing folds here).
+  outputs, ``remove-output`` only its input (``hide-input`` and ``hide-cell``, an exercise's
+  solution, show both, as nothing folds here).
 """
 
 from __future__ import annotations
