@@ -571,6 +571,40 @@ def test_the_reference_answers_say_what_the_files_hold():
     assert attention.padded_window_batches("notes")[0] == 0 < attention.padded_window_batches()[0]
 
 
+def test_the_nophase_answers_say_what_the_files_hold():
+    """The sentences of the banks that quote the ablation without the key-phase embedding (results/nophase),
+    checked against its records: the numbers are facts, these are the words around them."""
+    from cipherlab.experiments import common
+
+    bar = common.nophase_bonferroni()
+    seeds = lambda config, name, key: common.nophase_seed_values(config, name, key)  # noqa: E731
+    # the same configurations and seeds as the reference ablation, "the same runs otherwise"
+    assert set(common.nophase_runs()) == set(common.reference_runs())
+    # §7.9 Q2/Q4: "two differences repeat with both seeds, both in C1's favour": C2 on random strings over
+    # the whole training alphabet, C3 on Brown decoded length-aware; "no other C2 difference repeats";
+    # §7.9 Q3: "no C5 difference from C1 repeats"; "nothing improves"
+    assert common.nophase_repeated() == (("c2", "random_alphabet", "c1"), ("c3", "brown_test", "c1"))
+    # §7.3 Q8: C2 "decodes fewer ... exactly than C1, with both seeds", "both below the Bonferroni bar";
+    # §7.2 Q7: C3 "decodes fewer Brown test lines than C1 ... with both seeds", and "one seed misses" the bar
+    for config, name in (("c2", "random_alphabet"), ("c3", "brown_test")):
+        assert all(c1 > other for c1, other in zip(seeds(config, name, "base_exact"), seeds(config, name, "exact")))
+    assert all(p < bar for p in seeds("c2", "random_alphabet", "p"))
+    assert sum(p >= bar for p in seeds("c3", "brown_test", "p")) == 1
+    # §7.9 Q2: "the clearest difference is C2 behind C1": the one repeated difference clear of the bar with every seed
+    assert [(c, n) for c, n, _ in common.nophase_repeated() if all(p < bar for p in seeds(c, n, "p"))] == \
+        [("c2", "random_alphabet")]
+    # §7.2 Q7: C3's lowest p-value is on "Brown decoded freely", "not repeated by the other seed"; §7.4 Q6/Q7: C4's
+    # is "a gain with one seed on Brown decoded freely", the other seed "goes C1's way on the same lines";
+    # §7.9 Q3: C5's is "one seed's loss on Brown decoded freely", the other seed's p not below 0.05
+    c3, c4, c5 = (common.nophase_lowest(name) for name in ("c3", "c4", "c5"))
+    assert c3["set"] == "brown_test_free" and c3["other"]["p"] >= 0.05
+    assert c4["set"] == "brown_test_free" and common.favours(c4) == "c4" and common.favours(c4["other"]) == "c1"
+    assert c5["set"] == "brown_test_free" and common.favours(c5) == "c1" and c5["other"]["p"] >= 0.05
+    # §7.9 Q4: "all ... runs miss at least one random-string goal"; "every run passes 99 % of the validation tokens"
+    assert min(common.nophase_random_goal_misses().values()) >= 1
+    assert None not in common.nophase_steps_to(0.99)
+
+
 def test_the_learn_probes_readme_is_what_its_generator_writes_from_the_records(tmp_path, monkeypatch):
     """results/learn/README.md quotes every number from the probe records beside it."""
     import importlib.util

@@ -4,7 +4,8 @@ the calibration runs and the committed test records.
 The sizes are ``cipherlab.config.Config()``'s defaults (the assignment preset) and the key period
 is ``cipherlab.cipher.PERIOD``: none is typed here by hand. ``results/calibration/calibration.json``
 holds the short runs that chose the cpu preset (chapters 4 and 7 quote them); ``run_records``
-reads a committed results folder through ``cipherlab.results`` (chapters 4 and 6), ``reference_runs`` results/reference.
+reads a committed results folder through ``cipherlab.results`` (chapters 4 and 6), ``reference_runs`` results/reference,
+``nophase_runs`` results/nophase (the same ablation without the key-phase embedding; chapters 3, 4, 5 and 9).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from cipherlab.cipher import PERIOD
 from cipherlab.config import Config
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.results import BITS_RUN, REFERENCE_SETS, load_reference_runs, load_run, metric, paired_rows, section
+from cipherlab.results import (BITS_RUN, RECIPE_RUNS, REFERENCE_GOALS, REFERENCE_SETS, first_step, load_learn_runs,
+                               load_reference_runs, load_run, metric, paired_rows, section)
 
 ASSIGNMENT_SIZES = Config()  # the assignment preset's sizes are Config's defaults
 D_MODEL, N_HEADS, FFN_DIM = ASSIGNMENT_SIZES.d_model, ASSIGNMENT_SIZES.n_heads, ASSIGNMENT_SIZES.ffn_dim
@@ -192,3 +194,121 @@ def reference_against_c1(config: str) -> dict:
             "lost": sum(row["only_base"] for row in rows), "gained": sum(row["only_config"] for row in rows),
             "tests": len(rows), "p": low["p"], "seed": low["seed"], "set": low["label"],
             "other_p": max(others) if others else None}
+
+
+# --------------------------------------------------------------------------- without the key-phase embedding
+
+NOPHASE_RUN = RECIPE_RUNS["phase_embedding"][0]  # results/nophase: the key-phase embedding off, nothing else changed
+
+
+@functools.cache
+def nophase_runs() -> dict[tuple[str, int], dict]:
+    """results/nophase, ``{(config, seed): record}``: the reference ablation with the key-phase embedding off
+    (the same five configurations, seeds, epochs and probe lines), each record with its learning curve."""
+    return load_learn_runs(NOPHASE_RUN)
+
+
+@functools.cache
+def nophase_paired() -> tuple[dict, ...]:
+    """McNemar's exact test of C2-C5 against C1 without the key-phase embedding, seed by seed, on every
+    probe set (:func:`cipherlab.results.paired_rows`), as chapter 9 tabulates it."""
+    rows = tuple(paired_rows(nophase_runs()))
+    if not rows:
+        raise ValueError(f"results/{NOPHASE_RUN} has no paired outcomes of a configuration and c1")
+    return rows
+
+
+def nophase_tests() -> int:
+    return len(nophase_paired())
+
+
+def nophase_bonferroni() -> float:
+    """0.05 over every test of :func:`nophase_paired`: the bar a p-value clears for the whole table."""
+    return 0.05 / nophase_tests()
+
+
+def favours(row: dict) -> str:
+    """Which model a paired row favours: "c1", the configuration, or "neither" (as many lines each way)."""
+    if row["only_base"] == row["only_config"]:
+        return "neither"
+    return "c1" if row["only_base"] > row["only_config"] else row["config"]
+
+
+def nophase_pair(config: str, name: str) -> dict[int, dict]:
+    """``config`` against C1 on probe set ``name`` without the key-phase embedding, ``{seed: paired row}``."""
+    rows = {row["seed"]: row for row in nophase_paired() if (row["config"], row["set"]) == (config, name)}
+    if not rows:
+        raise ValueError(f"results/{NOPHASE_RUN} has no paired outcomes of {config} and c1 on {name}")
+    return dict(sorted(rows.items()))
+
+
+@functools.cache
+def nophase_repeated() -> tuple[tuple[str, str, str], ...]:
+    """(config, set, the model it favours) of every difference from C1 without the key-phase embedding that
+    every seed shows with p below 0.05, in the same direction."""
+    found = []
+    for config, name in dict.fromkeys((row["config"], row["set"]) for row in nophase_paired()):
+        rows = nophase_pair(config, name).values()
+        sides = {favours(row) for row in rows}
+        if all(row["p"] < 0.05 for row in rows) and len(sides) == 1:
+            found.append((config, name, sides.pop()))
+    return tuple(found)
+
+
+def nophase_below(bar: float = 0.05) -> int:
+    """How many tests of :func:`nophase_paired` have p below ``bar``."""
+    return sum(row["p"] < bar for row in nophase_paired())
+
+
+@functools.cache
+def nophase_lowest(config: str) -> dict:
+    """``config``'s lowest p-value against C1 without the key-phase embedding: its paired row, with "other",
+    the same set's row with the other seed (the highest p-value if several)."""
+    rows = [row for row in nophase_paired() if row["config"] == config]
+    if not rows:
+        raise ValueError(f"results/{NOPHASE_RUN} has no paired outcomes of {config} and c1")
+    low = min(rows, key=lambda row: (row["p"], -abs(row["only_base"] - row["only_config"])))
+    others = [row for seed, row in nophase_pair(config, low["set"]).items() if seed != low["seed"]]
+    return {**low, "other": max(others, key=lambda row: row["p"]) if others else None}
+
+
+def nophase_random_goal_misses() -> dict[tuple[str, int], int]:
+    """How many random-string goals (:data:`cipherlab.results.REFERENCE_GOALS`) each run without the key-phase
+    embedding misses."""
+    goals = [g for g in REFERENCE_GOALS if g[0].startswith("random")]
+    return {key: sum(section(r, name)[measure] < level for name, measure, level, _ in goals)
+            for key, r in nophase_runs().items()}
+
+
+def nophase_steps_to(level: float, key: str = "val_accuracy") -> list[int | None]:
+    """The first validation step at which each run without the key-phase embedding reached ``level`` of
+    ``key`` (:func:`cipherlab.results.first_step`; None: never)."""
+    return [first_step(r["curve"], key, level) for r in nophase_runs().values()]
+
+
+def nophase_steps_per_epoch(config: str = "c1") -> int:
+    """Optimiser steps in ``config``'s first epoch without the key-phase embedding (the same for its seeds)."""
+    return _shared(f"{config}'s steps per epoch", {r["log"][0]["step"] for (name, _), r in nophase_runs().items()
+                                                   if name == config})
+
+
+def nophase_lines(name: str) -> int:
+    """How many lines every run without the key-phase embedding decoded in probe set ``name``."""
+    return _shared(f"the lines of {name}", {section(r, name)["lines"] for r in nophase_runs().values()})
+
+
+def nophase_seed_values(config: str, name: str, key: str) -> list:
+    """One field of ``config``'s paired rows against C1 on ``name`` (:func:`nophase_pair`), seed by seed:
+    "base_exact" (C1's exact lines), "exact" (the configuration's), "p" (McNemar's p-value)."""
+    return [row[key] for row in nophase_pair(config, name).values()]
+
+
+def seed_by_seed(values: list, spec: str = "") -> str:
+    """Values of the seeds, in seed order, as a sentence says them: "97 and 82" ("a, b and c" for three)."""
+    shown = [format(v, spec) for v in values]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def nophase_by_seed(config: str, name: str, key: str, spec: str = "") -> str:
+    """:func:`nophase_seed_values` as a sentence says them (:func:`seed_by_seed`), e.g. "97 and 82"."""
+    return seed_by_seed(nophase_seed_values(config, name, key), spec)

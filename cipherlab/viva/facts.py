@@ -180,6 +180,15 @@ FACTS["mha"] = {
     "mha_ref_c3_min_p": lambda: common.reference_against_c1("c3")["p"],
     "mha_ref_c3_saving_pct": lambda: 100 * (1 - common.reference_params("c3") / common.reference_params("c1")),
     "mha_ref_queries_per_kv": lambda: make_config("c3", "cpu").n_heads // make_config("c3", "cpu").n_kv_heads,
+    # C3 against C1 without the key-phase embedding (results/nophase): Brown decoded length-aware, seed by seed
+    "mha_nophase_tests": common.nophase_tests,
+    "mha_nophase_bonferroni": common.nophase_bonferroni,
+    "mha_nophase_brown_lines": lambda: common.nophase_lines("brown_test"),
+    "mha_nophase_c1_brown_exact": lambda: common.nophase_by_seed("c3", "brown_test", "base_exact"),
+    "mha_nophase_c3_brown_exact": lambda: common.nophase_by_seed("c3", "brown_test", "exact"),
+    "mha_nophase_c3_brown_p": lambda: common.nophase_by_seed("c3", "brown_test", "p", ".2g"),
+    "mha_nophase_c3_low_p": lambda: common.nophase_lowest("c3")["p"],
+    "mha_nophase_c3_low_other_p": lambda: common.nophase_lowest("c3")["other"]["p"],
     "mha_notes_c1_bit": lambda: reference("seed", "c1", "bit_accuracy"),
     "mha_notes_c3_bit": lambda: reference("seed", "c3", "bit_accuracy"),
     "mha_test_lines": lambda: mha.c3_against_c1(PRIMARY_RUN)["lines"],
@@ -253,6 +262,13 @@ FACTS["positional"] = {
     "ref_c2_min_p_seed": lambda: common.reference_against_c1("c2")["seed"],
     "ref_c2_min_p_set": lambda: common.reference_against_c1("c2")["set"],
     "ref_c2_other_seed_p": lambda: common.reference_against_c1("c2")["other_p"],
+    # C2 against C1 without the key-phase embedding (results/nophase): the same ablation, the period withheld
+    "nophase_tests": common.nophase_tests,
+    "nophase_bonferroni": common.nophase_bonferroni,
+    "nophase_alphabet_lines": lambda: common.nophase_lines("random_alphabet"),
+    "nophase_c1_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "base_exact"),
+    "nophase_c2_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "exact"),
+    "nophase_c2_alphabet_p": lambda: common.nophase_by_seed("c2", "random_alphabet", "p", ".2g"),
 }
 
 
@@ -301,6 +317,12 @@ FACTS["norm"] = {
     "ref_epochs": common.reference_epochs,
     "ref_c4_lost": lambda: common.reference_against_c1("c4")["lost"],
     "ref_c4_min_p": lambda: common.reference_against_c1("c4")["p"],
+    # C4 against C1 without the key-phase embedding (results/nophase): its lowest p-value and the other seed's
+    "nophase_c4_low_p": lambda: common.nophase_lowest("c4")["p"],
+    "nophase_c4_low_c1_exact": lambda: common.nophase_lowest("c4")["base_exact"],
+    "nophase_c4_low_exact": lambda: common.nophase_lowest("c4")["exact"],
+    "nophase_c4_low_lines": lambda: common.nophase_lowest("c4")["lines"],
+    "nophase_c4_low_other_p": lambda: common.nophase_lowest("c4")["other"]["p"],
     # what the course notes report of their own C1 and C4 runs (cipherlab.results.reported)
     "notes_c1_bit": lambda: reference("seed", "c1", "bit_accuracy"),
     "notes_c4_bit": lambda: reference("seed", "c4", "bit_accuracy"),
@@ -515,6 +537,26 @@ FACTS["results"] = {
     "res_aware_bits_gain_min": lambda: res.aware_gain_range(True, min),
     "res_aware_bits_gain_max": lambda: res.aware_gain_range(True, max),
     "res_aware_bytes_gain_max": lambda: res.aware_gain_range(False, max),
+    # the same ablation without the key-phase embedding (results/nophase): paired tests against C1, learning curves
+    "res_nophase_runs": lambda: len(common.nophase_runs()),
+    "res_nophase_tests": common.nophase_tests,
+    "res_nophase_below_05": common.nophase_below,
+    "res_nophase_below_bonferroni": lambda: common.nophase_below(common.nophase_bonferroni()),
+    "res_nophase_bonferroni": common.nophase_bonferroni,
+    "res_nophase_repeated": lambda: len(common.nophase_repeated()),
+    "res_nophase_alphabet_lines": lambda: common.nophase_lines("random_alphabet"),
+    "res_nophase_c1_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "base_exact"),
+    "res_nophase_c2_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "exact"),
+    "res_nophase_c2_alphabet_p": lambda: common.nophase_by_seed("c2", "random_alphabet", "p", ".2g"),
+    "res_nophase_c3_brown_p": lambda: common.nophase_by_seed("c3", "brown_test", "p", ".2g"),
+    "res_nophase_c5_low_p": lambda: common.nophase_lowest("c5")["p"],
+    "res_nophase_c5_low_c1_exact": lambda: common.nophase_lowest("c5")["base_exact"],
+    "res_nophase_c5_low_exact": lambda: common.nophase_lowest("c5")["exact"],
+    "res_nophase_c5_low_lines": lambda: common.nophase_lowest("c5")["lines"],
+    "res_nophase_c5_low_other_p": lambda: common.nophase_lowest("c5")["other"]["p"],
+    "res_nophase_steps_to_99_min": lambda: min(common.nophase_steps_to(0.99)),
+    "res_nophase_steps_to_99_max": lambda: max(common.nophase_steps_to(0.99)),
+    "res_nophase_steps_per_epoch": common.nophase_steps_per_epoch,
 
     # §7.8 Q1: what each metric sees
     "res_demo_chars": lambda: len(res.SENTENCE),
