@@ -11,7 +11,7 @@ same lines (:func:`cipherlab.results.stats.mcnemar`).
 from __future__ import annotations
 
 from cipherlab.config import CONFIG_NAMES
-from cipherlab.results.records import REFERENCE_SETS, section
+from cipherlab.results.records import RECIPE_RUNS, REFERENCE_SETS, section
 from cipherlab.results.stats import mcnemar
 from cipherlab.tables import markdown_table
 
@@ -184,7 +184,8 @@ def recipe_comparison(before: dict[tuple[str, int], dict], after: dict[tuple[str
 
 
 def recipe_cost_table(reference: dict[tuple[str, int], dict], ablations: dict[str, dict[tuple[str, int], dict]],
-                      configs: tuple = ("c1", "c2"), sets: tuple = ("random_letters", "brown_test_free")) -> str:
+                      configs: tuple = ("c1", "c2"),
+                      sets: tuple = ("random_letters", "random_alphabet", "brown_test_free")) -> str:
     """What each part of the recipe is worth: for each part taken out (``ablations``, as
     :func:`cipherlab.results.records.load_recipe_runs` returns them) and each configuration, the exact
     lines of each set with every part (``reference``) -> without it, seed by seed, and McNemar's exact
@@ -196,7 +197,8 @@ def recipe_cost_table(reference: dict[tuple[str, int], dict], ablations: dict[st
             keys = sorted(key for key in runs if key[0] == config and key in reference)
             if not keys:
                 continue
-            cells = [f"`{part}`", config.upper()]
+            changed = RECIPE_RUNS[part][1] if part in RECIPE_RUNS else {part: None}
+            cells = [" and ".join(f"`{field}`" for field in changed), config.upper()]
             for name in sets:
                 parts = []
                 for key in keys:

@@ -72,14 +72,15 @@ REFERENCE_RUN = "reference"
 
 # The recipe ablation: C1 and C2 of the reference ablation trained again with one part of the default
 # recipe off, seeds 0 and 1 (results/recipe/<folder>, written by results/recipe/run.sh), and all five
-# without the key-phase embedding (results/nophase). {part: (folder, the value it takes instead)}.
+# without the key-phase embedding (results/nophase). {part: (folder, {field: the value it takes instead})};
+# without phase shuffles there are no case flips either (they apply to shuffled chunks only).
 RECIPE_RUNS = {
-    "phase_embedding": ("nophase", False),
-    "bit_embeddings": ("recipe/no-bit-embeddings", False),
-    "phase_shuffle": ("recipe/no-phase-shuffle", 0.0),
-    "case_flip": ("recipe/no-case-flip", 0.0),
-    "source_eos": ("recipe/no-source-eos", False),
-    "select_on": ("recipe/select-on-loss", "val_loss"),
+    "phase_embedding": ("nophase", {"phase_embedding": False}),
+    "bit_embeddings": ("recipe/no-bit-embeddings", {"bit_embeddings": False}),
+    "phase_shuffle": ("recipe/no-phase-shuffle", {"phase_shuffle": 0.0, "case_flip": 0.0}),
+    "case_flip": ("recipe/no-case-flip", {"case_flip": 0.0}),
+    "source_eos": ("recipe/no-source-eos", {"source_eos": False}),
+    "select_on": ("recipe/select-on-loss", {"select_on": "val_loss"}),
 }
 
 # record sections: the probe records call the letters set "random_strings"

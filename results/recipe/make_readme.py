@@ -26,14 +26,15 @@ part on), with everything else as there: the `cpu` preset, whole bytes and no me
 seeds 0 and 1, one torch thread each, every probe set, and a validation every 50 steps (the
 learning curve). Each record is one run of `results/learn/probe.py` (its `command` field; `run.sh`
 reruns them). The key-phase embedding off is `results/nophase`, which ran all five configurations.
-Parts whose folder is missing below were not run.
+Parts whose folder is missing below were not run, and a part run for C1 alone shows C1's rows alone.
 """
 
 
 def part_section(field: str, runs: dict, reference: dict) -> str:
-    folder, value = RECIPE_RUNS[field]
+    folder, changes = RECIPE_RUNS[field]
     every, goals = reference_tables(runs)
-    return (f"## `{field}` {RECIPES['cipher'][field]!r} → {value!r} (`results/{folder}/`)\n\n"
+    changed = ", ".join(f"`{name}` {RECIPES['cipher'][name]!r} → {value!r}" for name, value in changes.items())
+    return (f"## {changed} (`results/{folder}/`)\n\n"
             f"What it knows: {RECIPE_KNOWLEDGE[field]}.\n\n"
             "Exact lines with all of the recipe (before) and without this part (after), on the same lines, "
             "configuration by configuration and seed by seed: the lines only the run without it got right (+), "

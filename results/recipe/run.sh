@@ -14,7 +14,7 @@ configs=${2:-"c1 c2"}
 setting() {
   case $1 in
     no-bit-embeddings) echo "bit_embeddings=false" ;;
-    no-phase-shuffle) echo "phase_shuffle=0" ;;
+    no-phase-shuffle) echo "phase_shuffle=0 case_flip=0" ;;  # case flips apply to shuffled chunks only
     no-case-flip) echo "case_flip=0" ;;
     no-source-eos) echo "source_eos=false" ;;
     select-on-loss) echo "select_on=val_loss" ;;
@@ -26,7 +26,8 @@ stream() {
   seed=$1
   for part in $parts; do
     for c in $configs; do
-      python results/learn/probe.py --config "$c" --recipe cipher --set "$(setting "$part")" --set eval_every=50 \
+      sets=(); for s in $(setting "$part"); do sets+=(--set "$s"); done
+      python results/learn/probe.py --config "$c" --recipe cipher "${sets[@]}" --set eval_every=50 \
         --minutes 30 --epochs 4 --resume --seed "$seed" --name "$part-$c-seed$seed" --out "results/recipe/$part" \
         --random 200 --all-test --more-sets
     done
