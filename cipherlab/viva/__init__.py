@@ -159,11 +159,12 @@ def _markdown(source: str, cell_id: str):
 
 
 def spoken_words(text: str) -> int:
-    """How many words a student would say: maths, code, tables and fact placeholders' markup are
-    not counted (a formula or a table is pointed at, not read out word by word)."""
+    """How many words a student would say: a formula counts as one word, a code span as one, a
+    fact placeholder as one; code blocks and tables are not counted (they are pointed at, not
+    read out word by word)."""
     text = re.sub(r"```.*?```", " ", text, flags=re.S)
-    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
-    text = re.sub(r"\$[^$\n]+\$", " ", text)
+    text = re.sub(r"\$\$.*?\$\$", " M ", text, flags=re.S)
+    text = re.sub(r"\$[^$\n]+\$", "M", text)
     text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))
     text = FACT_ROLE.sub("N", text)
     text = re.sub(r"`[^`]*`", "X", text)
@@ -212,7 +213,7 @@ def viva_cells(chapter: str) -> list:
 TEACHING_BUDGET = 2_500
 TEACHING_BUDGETS = {"09_results.ipynb": 3_000}  # the report a student hands in may run longer
 BOOK_TEACHING_BUDGET = 22_000
-_BODY_ENDS = re.compile(r"#+ (Exercises|Viva questions)\b")
+_BODY_ENDS = re.compile(r"^#+ (Exercises|Viva questions)\b", re.M)
 
 
 def teaching_words(notebook: Path) -> int:
@@ -222,10 +223,12 @@ def teaching_words(notebook: Path) -> int:
     for cell in _nbformat().read(notebook, as_version=4).cells:
         if cell.cell_type != "markdown":
             continue
-        if _BODY_ENDS.match(cell.source.strip()):
-            break
-        text = re.sub(r"<details>.*?</details>", " ", cell.source, flags=re.S)
+        end = _BODY_ENDS.search(cell.source)
+        text = cell.source[:end.start()] if end else cell.source
+        text = re.sub(r"<details>.*?</details>", " ", text, flags=re.S)
         parts.append(re.sub(r"<[^>]+>", " ", text))
+        if end:
+            break
     return spoken_words("\n\n".join(parts))
 
 

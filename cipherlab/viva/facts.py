@@ -99,8 +99,6 @@ FACTS["attention"] = {
     "attn_window_batches": lambda: att.padded_window_batches()[1],
     "attn_cpu_blt_window": lambda: make_config("c5", "cpu").blt_window,
     "attn_cpu_chunk_chars": lambda: make_config("c5", "cpu").chunk_chars,
-    "attn_asg_blt_window": lambda: make_config("c5", "assignment").blt_window,
-    "attn_asg_chunk_chars": lambda: make_config("c5", "assignment").chunk_chars,
     "attn_blocked_rows_c5_elsewhere": lambda: att.blocked_total("c5", skip="local_encoder.pooling")[0],
     "attn_longest_line_chars": att.longest_line,
     "attn_longest_line_bits": lambda: 8 * att.longest_line(),
