@@ -27,6 +27,16 @@ raises inside is a FAIL naming the exception. The reference agrees with PyTorch 
 float32; bfloat16 outputs are compared to BF16_TOL. The BPE check compares with a textbook loop
 written here, independently of cipherlab's learner, as well as with cipherlab's BPETokenizer; its
 speed check is the one timing, and fails only an encoder grossly slower than cipherlab's.
+
+Beyond the main output, the checks try what training does to a part: two calls in eval mode (dropout
+left on is named as such, and stops the checks it would confuse), the part moved with
+``.to(torch.float64)``, stress inputs (scores of 1e4, all-zero and constant tokens, positions up to
+200), a norm's gain and shift as built, RoPE's returned keys at an offset and under a cache, BPE on
+runs of one symbol and bit strings. When a part differs from the reference, the known mistakes (a
+section below, each the reference with one mistake) are run on the same inputs and the one it agrees with is named. A
+class defining a name nn.Module already has (``_apply``, ``train``, ...) is refused before any check.
+The conventions the book allows pass with a note: interleaved RoPE pairs, [sin | cos] sinusoids, eps
+outside the square root, an attention that also returns its weights.
 """
 
 from __future__ import annotations
@@ -127,6 +137,7 @@ class _Unfit(Exception):
 
 
 Check = Callable[[], tuple[bool, str]]
+STOPPERS = ("shape", "eval mode")  # a failure of one of these stops the rest of a part's checks
 
 
 def _run(part: str, subject: str, checks: list[tuple[str, Check]]) -> Report:
@@ -141,8 +152,8 @@ def _run(part: str, subject: str, checks: list[tuple[str, Check]]) -> Report:
         except Exception as e:
             passed, message = False, f"raised {why(e)}"
         report.findings.append(Finding(name, passed, message))
-        if name == "shape" and not passed:
-            break  # every other check needs the shape right first
+        if name in STOPPERS and not passed:
+            break  # every other check needs the shape right, and the same output for the same input, first
     return report
 
 
@@ -201,9 +212,266 @@ def _close(a: torch.Tensor, b: torch.Tensor, tol: float = FLOAT32_TOL) -> bool:
     return a.shape == b.shape and torch.allclose(a.float(), b.float(), rtol=tol, atol=tol)
 
 
+def _tolerance_used(a: torch.Tensor, b: torch.Tensor, tol: float) -> float:
+    """The largest |a - b| / (tol + tol |b|), the share of _close's tolerance used (over 1: not close)."""
+    if a.shape != b.shape:
+        return math.inf
+    used = ((a.float() - b.float()).abs() / (tol + tol * b.float().abs())).max().item()
+    return math.inf if math.isnan(used) else used
+
+
+def _refuse_internals(obj, built=None) -> None:
+    """InterfaceError when class ``obj`` (or the module ``built`` from it) defines a name nn.Module
+    already has (a method _apply, train, to ...): PyTorch calls its own in .to(), .eval(), training
+    and checkpoints, and gets the student's instead."""
+    names = overridden_internals(obj) if inspect.isclass(obj) else []
+    names += shadowed_internals(built) if built is not None else []
+    if names:
+        listed = ", ".join(sorted(set(names)))
+        raise InterfaceError(f"{_label(obj)} defines {listed}, which nn.Module already has: PyTorch calls its own "
+                             f"{listed} in .to(), .double(), .eval(), training or loading a checkpoint, and would get "
+                             f"yours; rename {'it' if len(set(names)) == 1 else 'them'} (e.g. {names[0].lstrip('_')}"
+                             "_step)")
+
+
+def _deterministic(call: Callable[[], torch.Tensor]) -> tuple[bool, str]:
+    """PASS when two calls on the same input give the same output: dropout is off in eval mode."""
+    first, second = call(), call()
+    if torch.equal(first, second):
+        return True, "two calls on the same input give the same output: nothing random in eval mode"
+    return False, (f"two calls on the same input differ by up to {_gap(first, second):.2g}: dropout active in eval "
+                   "mode (F.dropout's training defaults to True); use an nn.Dropout module, which .eval() switches "
+                   "off, or F.dropout(x, p, training=self.training)")
+
+
+def _float64_verdict(out: torch.Tensor, expected: torch.Tensor) -> tuple[bool, str]:
+    """PASS when a float64 run gives float64 within FLOAT32_TOL of the expected output."""
+    if out.dtype != torch.float64:
+        return False, (f"float64 inputs give a {str(out.dtype)[6:]} output; return the input's dtype (compute in "
+                       "float32 if you like, then .to(x.dtype))")
+    said = (f"max difference {_gap(out, expected):.1e}, {_tolerance_used(out, expected, FLOAT32_TOL):.0%} of the "
+            f"tolerance there, {FLOAT32_TOL:g} + {FLOAT32_TOL:g} x |reference|")
+    if _close(out, expected):
+        return True, f"moved with .to(torch.float64), float64 in, float64 out, as the reference ({said})"
+    return False, f"moved with .to(torch.float64), differs from the reference ({said})"
+
+
+def _in_float64(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` moved with .to(torch.float64); _Unfit naming the exception if the move fails."""
+    try:
+        return copy.deepcopy(module).to(torch.float64)
+    except Exception as e:
+        raise _Unfit(f"moving it with .to(torch.float64) raised {why(e)}; keep tensors in parameters and buffers "
+                     "(register_buffer), which .to() moves") from None
+
+
 def _name_the_bug(out: torch.Tensor, suspects: dict[str, torch.Tensor]) -> str:
     """The suffix "; BUG" for the first suspect (BUG -> its output) that ``out`` matches, else an empty string."""
     return next((f"; {bug}" for bug, wrong in suspects.items() if _close(out, wrong, 1e-4)), "")
+
+
+# --------------------------------------------------------------------------- known mistakes; nn.Module internals
+#
+# When a part differs from the reference, the variants below (each the reference with one known mistake) run on the
+# same inputs, and the one the part agrees with is named ("use repeat_interleave: ..."). They are written here,
+# independently of the parts they diagnose.
+
+# What a subclass may (or is meant to) define although nn.Module has it too.
+OVERRIDABLE = {"forward", "extra_repr", "_load_from_state_dict", "_save_to_state_dict", "_version", "dump_patches",
+               "call_super_init", "training", "T_destination"}
+RISKY_DUNDERS = {"__call__", "__getattr__", "__setattr__", "__delattr__", "__dir__"}
+
+
+def _internal(name: str) -> bool:
+    if name.startswith("__") and name.endswith("__"):
+        return name in RISKY_DUNDERS
+    return name in _MODULE_NAMES and name not in OVERRIDABLE
+
+
+_MODULE_NAMES = set(dir(nn.Module))
+
+
+def overridden_internals(cls) -> list[str]:
+    """The names that ``cls`` (or a base class of its own, not torch's or cipherlab's) defines and that
+    nn.Module already has: a method ``_apply`` or ``train`` replaces the one PyTorch calls in .to(),
+    .eval(), training and checkpoints. [] for anything that is not an nn.Module class."""
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        return []
+    found = []
+    for klass in cls.__mro__:
+        if klass is object or klass.__module__.split(".")[0] in ("torch", "cipherlab"):
+            continue
+        found += [name for name in vars(klass) if _internal(name)]
+    return sorted(set(found))
+
+
+def shadowed_internals(module: nn.Module) -> list[str]:
+    """Names of sub-modules, parameters, buffers or plain attributes set on ``module`` that nn.Module
+    already has (``self.apply = nn.Linear(...)``: ``self.apply`` then still finds nn.Module.apply)."""
+    if not isinstance(module, nn.Module):
+        return []
+    base = set(vars(nn.Module()))
+    held = [*module._modules, *module._parameters, *module._buffers, *(n for n in vars(module) if n not in base)]
+    return sorted({name for name in held if _internal(name)})
+
+
+# --------------------------------------------------------------------------- multi-head attention, one mistake each
+
+MHA_MISTAKES = {  # name: what is wrong and the fix, as check prints it
+    "repeat": ("K/V heads are shared with .repeat (or an expand on the wrong axis), giving the order kv0, kv1, "
+               "kv0, kv1 where query heads 0 and 1 must both read kv0: use repeat_interleave(n_heads // n_kv_heads, "
+               "dim=1), as .repeat interleaves the groups wrongly"),
+    "sqrt_d_model": ("scores are divided by sqrt(d_model), not sqrt(head_dim): each head's dot product sums head_dim "
+                     "terms; divide by math.sqrt(head_dim)"),
+    "no_scale": "scores are not divided by sqrt(head_dim); divide q k^T by math.sqrt(head_dim)",
+    "merge_no_transpose": ("the heads are merged without the transpose: (B, H, L, d).reshape(B, L, D) mixes "
+                           "positions; merge with out.transpose(1, 2).reshape(B, L, D)"),
+    "split_no_transpose": ("the heads are split without the transpose: .view(B, H, L, d) mixes positions; split with "
+                           ".view(B, L, H, d).transpose(1, 2)"),
+    "v_from_k": "the values are projected with k_proj; project them with v_proj",
+    "no_o_proj": "o_proj is never applied: the concatenated heads must go through o_proj",
+    "mask_on_queries": ("the padding mask blocks queries (it is transposed to (B, 1, Lk, 1)); a padding mask "
+                        "(B, 1, 1, Lk) blocks PAD keys, the last axis of the scores: use it as it is"),
+    "mask_keep": ("the mask is read as True = keep; cipherlab's masks are True = BLOCKED (F.scaled_dot_product_"
+                  "attention's are the opposite), so fill the scores where mask is True"),
+    "softmax_queries": "the softmax runs over the queries (dim=-2); take it over the keys, dim=-1",
+}
+
+
+def mha_variant(module: nn.Module, n_heads: int, mistake: str | None, query, key, value, mask=None):
+    """(B, Lq, D): multi-head attention with ``module``'s q_proj, k_proj, v_proj and o_proj, right
+    (``mistake`` None) or with one of MHA_MISTAKES. K/V heads: k_proj's width over head_dim."""
+    B, Lq, D = query.shape
+    head_dim = D // n_heads
+    n_kv = module.k_proj.out_features // head_dim
+
+    def split(x, n):
+        if mistake == "split_no_transpose":
+            return x.reshape(B, n, x.size(1), head_dim)
+        return x.view(B, x.size(1), n, head_dim).transpose(1, 2)
+
+    q = split(module.q_proj(query), n_heads)
+    k = split(module.k_proj(key), n_kv)
+    v = split((module.k_proj if mistake == "v_from_k" else module.v_proj)(value), n_kv)
+    group = n_heads // n_kv
+    if mistake == "repeat":
+        k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
+    else:
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scale = {"sqrt_d_model": math.sqrt(D), "no_scale": 1.0}.get(mistake, math.sqrt(head_dim))
+    scores = q @ k.transpose(-2, -1) / scale
+    if mask is not None:
+        if mistake == "mask_keep":
+            mask = ~mask
+        elif mistake == "mask_on_queries" and mask.size(-2) == 1:
+            mask = mask.transpose(-2, -1)
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+    out = scores.softmax(-2 if mistake == "softmax_queries" else -1) @ v  # (B, H, Lq, d)
+    out = out.reshape(B, Lq, D) if mistake == "merge_no_transpose" else out.transpose(1, 2).reshape(B, Lq, D)
+    return out if mistake == "no_o_proj" else module.o_proj(out)
+
+
+# --------------------------------------------------------------------------- BPE, one mistake each
+
+def overlapping_pairs(symbols) -> list[Pair]:
+    """Every adjacent pair, overlapping ones too: ('a', 'a') twice in 'aaa'. The right count."""
+    return list(zip(symbols, symbols[1:]))
+
+
+def non_overlapping_pairs(symbols) -> list[Pair]:
+    """As str.count counts: a pair of two equal symbols consumes both, ('a', 'a') once in 'aaa'."""
+    out, i = [], 0
+    while i + 1 < len(symbols):
+        out.append((symbols[i], symbols[i + 1]))
+        i += 2 if symbols[i] == symbols[i + 1] else 1
+    return out
+
+
+def distinct_pairs(symbols) -> list[Pair]:
+    """Each distinct pair once per pre-token (a set)."""
+    return list(dict.fromkeys(zip(symbols, symbols[1:])))
+
+
+def merge_left_to_right(symbols, pair: Pair) -> tuple[str, ...]:
+    """Every occurrence of ``pair`` joined, scanning left to right. The right merge."""
+    out, i = [], 0
+    while i < len(symbols):
+        if tuple(symbols[i:i + 2]) == pair:
+            out.append(pair[0] + pair[1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return tuple(out)
+
+
+def merge_right_to_left(symbols, pair: Pair) -> tuple[str, ...]:
+    """Every occurrence joined scanning from the right: 'aaa' -> ('a', 'aa')."""
+    symbols, out, i = tuple(symbols), [], len(symbols) - 1
+    while i >= 0:
+        if i > 0 and (symbols[i - 1], symbols[i]) == pair:
+            out.append(pair[0] + pair[1])
+            i -= 2
+        else:
+            out.append(symbols[i])
+            i -= 1
+    return tuple(out[::-1])
+
+
+def merge_first_only(symbols, pair: Pair) -> tuple[str, ...]:
+    """Only the first occurrence of ``pair`` joined."""
+    symbols = tuple(symbols)
+    for i in range(len(symbols) - 1):
+        if symbols[i:i + 2] == pair:
+            return symbols[:i] + (pair[0] + pair[1],) + symbols[i + 2:]
+    return symbols
+
+
+PAIR_COUNTS: dict[str, Callable] = {
+    "overlapping pairs are counted once: ('a', 'a') occurs twice in 'aaa' (positions 0-1 and 1-2); count every "
+    "adjacent pair, zip(symbols, symbols[1:])": non_overlapping_pairs,
+    "each pair is counted once per pre-token (a set); count every occurrence, weighted by the pre-token's "
+    "frequency": distinct_pairs,
+}
+MERGES: dict[str, Callable] = {
+    "pairs are merged from right to left: 'aaa' becomes 'a' + 'aa'; scan left to right, as the merges were "
+    "learned": merge_right_to_left,
+    "only the first occurrence of a pair in a pre-token is merged; merge every occurrence, left to right":
+    merge_first_only,
+}
+
+
+def bpe_merges(pieces: Counter, n_merges: int, pairs: Callable = overlapping_pairs,
+               merge: Callable = merge_left_to_right) -> list[Pair]:
+    """The merges the textbook loop learns from pre-token counts ``pieces`` with the given pair
+    counting and merging (ties to the smallest pair)."""
+    words = Counter({tuple(p): n for p, n in pieces.items()})
+    merges: list[Pair] = []
+    while len(merges) < n_merges:
+        counts = Counter()
+        for symbols, n in words.items():
+            for pair in pairs(symbols):
+                counts[pair] += n
+        if not counts:
+            break
+        best = min(counts, key=lambda p: (-counts[p], p))
+        merges.append(best)
+        merged = Counter()
+        for symbols, n in words.items():
+            merged[merge(symbols, best)] += n
+        words = merged
+    return merges
+
+
+def replay(pieces: list[str], merges: list[Pair], merge: Callable = merge_left_to_right) -> list[str]:
+    """The tokens of ``pieces`` with every merge replayed in order, within each piece."""
+    tokens = []
+    for piece in pieces:
+        symbols = tuple(piece)
+        for pair in merges:
+            symbols = merge(symbols, pair)
+        tokens.extend(symbols)
+    return tokens
 
 
 # --------------------------------------------------------------------------- scaled dot-product attention
@@ -223,14 +491,20 @@ def attention(obj) -> Report:
     all blocked must output zeros (no NaN), as cipherlab and F.scaled_dot_product_attention do.
     """
     fn = obj
+    _refuse_internals(obj)
     if inspect.isclass(obj):
         fn = _interface_build(lambda: obj(), f"{obj.__name__}()", SDPA_INTERFACE)
+        _refuse_internals(obj, fn)
     if isinstance(fn, nn.Module):
         fn.eval()
     q, k, v = _qkv()
-    _interface(lambda: fn(q, k, v, None), f"{_label(obj)}(q, k, v, mask=None)", SDPA_INTERFACE)
+    out = _interface(lambda: fn(q, k, v, None), f"{_label(obj)}(q, k, v, mask=None)", SDPA_INTERFACE)
+    note = ""
+    if isinstance(out, tuple):  # (output, weights), as nn.MultiheadAttention returns: the output is checked
+        fn, note = partial(_first, fn), "; it returns a tuple, (output, weights?): its first tensor is checked"
     return _run("attention", _label(obj), [
-        ("shape", partial(_sdpa_shape, fn)),
+        ("shape", partial(_sdpa_shape, fn, note)),
+        ("eval mode", lambda: _deterministic(lambda: fn(*_qkv(), None))),
         ("weights", partial(_sdpa_rows, fn)),
         ("scaling", partial(_sdpa_scaling, fn)),
         ("reference", partial(_sdpa_reference, fn)),
@@ -238,8 +512,29 @@ def attention(obj) -> Report:
         ("causal mask", partial(_sdpa_mask, fn, "causal")),
         ("causality", partial(_sdpa_causality, fn)),
         ("all-blocked row", partial(_sdpa_blind_row, fn)),
+        ("large scores", partial(_sdpa_large, fn)),
         ("bfloat16", partial(_sdpa_bf16, fn)),
+        ("float64", lambda: _float64_verdict(fn(*(t.double() for t in _qkv()), None), _REFERENCE_SDPA(*_qkv()))),
     ])
+
+
+def _first(fn, *args):
+    """The first tensor of what ``fn`` returns (for an attention returning (output, weights))."""
+    out = fn(*args)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _sdpa_large(fn) -> tuple[bool, str]:
+    q, k, v = _qkv()
+    q, k = q * 100, k * 100  # scores q.k / sqrt(d) of about 1e4
+    out, ref = fn(q, k, v, None), F.scaled_dot_product_attention(q, k, v)
+    if not torch.isfinite(out).all():
+        return False, ("scores of about 1e4 give NaN or inf: exp(score) overflows float32 beyond 88; subtract each "
+                       "row's max before exp, exp(s - s.max(-1, keepdim=True)), or call torch.softmax, which does")
+    gap = _gap(out, ref)
+    if gap > 1e-4:
+        return False, f"with scores of about 1e4, differs from F.scaled_dot_product_attention by {gap:.2g}"
+    return True, "scores of about 1e4 give the reference's output: the softmax is stable (max subtracted)"
 
 
 def _qkv(lq: int = LQ, lk: int = LK, d: int = DK, dv: int = DV, seed: int = 0):
@@ -254,13 +549,13 @@ def _weights(fn, q: torch.Tensor, k: torch.Tensor, mask=None) -> torch.Tensor:
     return fn(q, k, eye, mask)
 
 
-def _sdpa_shape(fn) -> tuple[bool, str]:
+def _sdpa_shape(fn, note: str = "") -> tuple[bool, str]:
     q, k, v = _qkv()
     out = _finite(fn(q, k, v, None))
     expected = (B, H, LQ, DV)
     passed = tuple(out.shape) == expected and out.dtype == torch.float32
     return passed, (f"output {tuple(out.shape)} {str(out.dtype)[6:]} for q {tuple(q.shape)}, k {tuple(k.shape)}, "
-                    f"v {tuple(v.shape)}" + ("" if passed else f"; expected {expected} float32"))
+                    f"v {tuple(v.shape)}" + ("" if passed else f"; expected {expected} float32") + note)
 
 
 def _sdpa_rows(fn) -> tuple[bool, str]:
@@ -386,10 +681,12 @@ def _bf16_verdict(out: torch.Tensor, ref: torch.Tensor, hint: str = "") -> tuple
         return False, f"bfloat16 inputs give a {str(out.dtype)[6:]} output; return the input's dtype"
     if not torch.isfinite(out).all():
         return False, "bfloat16 inputs give NaN or inf" + hint
-    gap = _gap(out, ref)
+    gap, used = _gap(out, ref), _tolerance_used(out, ref, BF16_TOL)
+    said = (f"max difference {gap:.2g}, {used:.0%} of the tolerance there ({BF16_TOL:g} + {BF16_TOL:g} x "
+            "|reference|, bfloat16's 8 significant bits)")
     if _close(out, ref, BF16_TOL):
-        return True, f"bfloat16 in, bfloat16 out, within {BF16_TOL:g} of the reference (max difference {gap:.2g})"
-    return False, f"in bfloat16, differs from the reference by up to {gap:.2g} (tolerance {BF16_TOL:g})" + hint
+        return True, f"bfloat16 in, bfloat16 out, agrees with the reference ({said})"
+    return False, f"in bfloat16, differs from the reference ({said})" + hint
 
 
 # --------------------------------------------------------------------------- multi-head and grouped-query attention
@@ -418,8 +715,10 @@ def multi_head(cls, kind: str = "mha", kv_cache: bool = True) -> Report:
     """
     if kind not in ("mha", "gqa"):
         raise ValueError(f"check.multi_head: unknown kind {kind!r}; expected 'mha' or 'gqa'")
+    _refuse_internals(cls)
     build = partial(_build_mha, cls, kind)
     module = _interface_build(build, _build_call(cls, kind), MHA_INTERFACE)
+    _refuse_internals(cls, module)
     x = _randn(B, L, D_MODEL)
     _interface(lambda: module(x, x, x, None), f"{_build_call(cls, kind)}(x, x, x, mask=None)", MHA_INTERFACE)
     checks = [
@@ -432,6 +731,7 @@ def multi_head(cls, kind: str = "mha", kv_cache: bool = True) -> Report:
         ("padding", partial(_mha_padding, module)),
         ("rope", partial(_mha_rope, build, kind)),
         ("bfloat16", partial(_mha_bf16, module)),
+        ("float64", partial(_mha_float64, module)),
     ]
     if kv_cache and _takes(module.forward, "cache"):  # the KV cache of chapter 3 is optional in a student's layer
         checks.append(("kv cache", partial(_mha_cache, build, module)))
@@ -483,7 +783,8 @@ def _mha_shape(module) -> tuple[bool, str]:
                        f"memory {tuple(cross_out.shape)} {str(cross_out.dtype)[6:]}; expected ({B}, {LQ}, {D_MODEL}) "
                        "float32, the query's shape")
     if not torch.equal(module(x, x, x), self_out):
-        return False, "two identical calls in eval mode differ: dropout is not switched off by .eval() (use nn.Dropout)"
+        return False, ("two identical calls in eval mode differ: dropout active in eval mode, not switched off by "
+                       ".eval(); use nn.Dropout, or F.dropout(x, p, training=self.training)")
     return True, f"self- and cross-attention give the query's shape ({B}, {LQ}, {D_MODEL}) float32"
 
 
@@ -507,13 +808,48 @@ def _mha_reference(module, kind: str) -> tuple[bool, str]:
     ref = _reference_mha(module, kind)
     x, memory = _randn(B, L, D_MODEL), _randn(B, LK, D_MODEL, seed=1)
     pad = padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0)
-    gaps = {"self-attention under a causal mask": _gap(module(x, x, x, causal_mask(L)), ref(x, x, x, causal_mask(L))),
-            "cross-attention under a padding mask": _gap(module(x, memory, memory, pad), ref(x, memory, memory, pad))}
+    try:
+        gaps = {"self-attention under a causal mask": _gap(module(x, x, x, causal_mask(L)),
+                                                           ref(x, x, x, causal_mask(L))),
+                "cross-attention under a padding mask": _gap(module(x, memory, memory, pad),
+                                                             ref(x, memory, memory, pad))}
+    except Exception as e:
+        bug = _mha_diagnosis(module)
+        if not bug:
+            raise
+        return False, f"raised {why(e)}{bug}"
     what = "GroupedQueryAttention" if kind == "gqa" else "MultiHeadAttention"
     said = ", ".join(f"{k} {v:.1e}" for k, v in gaps.items())
     if max(gaps.values()) <= FLOAT32_TOL:
         return True, f"with its weights copied, agrees with cipherlab's {what} ({said}; tolerance {FLOAT32_TOL:g})"
-    return False, f"with its weights copied, differs from cipherlab's {what}: {said} (tolerance {FLOAT32_TOL:g})"
+    return False, (f"with its weights copied, differs from cipherlab's {what}: {said} (tolerance {FLOAT32_TOL:g})"
+                   + _mha_diagnosis(module))
+
+
+def _mha_diagnosis(module) -> str:
+    """"; MISTAKE" for the first of MHA_MISTAKES that, run with the layer's own weights, gives
+    its outputs (self-attention under a causal and under a padding mask, Lq = Lk so that a mask put on the
+    wrong axis still runs), else ""."""
+    x = _randn(B, LK, D_MODEL, seed=2)
+    cases = [(x, x, x, causal_mask(LK)), (x, x, x, padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0))]
+    try:
+        outs = [module(*case) for case in cases]
+    except Exception:
+        return ""
+    for mistake, words in MHA_MISTAKES.items():
+        try:
+            wrong = [mha_variant(module, N_HEADS, mistake, *case) for case in cases]
+        except Exception:
+            continue
+        if all(_close(out, w, 1e-4) for out, w in zip(outs, wrong)):
+            return f"; {words}"
+    return ""
+
+
+def _mha_float64(module) -> tuple[bool, str]:
+    x = _randn(B, L, D_MODEL)
+    out = _in_float64(module)(*(x.double(),) * 3, causal_mask(L))
+    return _float64_verdict(out, module(x, x, x, causal_mask(L)))
 
 
 def _torch_mha(ref: MultiHeadAttention) -> nn.MultiheadAttention:
@@ -708,17 +1044,88 @@ def norm(cls, kind: str) -> Report:
     """
     if kind not in NORMS:
         raise ValueError(f"check.norm: unknown kind {kind!r}; expected one of {sorted(NORMS)}")
-    module = _interface_build(lambda: cls(16, eps=1e-5), f"{_label(cls)}(16, eps=1e-5)", NORM_INTERFACE)
+    _refuse_internals(cls)
+    fresh = _interface_build(lambda: cls(16, eps=1e-5), f"{_label(cls)}(16, eps=1e-5)", NORM_INTERFACE)
+    _refuse_internals(cls, fresh)
     x = _norm_input()
-    _interface(lambda: module(x), f"{_label(cls)}(16, eps=1e-5)(x)", NORM_INTERFACE)
-    module, ref = _randomised_pair(module, kind)
+    _interface(lambda: fresh(x), f"{_label(cls)}(16, eps=1e-5)(x)", NORM_INTERFACE)
+    module, ref = _randomised_pair(fresh, kind)
+    expected = partial(_norm_expected, module, ref, kind)
     return _run(kind, _label(cls), [
         ("shape", partial(_norm_shape, module)),
+        ("eval mode", lambda: _deterministic(lambda: module(_norm_input()))),
+        ("at construction", partial(_norm_initial, fresh, kind)),
         ("reference", partial(_norm_reference, module, ref, kind)),
         ("invariance", partial(_norm_invariance, module, kind)),
         ("per token", partial(_norm_per_token, module)),
-        ("bfloat16", partial(_norm_bf16, module, ref)),
+        ("zero and constant tokens", partial(_norm_flat, module, expected, kind)),
+        ("bfloat16", partial(_norm_bf16, module, expected)),
+        ("float64", lambda: _float64_verdict(_in_float64(module)(_norm_input().double()), expected(_norm_input()))),
     ])
+
+
+def _eps_outside(x: torch.Tensor, ref: nn.Module, kind: str) -> torch.Tensor:
+    """The norm of ``x`` with eps added outside the square root, x / (sqrt(var) + eps), the reference's gain
+    and shift, computed in float32 and cast to x's dtype."""
+    x32 = x.float()
+    if kind == "layernorm":
+        centred = x32 - x32.mean(-1, keepdim=True)
+        y = centred / (centred.pow(2).mean(-1, keepdim=True).sqrt() + ref.eps) * ref.gamma + ref.beta
+    else:
+        y = x32 / (x32.pow(2).mean(-1, keepdim=True).sqrt() + ref.eps) * ref.gamma
+    return y.to(x.dtype)
+
+
+def _eps_is_outside(module, ref, kind: str) -> bool:
+    """Whether ``module`` adds eps outside the square root (and agrees with that formula, not the reference's)."""
+    x = _norm_input()
+    out = module(x)
+    return _gap(out, ref(x)) > FLOAT32_TOL and _gap(out, _eps_outside(x, ref, kind)) <= FLOAT32_TOL
+
+
+def _norm_expected(module, ref, kind: str, x: torch.Tensor) -> torch.Tensor:
+    """What ``module`` should give for ``x``: the reference's output, or, for a module that adds eps
+    outside the square root (a convention, passed with a note), that formula's."""
+    return _eps_outside(x, ref, kind) if _eps_is_outside(module, ref, kind) else ref(x)
+
+
+def _norm_initial(fresh, kind: str) -> tuple[bool, str]:
+    """At construction the gain is all ones and the shift all zeros, as nn.LayerNorm and nn.RMSNorm start."""
+    wrong = []
+    for names, start, what in ((GAINS, 1.0, "gain"), (SHIFTS, 0.0, "shift")):
+        name = next((n for n in names if isinstance(getattr(fresh, n, None), nn.Parameter)), None)
+        if name is None or (what == "shift" and kind != "layernorm"):
+            continue
+        value = getattr(fresh, name).detach().float()
+        if torch.equal(value, torch.full_like(value, start)):
+            continue
+        seen = (f"starts at {value.flatten()[0].item():g}" if torch.equal(value, value.flatten()[0].expand_as(value))
+                else f"starts at random values ({value.min().item():.2f} .. {value.max().item():.2f})")
+        why_not = {1.0: (" (every output is 0 at first, and no gradient reaches the layers before it)"
+                         if value.abs().max().item() == 0 else ""), 0.0: ""}[start]
+        wrong.append(f"the {what} {name} {seen}{why_not}; start it at {'ones' if start else 'zeros'}, "
+                     f"nn.Parameter(torch.{'ones' if start else 'zeros'}(d_model))")
+    if wrong:
+        return False, "; ".join(wrong) + ", as nn.LayerNorm and nn.RMSNorm do: a norm starts as the identity map"
+    return True, ("a new norm starts with its gain at ones" + (" and its shift at zeros" if kind == "layernorm" else "")
+                  + ", as PyTorch's do: the identity map at first")
+
+
+def _norm_flat(module, expected, kind: str) -> tuple[bool, str]:
+    """All-zero and constant tokens (variance 0, and for the zero token mean square 0) give finite outputs."""
+    x = torch.zeros(3, 16)
+    x[1], x[2] = 3.0, -0.5
+    out = module(x)
+    stat = "sqrt(var + eps)" if kind == "layernorm" else "sqrt(mean(x^2) + eps)"
+    if not torch.isfinite(out).all():
+        rows = [r for r in range(3) if not torch.isfinite(out[r]).all()]
+        what = "an all-zero token" if rows[0] == 0 else "a constant token"
+        spread = "variance" if kind == "layernorm" else "mean square"
+        return False, f"{what} gives NaN or inf: no eps where the {spread} is 0, so it divides 0 by 0; divide by {stat}"
+    gap = _gap(out, expected(x))
+    if gap > 1e-4:
+        return False, f"on all-zero and constant tokens, differs from the reference by {gap:.2g}; divide by {stat}"
+    return True, "all-zero and constant tokens give finite outputs, as the reference: eps keeps 0 / 0 away"
 
 
 def _norm_input(seed: int = 0) -> torch.Tensor:
@@ -787,6 +1194,13 @@ def _norm_reference(module, ref, kind: str) -> tuple[bool, str]:
         bug = _name_the_bug(out, _norm_suspects(x, ref, kind))
     if max(gaps) <= FLOAT32_TOL:
         return True, f"agrees with {said}"
+    if _eps_is_outside(module, ref, kind):
+        small = _norm_input() * 1e-2  # a small spread: where eps's place shows most
+        stat = "var" if kind == "layernorm" else "mean(x^2)"
+        return True, (f"eps is added outside the square root, x / (sqrt({stat}) + eps): a valid convention; cipherlab "
+                      f"and PyTorch add eps = {ref.eps:g} inside, sqrt({stat} + eps). The two differ by {gaps[0]:.1e} "
+                      f"on these tokens and {_gap(module(small), ref(small)):.1e} on tokens 100 times smaller, where "
+                      "eps matters; the other checks compare yours with the eps-outside formula")
     return False, f"differs from {said}{bug}"
 
 
@@ -819,11 +1233,11 @@ def _norm_per_token(module) -> tuple[bool, str]:
                    "the last dimension only (dim=-1, keepdim=True), never across the batch or the sequence")
 
 
-def _norm_bf16(module, ref) -> tuple[bool, str]:
+def _norm_bf16(module, expected) -> tuple[bool, str]:
     x = (_randn(4, 16, seed=5) * 1e-2 + 5).bfloat16()  # a small spread on a large mean: bf16 maths loses it
-    right_in_float32 = _close(module(x.float()), ref(x.float()), BF16_TOL)
+    right_in_float32 = _close(module(x.float()), expected(x.float()), BF16_TOL)
     hint = "; compute the statistics in float32 (x.float()) and cast back" if right_in_float32 else ""
-    return _bf16_verdict(module(x), ref(x), hint=hint)
+    return _bf16_verdict(module(x), expected(x), hint=hint)
 
 
 # --------------------------------------------------------------------------- sinusoidal positions and RoPE
@@ -849,16 +1263,22 @@ def positional(cls, kind: str) -> Report:
         raise ValueError(f"check.positional: unknown kind {kind!r}; expected one of {sorted(POSITION_INTERFACES)}")
     interface, size = POSITION_INTERFACES[kind], 16 if kind == "sinusoidal" else DK
     built = f"{_label(cls)}({size}, max_len=64)"
+    _refuse_internals(cls)
     module = _interface_build(lambda: cls(size, max_len=64), built, interface)
+    _refuse_internals(cls, module)
     if isinstance(module, nn.Module):
         module.eval()
+    longer = partial(_build_long, cls, size)
     if kind == "sinusoidal":
         x = _randn(B, L, 16)
         _interface(lambda: module(x), f"{built}(x)", interface)
         return _run(kind, _label(cls), [
             ("shape", partial(_sinusoidal_shape, module)),
+            ("eval mode", lambda: _deterministic(lambda: module(_randn(B, L, 16)))),
             ("table", partial(_sinusoidal_table, module)),
             ("offset", partial(_sinusoidal_offset, module)),
+            ("long positions", partial(_sinusoidal_long, longer)),
+            ("float64", partial(_sinusoidal_float64, module)),
         ])
     q, k = _randn(B, H, L, DK), _randn(B, 1, L, DK, seed=1)
     _interface(lambda: module(q, k), f"{built}(q, k)", interface)
@@ -867,8 +1287,41 @@ def positional(cls, kind: str) -> Report:
         ("rotation", partial(_rope_rotation, module)),
         ("relative", partial(_rope_relative, module)),
         ("reference", partial(_rope_reference, module)),
+        ("keys", partial(_rope_keys, module)),
         ("offset", partial(_rope_offset, module)),
+        ("cached steps", partial(_rope_steps, module)),
+        ("long positions", partial(_rope_long, module, longer)),
+        ("float64", partial(_rope_float64, module)),
     ])
+
+
+LONG = 200  # positions 0..LONG-1, far past the 64 of the other checks: a rounded angle shows there
+
+
+def _build_long(cls, size: int) -> nn.Module:
+    """The student's module with max_len = 256, in eval mode; _Unfit if it cannot be built so."""
+    try:
+        module = cls(size, max_len=256)
+    except Exception as e:
+        raise _Unfit(f"{_label(cls)}({size}, max_len=256) raised {why(e)}; build the table for max_len positions")
+    return module.eval() if isinstance(module, nn.Module) else module
+
+
+def _rounded_angles(angles: torch.Tensor) -> list[torch.Tensor]:
+    """``angles`` (L, n) = outer(positions, theta) as bfloat16 makes them: the product rounded, or
+    positions and frequencies rounded before it."""
+    positions, theta = angles[:, 0], angles[1] if angles.size(0) > 1 else angles[0]
+    return [angles.bfloat16().float(),
+            torch.outer(positions.bfloat16(), theta.bfloat16()).float()]
+
+
+def _long_verdict(gap: float, where: int, rounded: bool) -> tuple[bool, str]:
+    if gap <= 1e-3:
+        return True, f"positions 0..{LONG - 1} agree with the reference (max difference {gap:.1e}, tolerance 1e-3)"
+    return False, (f"at position {where} the rotation is off by up to {gap:.2g} (positions 0..{LONG - 1}, max_len 256)"
+                   + ("; the angles rounded to bfloat16 (8 significant bits: steps of 1 radian past position 128); "
+                      "build positions, frequencies and their product in float32" if rounded else
+                      "; build the angles p theta_i = p * 10000^(-2i/d) in float32"))
 
 
 def _sinusoidal_shape(module) -> tuple[bool, str]:
@@ -886,8 +1339,6 @@ def _sinusoid_suspects(length: int, d: int) -> dict[str, torch.Tensor]:
     swapped = torch.stack((angles.cos(), angles.sin()), dim=-1).flatten(-2)
     slow = torch.outer(torch.arange(length, dtype=torch.float32), inverse_frequencies(2 * d)[: d // 2])
     return {"sin and cos are swapped: even columns 2i hold sin(p theta_i), odd columns 2i+1 cos(p theta_i)": swapped,
-            "sin fills the first half and cos the second; cipherlab (and Vaswani et al.) interleave them: even "
-            "columns sin, odd columns cos": torch.cat((angles.sin(), angles.cos()), dim=-1),
             "the frequencies are 10000^(-i/D); they are theta_i = 10000^(-2i/D), one per sin/cos pair":
             torch.stack((slow.sin(), slow.cos()), dim=-1).flatten(-2)}
 
@@ -897,9 +1348,14 @@ def _sinusoidal_table(module) -> tuple[bool, str]:
     table = module(torch.zeros(1, 40, 16))[0]  # (40, 16): what it adds
     expected = SinusoidalPositionalEncoding(16, max_len=40, dropout=0.0).table
     added = _gap(module(x) - x, table[None])
-    if _close(table, expected):
+    concatenated = torch.cat((expected[:, 0::2], expected[:, 1::2]), dim=-1)
+    if _close(table, expected) or _close(table, concatenated):
         if added > FLOAT32_TOL:
             return False, f"the table is right, but x + table is off by {added:.2g}: add the table to x, do not scale x"
+        if _close(table, concatenated):
+            return True, ("adds [sin(p theta_i) | cos(p theta_i)], sines in the first half and cosines in the second, "
+                          "to x: a valid layout (a fixed permutation of the columns, which the first layer absorbs); "
+                          "cipherlab interleaves them, even columns sin, odd columns cos")
         return True, "adds table[p, 2i] = sin(p theta_i), table[p, 2i+1] = cos(p theta_i), as the reference, to x"
     error = (table - expected).abs()
     p, c = divmod(error.argmax().item(), 16)
@@ -914,6 +1370,24 @@ def _sinusoidal_offset(module) -> tuple[bool, str]:
     if gap <= FLOAT32_TOL:
         return True, "forward(x, offset=7) adds rows 7.. of the table, as incremental decoding needs"
     return False, f"forward(x, offset=7) differs from rows 7.. of a full pass by {gap:.2g}: add table[offset:offset+L]"
+
+
+def _sinusoidal_long(build) -> tuple[bool, str]:
+    module = build()
+    table = module(torch.zeros(1, LONG, 16))[0]  # (LONG, 16)
+    expected = SinusoidalPositionalEncoding(16, max_len=LONG, dropout=0.0).table
+    if not _close(table[:40], expected[:40], 1e-3):  # another layout: the table check names it
+        expected = torch.cat((expected[:, 0::2], expected[:, 1::2]), dim=-1)
+    error = (table - expected).abs()
+    angles = torch.outer(torch.arange(LONG, dtype=torch.float32), inverse_frequencies(16))
+    rounded = any(_close(table[:, 0::2], a.sin(), 1e-4) or _close(table[:, :8], a.sin(), 1e-4)
+                  for a in _rounded_angles(angles))
+    return _long_verdict(error.max().item(), int(error.amax(-1).argmax()), rounded)
+
+
+def _sinusoidal_float64(module) -> tuple[bool, str]:
+    x = _randn(B, L, 16)
+    return _float64_verdict(_in_float64(module)(x.double()), module(x))
 
 
 def _rope_shape(module) -> tuple[bool, str]:
@@ -968,6 +1442,95 @@ def _rope_reference(module) -> tuple[bool, str]:
     return False, f"differs from cipherlab's RotaryPositionalEmbedding by up to {_gap(out, ref.rotate(q)):.2g}{bug}"
 
 
+def _rope_rotate(module, max_len: int = 64):
+    """The reference's rotation in the module's convention: rotate (half-split pairs) or rotate_interleaved."""
+    ref = RotaryPositionalEmbedding(DK, max_len=max_len)
+    q = _randn(B, H, L, DK, seed=3)
+    return ref.rotate_interleaved if _close(module(q, q)[0], ref.rotate_interleaved(q)) else ref.rotate
+
+
+def _rope_keys(module) -> tuple[bool, str]:
+    """The returned keys: rotated as the queries, GQA keys (fewer heads) too, at the offset given."""
+    rotate = _rope_rotate(module)
+    q, k_full, k_few = _randn(B, H, L, DK), _randn(B, H, L, DK, seed=1), _randn(B, 1, L, DK, seed=2)
+    for k, offset in ((k_full, 0), (k_few, 0), (k_full, 7), (k_few, 7)):
+        rq, rk = module(q, k, offset=offset)
+        if _close(rk, rotate(k, offset)) or (offset and not _close(rq, rotate(q, offset))):
+            continue  # the queries wrong at an offset too: the 'offset' check names that
+        gqa = k.size(1) < q.size(1)
+        said = (f"the keys returned for k {tuple(k.shape)}{' (GQA: fewer heads than q)' if gqa else ''} at offset "
+                f"{offset} differ from the reference's by {_gap(rk, rotate(k, offset)):.2g}")
+        if _close(rk, k):
+            if gqa and _close(module(q, k_full, offset=offset)[1], rotate(k_full, offset)):
+                return False, (said + ": keys with fewer heads than the queries (GQA) are returned unrotated; rotate "
+                               "k whatever its head count (cos and sin broadcast over the heads)")
+            return False, said + ": the keys are returned unrotated; rotate k exactly as q, RoPE turns both"
+        if offset and _close(rk, rotate(k, 0)) and _close(rq, rotate(q, offset)):
+            return False, (said + ": the offset is applied to the queries only, keys are rotated from position 0; "
+                           "a cached step then scores its query against a key at the wrong position: rotate q and k "
+                           "at positions offset..")
+        if _close(rk, rotate(k, offset + 1)):
+            return False, (said + f": keys are rotated at positions {offset + 1}.. and queries at {offset}.. (an "
+                           "off-by-one); rotate both at positions offset, offset + 1, ...")
+        if _close(rk, _rotate_back(k, offset, rotate)):
+            return False, said + ": the keys are rotated the other way (angle -p theta); turn k by +p theta, as q"
+        return False, said + "; rotate k as q, at positions offset .. offset + L - 1"
+    return True, ("returns the keys rotated as the reference's, at offset 0 and 7, with as many heads as q and with "
+                  "fewer (GQA)")
+
+
+def _rotate_back(x: torch.Tensor, offset: int, rotate) -> torch.Tensor:
+    """``x`` rotated by -p theta, in the convention of ``rotate``: the rotation R_p is linear and
+    orthogonal, so R(-p theta) x = R_p^T x."""
+    eye = torch.eye(DK).expand(x.size(-2), DK, DK)  # (L, d, d): e_j at every position
+    basis = rotate(eye.transpose(0, 1).contiguous(), offset).transpose(0, 1)  # (L, d, d): R_p e_j, row j
+    return torch.einsum("...ld,ljd->...lj", x, basis)  # x . (R_p e_j) = (R_p^T x)_j
+
+
+def _rope_steps(module) -> tuple[bool, str]:
+    """Scores of cached steps (one position per call, offset = cached length, keys kept) against a full pass."""
+    q, k = _randn(1, H, 12, DK, seed=4), _randn(1, 1, 12, DK, seed=5)
+    rq, rk = module(q, k)
+    full = rq @ rk.transpose(-2, -1)  # (1, H, 12, 12)
+    keys = []
+    for t in range(12):
+        sq, sk = module(q[:, :, t:t + 1], k[:, :, t:t + 1], offset=t)
+        keys.append(sk)
+        row = sq @ torch.cat(keys, dim=-2).transpose(-2, -1)  # (1, H, 1, t + 1)
+        gap = _gap(row[..., 0, :], full[..., t, :t + 1])
+        if gap > 1e-4:
+            return False, (f"a cached step (q and k of position {t} rotated at offset {t}, earlier keys kept) scores "
+                           f"differently from the full pass by {gap:.2g} at step {t}: cached and uncached decoding "
+                           "would pick different tokens; rotate each step's q and k at offset = the cache's length")
+    return True, "12 cached steps, one position per call at offset = cached length, score as the full pass"
+
+
+def _rope_long(module, build) -> tuple[bool, str]:
+    long = build()
+    rotate = _rope_rotate(module, max_len=256)
+    q, k = _randn(1, 2, LONG, DK, seed=6), _randn(1, 1, LONG, DK, seed=7)
+    rq, rk = long(q, k)
+    error = torch.maximum((rq - rotate(q)).abs().amax((0, 1, 3)), (rk - rotate(k)).abs().amax((0, 1, 3)))  # (LONG,)
+    angles = torch.outer(torch.arange(LONG, dtype=torch.float32), inverse_frequencies(DK))
+    rounded = False
+    for a in _rounded_angles(angles):
+        table = torch.cat((a, a), dim=-1)
+        rounded |= _close(rq, q * table.cos() + rotate_half(q) * table.sin(), 1e-3)
+        cos, sin = a.cos(), a.sin()
+        even, odd = q[..., 0::2], q[..., 1::2]
+        rounded |= _close(rq, torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1).flatten(-2), 1e-3)
+    return _long_verdict(error.max().item(), int(error.argmax()), rounded)
+
+
+def _rope_float64(module) -> tuple[bool, str]:
+    q, k = _randn(B, H, L, DK), _randn(B, 1, L, DK, seed=1)
+    rq, rk = _in_float64(module)(q.double(), k.double())
+    if rq.dtype != torch.float64 or rk.dtype != torch.float64:
+        return _float64_verdict(rq if rq.dtype != torch.float64 else rk, rotate_half(q))
+    rotate = _rope_rotate(module)
+    return _float64_verdict(torch.cat((rq, rk), dim=1), torch.cat((rotate(q), rotate(k)), dim=1))
+
+
 def _rope_offset(module) -> tuple[bool, str]:
     q = _randn(1, H, 10, DK)
     tail = module(q[:, :, 7:], q[:, :, 7:], offset=7)[0]
@@ -1000,6 +1563,17 @@ BPE_VOCAB = 60  # cipherlab's BPETokenizer: 3 specials, <unk>, 18 characters and
 BPE_SPEED_CHARS = (1_000, 10_000)  # the encoder is timed on the first, and on the second unless grossly slow
 BPE_SLOWEST = 50  # times cipherlab's encoding time: beyond it the speed check fails
 BPE_NOISE_S = 0.02  # an encoding this short passes whatever the ratio: the timer's noise
+RUNS_CORPUS = (  # runs of one symbol, long pieces and bit strings: where counting and merging order show
+    "aaaa aaa aaaaaa aa aaaaaaaaa",
+    "0000 0000 1111 0000 0101 0000000000",
+    "10110011 01001110 11100001 00000000 111111111111",
+    "abababab baba aaab abababababababab",
+    "1111111 000 0110 1001 10000001 0000 0000",
+    "aa aaaaaaa ab abab 01 10 0011001100110011",
+)
+RUNS_UNSEEN = ("aaaaaaaaaaa aaa aaaaa", "0000000000000 11111 000", "0110100110010110 01010101 1110111",
+               "abababababa aabbaabb", "00000000 11111111 10101010 0000 0000")
+RUNS_VOCAB = 40
 
 
 def bpe(obj) -> Report:
@@ -1029,8 +1603,41 @@ def bpe(obj) -> Report:
         ("encode", partial(_bpe_encode, tok)),
         ("round trip", partial(_bpe_round_trip, tok)),
         ("vocabulary size", partial(_bpe_vocab, tok)),
+        ("runs and bit strings", partial(_bpe_runs, obj)),
         ("speed", partial(_bpe_speed, tok)),
     ])
+
+
+def _bpe_runs(obj) -> tuple[bool, str]:
+    """Trained on RUNS_CORPUS: the textbook loop's merges, and held-out lines encoded as cipherlab's
+    BPETokenizer encodes them with the same merges; a difference is named when a known mistake
+    (counting, merging direction, first occurrence only) gives it."""
+    tok = _bpe_train(obj, list(RUNS_CORPUS), RUNS_VOCAB)
+    mine = _pairs(tok)
+    pieces = Counter(piece for text in RUNS_CORPUS for piece in split_plaintext(text))
+    right = bpe_merges(pieces, len(mine))
+    corpus = f"runs of one symbol and bit strings ({RUNS_CORPUS[0][:14]!r}, {RUNS_CORPUS[1][:14]!r}, ...)"
+    if mine != right[:len(mine)]:
+        i = next((i for i, (a, b) in enumerate(zip(mine, right)) if a != b), len(right))
+        bug = next((f"; {words}" for words, pairs in PAIR_COUNTS.items()
+                    if bpe_merges(pieces, len(mine), pairs=pairs) == mine), "")
+        bug = bug or next((f"; {words}" for words, merge in MERGES.items()
+                           if bpe_merges(pieces, len(mine), merge=merge) == mine), "")
+        theirs = repr(right[i]) if i < len(right) else "none (the corpus runs out of pairs)"
+        return False, f"trained on {corpus}, merge {i} is {mine[i]!r} where the textbook loop learns {theirs}{bug}"
+    alphabet = sorted(set("".join(RUNS_CORPUS)))
+    ref = BPETokenizer(mine, alphabet, unk=True)
+    for text in RUNS_UNSEEN:
+        got, expected = _tokens(tok, text), [ref.decode([i]) for i in ref.encode(text)]
+        if got != expected:
+            bug = next((f"; {words}" for words, merge in MERGES.items()
+                        if got == replay(split_plaintext(text), mine, merge)), "")
+            first = next((k for k, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+            return False, (f"trained on {corpus}, encoding the unseen {text!r} gives tokens "
+                           f"{got[max(first - 1, 0):first + 3]} (from token {first}) where cipherlab's BPETokenizer "
+                           f"with your merges gives {expected[max(first - 1, 0):first + 3]}{bug}")
+    return True, (f"trained on {corpus}: the textbook loop's {len(mine)} merges, and {len(RUNS_UNSEEN)} unseen lines "
+                  "encoded as cipherlab's BPETokenizer encodes them with those merges")
 
 
 def _bpe_call(obj) -> str:
@@ -1070,15 +1677,7 @@ def _interface_value(call: Callable, what: str, interface: str, ok: Callable, ex
 
 def _merged(symbols: tuple[str, ...], pair: Pair) -> tuple[str, ...]:
     """``symbols`` with each occurrence of ``pair``, left to right, joined into one symbol."""
-    out, i = [], 0
-    while i < len(symbols):
-        if symbols[i:i + 2] == pair:
-            out.append(pair[0] + pair[1])
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return tuple(out)
+    return merge_left_to_right(symbols, pair)
 
 
 def _textbook_bpe(texts, n_merges: int) -> list[tuple[Pair, Counter]]:

@@ -249,3 +249,638 @@ class PositionlessSteps(Seq2SeqTransformer):
         x = self.pos_enc(self.tgt_embed(tokens[:, None]) * math.sqrt(self.d_model))  # offset forgotten
         h = self.decoder(x, state.memory, None, state.memory_mask, cache)
         return F.linear(h, self.tgt_embed.weight)[:, -1]
+
+
+# =========================================================================== more slips, each with one bug
+# Written as a student would, from scratch: a right version of each part first (RIGHT_*), then one-bug
+# variants of it. ``ONE_BUG`` lists (part, variant, the check that must fail, words its message must hold);
+# ``VALID`` lists conventions the book allows, which must pass. tests/test_check_stress.py runs both.
+
+
+def _inv_freq(dim, base=10000.0):
+    return 1.0 / base ** (torch.arange(0, dim, 2).float() / dim)
+
+
+def _rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class MyRoPE(nn.Module):
+    """A right RoPE (half-split pairs), the baseline of the RoPE slips below."""
+
+    def __init__(self, head_dim, max_len=4096):
+        super().__init__()
+        self.head_dim = head_dim
+        angles = self.angles(max_len, head_dim)
+        self.register_buffer("cos", torch.cat([angles, angles], -1).cos(), persistent=False)
+        self.register_buffer("sin", torch.cat([angles, angles], -1).sin(), persistent=False)
+
+    def angles(self, max_len, head_dim):
+        return torch.outer(torch.arange(max_len).float(), _inv_freq(head_dim))
+
+    def rot(self, x, start):
+        cos, sin = self.cos[start:start + x.size(-2)], self.sin[start:start + x.size(-2)]
+        return (x.float() * cos + _rotate_half(x.float()) * sin).to(x.dtype)
+
+    def forward(self, q, k, offset=0):
+        return self.rot(q, offset), self.rot(k, offset)
+
+
+class RoPEKeysFromOne(MyRoPE):
+    """Keys rotated at positions 1..L: an off-by-one on k only."""
+
+    def forward(self, q, k, offset=0):
+        return self.rot(q, offset), self.rot(k, offset + 1)
+
+
+class RoPEOffsetOnQueries(MyRoPE):
+    """The cache offset applied to the queries only: keys always rotated from position 0."""
+
+    def forward(self, q, k, offset=0):
+        return self.rot(q, offset), self.rot(k, 0)
+
+
+class RoPEKeysUnrotated(MyRoPE):
+    """Only q is rotated ("keys are rotated when they are cached")."""
+
+    def forward(self, q, k, offset=0):
+        return self.rot(q, offset), k
+
+
+class RoPEGQAKeysSkipped(MyRoPE):
+    """Keys rotated only when they have as many heads as the queries: GQA's keys stay unrotated."""
+
+    def forward(self, q, k, offset=0):
+        if k.size(1) != q.size(1):
+            return self.rot(q, offset), k
+        return self.rot(q, offset), self.rot(k, offset)
+
+
+class RoPEBf16Angles(MyRoPE):
+    """Angles rounded to bfloat16 ("to save memory"): far off at long positions."""
+
+    def angles(self, max_len, head_dim):
+        return super().angles(max_len, head_dim).to(torch.bfloat16).float()
+
+
+class RoPEBf16Product(MyRoPE):
+    """Positions and frequencies multiplied in bfloat16."""
+
+    def angles(self, max_len, head_dim):
+        return torch.outer(torch.arange(max_len).to(torch.bfloat16), _inv_freq(head_dim).to(torch.bfloat16)).float()
+
+
+class RoPEKeysOtherWay(MyRoPE):
+    """Keys rotated by minus the angle."""
+
+    def forward(self, q, k, offset=0):
+        cos, sin = self.cos[offset:offset + k.size(-2)], self.sin[offset:offset + k.size(-2)]
+        return self.rot(q, offset), k * cos - _rotate_half(k) * sin
+
+
+class RoPEFloat32Out(MyRoPE):
+    """Always returns float32 (.float() without casting back)."""
+
+    def rot(self, x, start):
+        cos, sin = self.cos[start:start + x.size(-2)], self.sin[start:start + x.size(-2)]
+        out = (x.float() * cos + _rotate_half(x.float()) * sin).to(torch.float32)
+        return out.to(torch.bfloat16) if x.dtype == torch.bfloat16 else out
+
+
+class RoPEWithApply(MyRoPE):
+    """A helper method named _apply: it overrides nn.Module._apply, which .to() and .cuda() call."""
+
+    def _apply(self, x, start=0):
+        return self.rot(x, start)
+
+    def forward(self, q, k, offset=0):
+        return self._apply(q, offset), self._apply(k, offset)
+
+
+# --------------------------------------------------------------------------- sinusoidal positions
+
+class MySinusoidal(nn.Module):
+    """Right sinusoidal positions (interleaved sin/cos), the baseline of the slips below."""
+
+    def __init__(self, d_model, max_len=4096):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+        self.register_buffer("table", self.make(d_model, max_len), persistent=False)
+
+    def make(self, d_model, max_len):
+        angles = torch.outer(torch.arange(max_len).float(), _inv_freq(d_model))
+        table = torch.zeros(max_len, d_model)
+        table[:, 0::2], table[:, 1::2] = angles.sin(), angles.cos()
+        return table
+
+    def forward(self, x, offset=0):
+        return self.drop(x + self.table[offset:offset + x.size(1)].to(x.dtype))
+
+
+class ConcatSinusoidal(MySinusoidal):
+    """[sin | cos] side by side: a valid layout (a fixed permutation of the columns)."""
+
+    def make(self, d_model, max_len):
+        angles = torch.outer(torch.arange(max_len).float(), _inv_freq(d_model))
+        return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+class SinusoidalDropoutAlwaysOn(MySinusoidal):
+    """F.dropout with its default training=True: dropout stays on in eval mode."""
+
+    def forward(self, x, offset=0):
+        return F.dropout(x + self.table[offset:offset + x.size(1)].to(x.dtype), 0.1)
+
+
+class SinusoidalBf16Angles(MySinusoidal):
+    """Angles rounded to bfloat16 before sin/cos."""
+
+    def make(self, d_model, max_len):
+        angles = torch.outer(torch.arange(max_len).float(), _inv_freq(d_model)).to(torch.bfloat16).float()
+        table = torch.zeros(max_len, d_model)
+        table[:, 0::2], table[:, 1::2] = angles.sin(), angles.cos()
+        return table
+
+
+class SinusoidalFloat32Out(MySinusoidal):
+    """Adds the table without casting it: float64 (and bfloat16) inputs come back float32 ... or raise."""
+
+    def forward(self, x, offset=0):
+        return self.drop(x.float() + self.table[offset:offset + x.size(1)]).to(
+            torch.bfloat16 if x.dtype == torch.bfloat16 else torch.float32)
+
+
+# --------------------------------------------------------------------------- norms
+
+class MyRMSNorm(nn.Module):
+    """A right RMSNorm, the baseline."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gamma = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        rms = x.float().square().mean(dim=-1, keepdim=True).add(self.eps).rsqrt()
+        return (x.float() * rms * self.gamma).to(x.dtype)
+
+
+class MyLayerNorm(nn.Module):
+    """A right LayerNorm, the baseline."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gamma = nn.Parameter(torch.ones(d_model))
+        self.beta = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        x32 = x.float()
+        mean = x32.mean(-1, keepdim=True)
+        var = ((x32 - mean) ** 2).mean(-1, keepdim=True)
+        return ((x32 - mean) / torch.sqrt(var + self.eps) * self.gamma + self.beta).to(x.dtype)
+
+
+class RMSNormNoEps(MyRMSNorm):
+    """No eps: an all-zero token is 0 / 0."""
+
+    def forward(self, x):
+        x32 = x.float()
+        return (x32 / x32.pow(2).mean(-1, keepdim=True).sqrt() * self.gamma).to(x.dtype)
+
+
+class LayerNormNoEps(MyLayerNorm):
+    """No eps: a constant token has variance 0."""
+
+    def forward(self, x):
+        x32 = x.float()
+        mean = x32.mean(-1, keepdim=True)
+        var = ((x32 - mean) ** 2).mean(-1, keepdim=True)
+        return ((x32 - mean) / var.sqrt() * self.gamma + self.beta).to(x.dtype)
+
+
+class RMSNormZeroGain(MyRMSNorm):
+    """The gain starts at zero ("it is learned anyway")."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.gamma = nn.Parameter(torch.zeros(d_model))
+
+
+class LayerNormRandomGain(MyLayerNorm):
+    """The gain starts random, as a Linear's weights do."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.gamma = nn.Parameter(torch.randn(d_model))
+
+
+class LayerNormBetaOnes(MyLayerNorm):
+    """The shift starts at ones (copied from the gain's line)."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.beta = nn.Parameter(torch.ones(d_model))
+
+
+class RMSNormEpsOutside(MyRMSNorm):
+    """eps added outside the square root: a convention some libraries use."""
+
+    def forward(self, x):
+        x32 = x.float()
+        return (x32 / (x32.pow(2).mean(-1, keepdim=True).sqrt() + self.eps) * self.gamma).to(x.dtype)
+
+
+class LayerNormEpsOutside(MyLayerNorm):
+    """eps added outside the square root, on the standard deviation."""
+
+    def forward(self, x):
+        x32 = x.float()
+        mean = x32.mean(-1, keepdim=True)
+        std = ((x32 - mean) ** 2).mean(-1, keepdim=True).sqrt()
+        return ((x32 - mean) / (std + self.eps) * self.gamma + self.beta).to(x.dtype)
+
+
+class RMSNormFloat32Out(MyRMSNorm):
+    """Returns float32 whatever comes in, except the bfloat16 the chapter tests."""
+
+    def forward(self, x):
+        out = super().forward(x.float())
+        return out.to(torch.bfloat16) if x.dtype == torch.bfloat16 else out
+
+
+class RMSNormDropout(MyRMSNorm):
+    """A dropout on the output through F.dropout, on in eval mode too."""
+
+    def forward(self, x):
+        return F.dropout(super().forward(x), 0.1)
+
+
+class LayerNormWithApply(MyLayerNorm):
+    """A method named _apply holding the maths: it overrides nn.Module._apply."""
+
+    def _apply(self, x):
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.gamma + self.beta
+
+    def forward(self, x):
+        return self._apply(x.float()).to(x.dtype)
+
+
+# --------------------------------------------------------------------------- scaled dot-product attention
+
+def my_attention(q, k, v, mask=None):
+    """A right attention function, the baseline."""
+    return my_attention_weights(q, k, mask) @ v
+
+
+def attention_naive_softmax(q, k, v, mask=None):
+    """Softmax written out as exp / sum, without subtracting the row's max: large scores overflow."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask, -1e9)
+    e = scores.exp()
+    weights = e / e.sum(-1, keepdim=True).clamp(min=1e-30)
+    return weights @ v
+
+
+def attention_dropout_on(q, k, v, mask=None):
+    """F.dropout(weights, 0.1) with its default training=True: on in eval mode."""
+    return F.dropout(my_attention_weights(q, k, mask), 0.1) @ v
+
+
+def my_attention_weights(q, k, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(-1)
+    return weights if mask is None else weights.masked_fill(mask.all(-1, keepdim=True), 0.0)
+
+
+def attention_with_weights(q, k, v, mask=None):
+    """Returns (output, weights) for plotting: a valid convention."""
+    weights = my_attention_weights(q, k, mask)
+    return weights @ v, weights
+
+
+def attention_fused(q, k, v, mask=None):
+    """PyTorch's fused kernel, mask inverted (True = keep there): valid."""
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else ~mask)
+    return out if mask is None else out.masked_fill(mask.all(-1, keepdim=True), 0.0)
+
+
+def attention_float32(q, k, v, mask=None):
+    """Computes in float32 and returns float32 whatever comes in (bfloat16 aside)."""
+    out = my_attention(q.float(), k.float(), v.float(), mask)
+    return out.to(torch.bfloat16) if q.dtype == torch.bfloat16 else out
+
+
+# --------------------------------------------------------------------------- multi-head and grouped-query attention
+
+class MyGQA(nn.Module):
+    """A right grouped-query attention (MHA when n_kv_heads = n_heads), the baseline of the slips below."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, rope=None):
+        super().__init__()
+        self.h, self.kv = n_heads, n_kv_heads or n_heads
+        self.d = d_model // n_heads
+        self.rope = rope
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, self.kv * self.d)
+        self.v_proj = nn.Linear(d_model, self.kv * self.d)
+        self.o_proj = nn.Linear(d_model, d_model)
+
+    def heads(self, x, n):
+        return x.view(x.size(0), x.size(1), n, self.d).transpose(1, 2)
+
+    def share(self, t):
+        return t.repeat_interleave(self.h // self.kv, dim=1)
+
+    def scale(self):
+        return math.sqrt(self.d)
+
+    def values(self, value):
+        return self.v_proj(value)
+
+    def scores_mask(self, mask):
+        return mask
+
+    def merge(self, out):
+        B, H, L, d = out.shape
+        return out.transpose(1, 2).reshape(B, L, H * d)
+
+    def out(self, x):
+        return self.o_proj(x)
+
+    def forward(self, query, key, value, mask=None):
+        q = self.heads(self.q_proj(query), self.h)
+        k = self.heads(self.k_proj(key), self.kv)
+        v = self.heads(self.values(value), self.kv)
+        if self.rope is not None:
+            q, k = self.rope(q, k)
+        k, v = self.share(k), self.share(v)
+        scores = q @ k.transpose(-2, -1) / self.scale()
+        if mask is not None:
+            scores = scores.masked_fill(self.scores_mask(mask), torch.finfo(scores.dtype).min)
+        return self.out(self.merge(scores.softmax(-1) @ v))
+
+
+class GQARepeat(MyGQA):
+    """.repeat for the K/V heads: [kv0, kv1, kv0, kv1] where query heads 0, 1 share kv0."""
+
+    def share(self, t):
+        return t.repeat(1, self.h // self.kv, 1, 1)
+
+
+class GQAExpandWrongAxis(MyGQA):
+    """expand with the new axis before the head axis: the same wrong order as .repeat."""
+
+    def share(self, t):
+        B, n, L, d = t.shape
+        return t[:, None].expand(B, self.h // n, n, L, d).reshape(B, self.h, L, d)
+
+
+class MHAScaledByDModel(MyGQA):
+    """Scores divided by sqrt(d_model) instead of sqrt(head_dim)."""
+
+    def scale(self):
+        return math.sqrt(self.d * self.h)
+
+
+class MHAMergeWithoutTranspose(MyGQA):
+    """Heads merged back with a reshape alone, no transpose."""
+
+    def merge(self, out):
+        B, H, L, d = out.shape
+        return out.reshape(B, L, H * d)
+
+
+class MHAValuesFromKeys(MyGQA):
+    """Values projected with k_proj (a copy-paste slip)."""
+
+    def values(self, value):
+        return self.k_proj(value)
+
+
+class MHANoOutputProjection(MyGQA):
+    """o_proj built but never applied."""
+
+    def out(self, x):
+        return x
+
+
+class MHAPaddingOnQueries(MyGQA):
+    """A padding mask (B, 1, 1, L) turned to block query rows: transposed."""
+
+    def scores_mask(self, mask):
+        return mask.transpose(-2, -1) if mask.size(-2) == 1 else mask
+
+
+class MHANoScale(MyGQA):
+    """No 1/sqrt(d) at all."""
+
+    def scale(self):
+        return 1.0
+
+
+class MHAMaskKeep(MyGQA):
+    """The mask read as True = keep, F.scaled_dot_product_attention's convention."""
+
+    def scores_mask(self, mask):
+        return ~mask
+
+
+class MHADropoutOn(MyGQA):
+    """F.dropout on the weights with its default training=True."""
+
+    def merge(self, out):
+        return super().merge(F.dropout(out, 0.1))
+
+
+class MHAWithApply(MyGQA):
+    """A method named _apply: it overrides nn.Module._apply, and .to() breaks."""
+
+    def _apply(self, x):
+        return self.o_proj(x)
+
+    def out(self, x):
+        return self._apply(x)
+
+
+class MHAWithTrainMethod(MyGQA):
+    """A method named train (the student's own training step) overriding nn.Module.train: .eval() breaks."""
+
+    def train(self, batch):
+        return self(batch, batch, batch)
+
+
+# --------------------------------------------------------------------------- BPE, on runs of one symbol and bit strings
+
+class ReplayBPE:
+    """A right BPE written another way (no specials): merges replayed in order at encoding, each piece
+    memoised. ``pairs`` and ``merge`` are the two steps the BPE slips below each change."""
+
+    def __init__(self, texts, vocab_size):
+        self.alphabet = sorted({c for text in texts for c in text})
+        words = Counter(tuple(p) for text in texts for p in pre_tokens(text))
+        self.merges = []
+        while len(self.alphabet) + len(self.merges) < vocab_size:
+            counts = Counter()
+            for symbols, n in words.items():
+                for pair in self.pairs(list(symbols)):
+                    counts[pair] += n
+            if not counts:
+                break
+            best = min(counts, key=lambda p: (-counts[p], p))
+            self.merges.append(best)
+            words = Counter({tuple(self.merge(list(s), best)): n for s, n in words.items()})
+        self.tokens = self.alphabet + [a + b for a, b in self.merges]
+        self.ids = {t: i for i, t in enumerate(self.tokens)}
+        self.vocab_size = len(self.tokens)
+        self.memo = {}
+
+    def pairs(self, symbols):
+        return list(zip(symbols, symbols[1:]))
+
+    def merge(self, symbols, pair):
+        return merge_pair(symbols, pair)
+
+    def encode_merge(self, symbols, pair):
+        return self.merge(symbols, pair)
+
+    def encode_piece(self, piece):
+        if piece not in self.memo:
+            symbols = list(piece)
+            for pair in self.merges:
+                symbols = self.encode_merge(symbols, pair)
+            self.memo[piece] = symbols
+        return self.memo[piece]
+
+    def encode(self, text):
+        return [self.ids[t] for p in pre_tokens(text) for t in self.encode_piece(p)]
+
+    def decode(self, ids):
+        return "".join(self.tokens[i] for i in ids)
+
+
+class NonOverlappingCountBPE(ReplayBPE):
+    """Counts pairs like str.count: after a match of two equal symbols it skips both, so ('a', 'a') in
+    'aaa' counts once."""
+
+    def pairs(self, symbols):
+        out, i = [], 0
+        while i + 1 < len(symbols):
+            out.append((symbols[i], symbols[i + 1]))
+            i += 2 if symbols[i] == symbols[i + 1] else 1
+        return out
+
+
+class PairsAsSetBPE(ReplayBPE):
+    """Counts each distinct pair once per word: set(zip(...))."""
+
+    def pairs(self, symbols):
+        return list(set(zip(symbols, symbols[1:])))
+
+
+class RightToLeftBPE(ReplayBPE):
+    """Merges scanning from the right: 'aaa' with ('a', 'a') gives ['a', 'aa']."""
+
+    def merge(self, symbols, pair):
+        out, i = [], len(symbols) - 1
+        while i >= 0:
+            if i > 0 and (symbols[i - 1], symbols[i]) == pair:
+                out.append(symbols[i - 1] + symbols[i])
+                i -= 2
+            else:
+                out.append(symbols[i])
+                i -= 1
+        return out[::-1]
+
+
+class FirstOccurrenceBPE(ReplayBPE):
+    """Merges only the first occurrence of the pair in each word (a `return` inside the loop)."""
+
+    def merge(self, symbols, pair):
+        for i in range(len(symbols) - 1):
+            if (symbols[i], symbols[i + 1]) == pair:
+                return symbols[:i] + [symbols[i] + symbols[i + 1]] + symbols[i + 2:]
+        return list(symbols)
+
+
+class FirstOccurrenceEncodeBPE(ReplayBPE):
+    """Trains right, but encodes merging only the first occurrence of each pair."""
+
+    def encode_merge(self, symbols, pair):
+        return FirstOccurrenceBPE.merge(self, symbols, pair)
+
+
+class RightToLeftEncodeBPE(ReplayBPE):
+    """Trains right, but encodes merging from the right."""
+
+    def encode_merge(self, symbols, pair):
+        return RightToLeftBPE.merge(self, symbols, pair)
+
+
+ONE_BUG = [  # (part, the variant, the check that must fail, words its message must hold)
+    ("rope", RoPEKeysFromOne, "keys", "keys are rotated at positions 1.."),
+    ("rope", RoPEOffsetOnQueries, "keys", "the offset is applied to the queries only"),
+    ("rope", RoPEKeysUnrotated, "keys", "the keys are returned unrotated"),
+    ("rope", RoPEGQAKeysSkipped, "keys", "keys with fewer heads than the queries (GQA) are returned unrotated"),
+    ("rope", RoPEBf16Angles, "long positions", "angles rounded to bfloat16"),
+    ("rope", RoPEBf16Product, "long positions", "angles rounded to bfloat16"),
+    ("rope", RoPEKeysOtherWay, "keys", "keys are rotated the other way"),
+    ("rope", RoPEFloat32Out, "float64", "float64 inputs give a float32 output"),
+    ("rope", RoPEWithApply, "module names", "_apply"),
+    ("sinusoidal", SinusoidalDropoutAlwaysOn, "eval mode", "dropout active in eval mode"),
+    ("sinusoidal", SinusoidalBf16Angles, "long positions", "angles rounded to bfloat16"),
+    ("sinusoidal", SinusoidalFloat32Out, "float64", "float64 inputs give a float32 output"),
+    ("rmsnorm", RMSNormNoEps, "zero and constant tokens", "no eps"),
+    ("layernorm", LayerNormNoEps, "zero and constant tokens", "no eps"),
+    ("rmsnorm", RMSNormZeroGain, "at construction", "the gain gamma starts at 0"),
+    ("layernorm", LayerNormRandomGain, "at construction", "the gain gamma starts at random values"),
+    ("layernorm", LayerNormBetaOnes, "at construction", "the shift beta starts at 1"),
+    ("rmsnorm", RMSNormFloat32Out, "float64", "float64 inputs give a float32 output"),
+    ("rmsnorm", RMSNormDropout, "eval mode", "dropout active in eval mode"),
+    ("layernorm", LayerNormWithApply, "module names", "_apply"),
+    ("attention", attention_naive_softmax, "large scores", "subtract each row's max"),
+    ("attention", attention_dropout_on, "eval mode", "dropout active in eval mode"),
+    ("attention", attention_float32, "float64", "float64 inputs give a float32 output"),
+    ("gqa", GQARepeat, "reference", "use repeat_interleave"),
+    ("gqa", GQAExpandWrongAxis, "reference", "use repeat_interleave"),
+    ("mha", MHAScaledByDModel, "reference", "sqrt(d_model)"),
+    ("gqa", MHAScaledByDModel, "reference", "sqrt(d_model)"),
+    ("mha", MHAMergeWithoutTranspose, "reference", "heads are merged without the transpose"),
+    ("mha", MHAValuesFromKeys, "reference", "values are projected with k_proj"),
+    ("gqa", MHAValuesFromKeys, "reference", "values are projected with k_proj"),
+    ("mha", MHANoOutputProjection, "reference", "o_proj is never applied"),
+    ("mha", MHAPaddingOnQueries, "reference", "the padding mask blocks queries"),
+    ("mha", MHANoScale, "reference", "scores are not divided by sqrt(head_dim)"),
+    ("mha", MHAMaskKeep, "reference", "the mask is read as True = keep"),
+    ("mha", MHADropoutOn, "shape", "dropout active in eval mode"),
+    ("mha", MHAWithApply, "module names", "_apply"),
+    ("mha", MHAWithTrainMethod, "module names", "train"),
+    ("bpe", NonOverlappingCountBPE, "runs and bit strings", "overlapping pairs"),
+    ("bpe", PairsAsSetBPE, "runs and bit strings", "once per pre-token"),
+    ("bpe", RightToLeftBPE, "runs and bit strings", "right to left"),
+    ("bpe", FirstOccurrenceBPE, "runs and bit strings", "only the first occurrence"),
+    ("bpe", FirstOccurrenceEncodeBPE, "runs and bit strings", "only the first occurrence"),
+    ("bpe", RightToLeftEncodeBPE, "runs and bit strings", "right to left"),
+]
+
+VALID = [  # (part, a right implementation or a convention the book allows)
+    ("rope", MyRoPE),
+    ("sinusoidal", MySinusoidal),
+    ("sinusoidal", ConcatSinusoidal),
+    ("rmsnorm", MyRMSNorm),
+    ("layernorm", MyLayerNorm),
+    ("rmsnorm", RMSNormEpsOutside),
+    ("layernorm", LayerNormEpsOutside),
+    ("attention", my_attention),
+    ("attention", attention_with_weights),
+    ("attention", attention_fused),
+    ("mha", MyGQA),
+    ("gqa", MyGQA),
+    ("bpe", ReplayBPE),
+]

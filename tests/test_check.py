@@ -151,7 +151,7 @@ def test_rope_on_values_is_caught():
 def test_rope_without_its_offset_is_caught():
     """The RoPE inside broken.RopeCacheWithoutOffset: right without a cache, wrong at every cached step."""
     report = check.positional(broken._RopeWithoutOffset, "rope")
-    assert [f.name for f in report.findings if not f.passed] == ["offset"], str(report)
+    assert [f.name for f in report.findings if not f.passed] == ["offset", "cached steps"], str(report)
     assert "the offset is ignored, every cached decoding step is rotated as position 0" in report["offset"].message
 
 
@@ -304,7 +304,7 @@ def test_the_command_passes_a_correct_file_and_fails_a_planted_bug(tmp_path, cap
     good = _student(tmp_path, "good.py", STUDENT.format(scale=" / math.sqrt(q.size(-1))"))
     assert main(["check", "attention", f"{good}:Attention"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("check attention: Attention") and "9 of 9 checks pass" in out
+    assert out.startswith("check attention: Attention") and "12 of 12 checks pass" in out
     bad = _student(tmp_path, "bad.py", STUDENT.format(scale=""))
     assert main(["check", "attention", f"{bad}:Attention"]) == 1
     assert "FAIL  scaling: scores are not divided by sqrt(d_k)" in capsys.readouterr().out
@@ -335,7 +335,7 @@ def test_the_command_names_each_unusable_file_in_one_line(tmp_path, capsys):
 def test_a_reference_copy_passes_through_the_command(tmp_path, capsys):
     mine = _student(tmp_path, "mine.py", "from cipherlab.models.norm import RMSNorm as MyNorm\n")
     assert main(["check", "rmsnorm", f"{mine}:MyNorm"]) == 0
-    assert "5 of 5 checks pass" in capsys.readouterr().out
+    assert "9 of 9 checks pass" in capsys.readouterr().out
 
 
 
@@ -403,7 +403,7 @@ def test_the_mistakes_fail_no_check_they_do_not_break():
         ("bpe", mistakes.LongestMatchBPE), ("patcher", mistakes.patches_at_or_above),
         ("pooling", mistakes.MeanPatchPooling), ("patch_mask", mistakes.own_patch_mask),
         ("decoding", mistakes.PositionlessSteps)]}
-    assert failing == {"bpe": ["encode"], "patcher": ["reference"], "pooling": ["order", "reference"],
+    assert failing == {"bpe": ["encode", "runs and bit strings"], "patcher": ["reference"], "pooling": ["order", "reference"],
                        "patch_mask": ["no leak", "reference", "in a model"], "decoding": ["cache"]}
 
 
@@ -503,7 +503,7 @@ def test_the_command_checks_the_new_parts(tmp_path, capsys):
                     "def own_patch(Lt, K, patch):\n    import torch\n"
                     "    return (torch.arange(K)[None, :] > torch.arange(Lt)[:, None] // patch + 1)[None, None]\n")
     assert main(["check", "bpe", f"{mine}:MyBPE"]) == 0
-    assert "6 of 6 checks pass" in capsys.readouterr().out
+    assert "7 of 7 checks pass" in capsys.readouterr().out
     assert main(["check", "patch_mask", f"{mine}:patch_causal_mask"]) == 0
     capsys.readouterr()
     assert main(["check", "patch_mask", f"{mine}:own_patch"]) == 1
