@@ -1736,7 +1736,8 @@ def _spanning(tokens) -> str | None:
 def _bpe_merges(tok) -> tuple[bool, str]:
     mine = _pairs(tok)
     if not mine:
-        return False, f"no merges learned for vocab_size = {BPE_VOCAB}: learn merges until the vocabulary is full"
+        return False, (f"no merges learned for vocab_size = {BPE_VOCAB}: learn merges until vocab_size ids are used, "
+                       "your specials and base symbols counted")
     steps = _textbook_bpe(BPE_CORPUS, len(mine))
     theirs = BPETokenizer.train(BPE_CORPUS, BPE_VOCAB).merges
     for i, pair in enumerate(mine):
