@@ -162,8 +162,8 @@ def test_every_cited_fact_is_defined_and_computes(chapter):
 def test_every_fact_is_cited_by_the_bank_or_its_chapter(chapter):
     bank = load_bank()[chapter]
     text = "".join(q.question + q.lead + q.answer for q in bank.questions)
-    path = viva.REPO_ROOT / bank.notebook
-    prose = "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    paths = [viva.REPO_ROOT / bank.notebook] + ([viva.REPO_ROOT / bank.appendix] if bank.appendix else [])
+    prose = "".join(c.source for path in paths for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
     unused = set(load_facts(chapter)) - set(cited_facts(text)) - set(prose_facts(prose))
     assert not unused, f"FACTS[{chapter!r}] in cipherlab/viva/facts.py defines facts nothing cites: {sorted(unused)}"
 

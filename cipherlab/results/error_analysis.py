@@ -4,7 +4,8 @@
 counting noise (:func:`excess`, :data:`SPIKE_Z`, :data:`SPIKE_RATIO`) and from a chunk's first half to
 its second (:func:`late_vs_early`); :func:`edits`, :func:`edit_summary` and :func:`prior_favours` say
 what the errors are; :func:`exact_by_length` how exact lines fall with length against independent
-errors. Each has its Markdown table beside it.
+errors. Each has its Markdown table beside it. :func:`random_string_errors` decodes a committed model's
+random strings again and counts where each wrong character sits.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "prior_favours",
     "profile_rows",
     "profile_table",
+    "random_string_errors",
 ]
 
 
@@ -270,3 +272,39 @@ def length_table(errors: dict, keys: Sequence[str], lengths: Sequence[int]) -> s
                                           for col in columns.values()])
     return markdown_table(["line length, characters", "lines"]
                           + [f"{entry_label(k)}: exact % (independent %)" for k in keys], rows)
+
+
+def random_string_errors(model_path, n_random: int = 200) -> dict:
+    """Where a committed model goes wrong on the ``n_random`` random strings of its probe set
+    (letters and space, decoded greedily and length-aware): each wrong character's key phase, its
+    place in its chunk, and the length in characters of the source token that covers it.
+
+    Returns ``{"lines", "wrong_lines", "wrong_chars", "phase", "place", "token_chars",
+    "chunk_chars"}``, the last three as ``Counter``s."""
+    import torch
+
+    from cipherlab.checkpoint import load_trained
+    from cipherlab.cipher import encrypt
+    from cipherlab.decode import decrypt_lines
+    from cipherlab.probes import probe_sets
+
+    model, codec, config = load_trained(model_path, "cpu")
+    plain = probe_sets(config, n_random=n_random)["random_letters"]
+    with torch.inference_mode():
+        pred = decrypt_lines(model, codec, [encrypt(t) for t in plain], chunk_chars=config.chunk_chars,
+                             device=torch.device("cpu"), length_aware=True)
+    phase, place, token = collections.Counter(), collections.Counter(), collections.Counter()
+    for guess, truth in zip(pred, plain):
+        for start in range(0, len(truth), config.chunk_chars):
+            ids = codec.encode_source(encrypt(truth[start:start + config.chunk_chars]))
+            at = start
+            for n in codec.source_chars(torch.tensor([ids]))[0].tolist():
+                for k in range(n):
+                    if guess[at + k: at + k + 1] != truth[at + k]:
+                        phase[(at + k) % PERIOD] += 1
+                        place[(at + k) % config.chunk_chars] += 1
+                        token[n] += 1
+                at += n
+    return {"lines": len(plain), "wrong_lines": sum(p != t for p, t in zip(pred, plain)),
+            "wrong_chars": sum(phase.values()), "phase": phase, "place": place, "token_chars": token,
+            "chunk_chars": config.chunk_chars}

@@ -232,8 +232,11 @@ def teaching_words(notebook: Path) -> int:
     return spoken_words("\n\n".join(parts))
 
 
-def teaching_budget(notebook: Path) -> int:
-    """The most words ``notebook``'s teaching body may have."""
+def teaching_budget(notebook: Path) -> int | None:
+    """The most words ``notebook``'s teaching body may have; None for an appendix, which holds the
+    evidence a maintainer needs and no teaching spine (its words are not counted in the book's)."""
+    if is_appendix(notebook):
+        return None
     return TEACHING_BUDGETS.get(Path(notebook).name, TEACHING_BUDGET)
 
 
@@ -251,15 +254,21 @@ def chapter_or_none(notebook: Path) -> str | None:
 
 
 def chapter_of(notebook: Path) -> str:
-    """The chapter whose bank names this notebook."""
+    """The chapter whose bank names this notebook, as the chapter's own or as its appendix."""
     rel = Path(notebook).resolve().relative_to(REPO_ROOT).as_posix()
     for bank in load_bank().values():
-        if bank.notebook == rel:
+        if rel in (bank.notebook, bank.appendix):
             return bank.chapter
     raise KeyError(f"no bank in {BANK_DIR} has notebook: {rel}; add one (see bank/attention.yml)")
 
 
-def expected_notebook(nb, chapter: str | None):
+def is_appendix(notebook: Path) -> bool:
+    """True for a notebook a bank names as its chapter's appendix: the chapter's facts, no viva."""
+    rel = Path(notebook).resolve().relative_to(REPO_ROOT).as_posix()
+    return any(bank.appendix == rel for bank in load_bank().values())
+
+
+def expected_notebook(nb, chapter: str | None, viva: bool = True):
     """The notebook as sync would write it: generated cells replaced, the facts in the prose
     refilled, every code cell's stored outputs kept (``python -m cipherlab.viva outputs`` writes
     them; a setup cell whose source changed loses its outputs, as they no longer belong to it)."""
@@ -269,7 +278,7 @@ def expected_notebook(nb, chapter: str | None):
     for n, cell in enumerate(body):
         if cell.cell_type == "markdown" and chapter is not None:
             cell.source = refill_prose(cell.source, chapter, f"markdown cell {n + 2} of the {chapter} chapter")
-    viva = viva_cells(chapter) if chapter is not None else []
+    viva = viva_cells(chapter) if chapter is not None and viva else []
     # The setup cell prints the machine's device, which differs from machine to machine.
     setup = _code(setup_cell_source(), "setup", "setup", tags=["remove-cell", "nbval-ignore-output"])
     if old_setup is not None and old_setup.source == setup.source:
@@ -283,7 +292,8 @@ def _texts(path: Path) -> tuple[str, str]:
     """(the notebook file as it is, as sync would write it)."""
     nbformat = _nbformat()
     before = Path(path).read_text(encoding="utf-8")
-    after = nbformat.writes(expected_notebook(nbformat.reads(before, as_version=4), chapter_or_none(path)))
+    after = nbformat.writes(expected_notebook(nbformat.reads(before, as_version=4), chapter_or_none(path),
+                                              viva=not is_appendix(path)))
     return before, after + "\n"
 
 

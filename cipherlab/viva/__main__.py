@@ -88,11 +88,14 @@ def _words(args) -> int:
     for path in notebooks:
         with _reading(path):
             words = teaching_words(path)
-        total += words
         budget = teaching_budget(path)
+        if budget is None:
+            print(f"{path.name:28} {words:6,} words, an appendix of evidence (no teaching budget)")
+            continue
+        total += words
         print(f"{path.name:28} {words:6,} words of teaching body (budget {budget:,}){'  OVER' if words > budget else ''}")
     if not args.notebooks:
-        print(f"{'the whole book':28} {total:6,} words (budget {BOOK_TEACHING_BUDGET:,})"
+        print(f"{'the chapters together':28} {total:6,} words (budget {BOOK_TEACHING_BUDGET:,})"
               f"{'  OVER' if total > BOOK_TEACHING_BUDGET else ''}")
     return 0
 

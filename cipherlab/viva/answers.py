@@ -52,6 +52,7 @@ class ChapterBank:
     chapter: str
     notebook: str  # path relative to the repository root, e.g. "book/02_attention.ipynb"
     questions: tuple[Question, ...]
+    appendix: str | None = None  # a notebook of evidence that quotes the chapter's facts and has no viva
 
 
 def _require_str(entry: dict, field: str, where: str) -> str:
@@ -64,8 +65,9 @@ def _require_str(entry: dict, field: str, where: str) -> str:
 def load_chapter(path: Path) -> ChapterBank:
     """Parse and validate one bank file; errors name the file, the question and the fix."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or set(data) != {"chapter", "notebook", "questions"}:
-        raise ValueError(f"{path}: expected exactly the keys chapter, notebook, questions at top level")
+    if not isinstance(data, dict) or not {"chapter", "notebook", "questions"} <= set(data) <= {
+            "chapter", "notebook", "questions", "appendix"}:
+        raise ValueError(f"{path}: expected the keys chapter, notebook, questions (and optionally appendix) at top level")
     if data["chapter"] != path.stem:
         raise ValueError(f"{path}: chapter is {data['chapter']!r}; it must equal the file stem {path.stem!r}")
     items = []
@@ -80,7 +82,8 @@ def load_chapter(path: Path) -> ChapterBank:
                               question=question, answer=_require_str(entry, "answer", where),
                               chapter=data["chapter"],
                               lead=_require_str(entry, "lead", where) if "lead" in entry else ""))
-    return ChapterBank(chapter=data["chapter"], notebook=data["notebook"], questions=tuple(items))
+    return ChapterBank(chapter=data["chapter"], notebook=data["notebook"], questions=tuple(items),
+                       appendix=data.get("appendix"))
 
 
 def load_bank() -> dict[str, ChapterBank]:
