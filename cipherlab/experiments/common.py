@@ -312,3 +312,32 @@ def seed_by_seed(values: list, spec: str = "") -> str:
 def nophase_by_seed(config: str, name: str, key: str, spec: str = "") -> str:
     """:func:`nophase_seed_values` as a sentence says them (:func:`seed_by_seed`), e.g. "97 and 82"."""
     return seed_by_seed(nophase_seed_values(config, name, key), spec)
+
+
+# --------------------------------------------------------------------------- results/aligned: the BPE with merges
+
+ALIGNED_RUN = "aligned"  # results/aligned: C1-C4 with the assignment preset's aligned BPE, seeds 0 and 1
+
+
+@functools.cache
+def aligned_paired() -> tuple[dict, ...]:
+    """McNemar's exact test of C2-C4 against C1 with the aligned BPE, seed by seed, on every probe set."""
+    rows = tuple(paired_rows(load_learn_runs(ALIGNED_RUN)))
+    if not rows:
+        raise ValueError(f"results/{ALIGNED_RUN} has no paired outcomes of a configuration and c1")
+    return rows
+
+
+def aligned_by_seed(config: str, name: str, key: str, spec: str = "") -> str:
+    """One field of ``config``'s paired rows against C1 on ``name`` with the aligned BPE, seed by seed, as a
+    sentence says them: "base_exact" (C1's exact lines), "exact" (the configuration's), "p"."""
+    rows = sorted((row for row in aligned_paired() if (row["config"], row["set"]) == (config, name)),
+                  key=lambda row: row["seed"])
+    if not rows:
+        raise ValueError(f"results/{ALIGNED_RUN} has no paired outcomes of {config} and c1 on {name}")
+    return seed_by_seed([row[key] for row in rows], spec)
+
+
+def aligned_bonferroni() -> float:
+    """0.05 over every test of :func:`aligned_paired`."""
+    return 0.05 / len(aligned_paired())

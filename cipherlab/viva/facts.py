@@ -267,6 +267,10 @@ FACTS["positional"] = {
     "nophase_c1_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "base_exact"),
     "nophase_c2_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "exact"),
     "nophase_c2_alphabet_p": lambda: common.nophase_by_seed("c2", "random_alphabet", "p", ".2g"),
+    # C2 against C1 with the aligned BPE (results/aligned): merged tokens, the period handed in
+    "aligned_c1_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "base_exact"),
+    "aligned_c2_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "exact"),
+    "aligned_c2_alphabet_p": lambda: common.aligned_by_seed("c2", "random_alphabet", "p", ".2g"),
 }
 
 
@@ -547,6 +551,9 @@ FACTS["results"] = {
     "res_nophase_c2_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "exact"),
     "res_nophase_c2_alphabet_p": lambda: common.nophase_by_seed("c2", "random_alphabet", "p", ".2g"),
     "res_nophase_c3_brown_p": lambda: common.nophase_by_seed("c3", "brown_test", "p", ".2g"),
+    "res_aligned_c1_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "base_exact"),
+    "res_aligned_c2_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "exact"),
+    "res_aligned_c2_alphabet_p": lambda: common.aligned_by_seed("c2", "random_alphabet", "p", ".2g"),
     "res_nophase_c5_low_p": lambda: common.nophase_lowest("c5")["p"],
     "res_nophase_c5_low_c1_exact": lambda: common.nophase_lowest("c5")["base_exact"],
     "res_nophase_c5_low_exact": lambda: common.nophase_lowest("c5")["exact"],
