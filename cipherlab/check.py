@@ -69,6 +69,7 @@ from cipherlab.models.blt import BLTModel, ByteEntropyModel, PatchPooling, patch
 from cipherlab.models.norm import NORMS
 from cipherlab.models.positional import (RotaryPositionalEmbedding, SinusoidalPositionalEncoding,
                                          inverse_frequencies, rotate_half)
+from cipherlab.parts import internals_refusal, overridden_internals, shadowed_internals
 from cipherlab.tokenizers.bpe import BPETokenizer
 from cipherlab.tokenizers.bytes import BOS_ID, SPECIAL_IDS, VOCAB_SIZE
 from cipherlab.tokenizers.pretokenize import split_plaintext
@@ -227,11 +228,7 @@ def _refuse_internals(obj, built=None) -> None:
     names = overridden_internals(obj) if inspect.isclass(obj) else []
     names += shadowed_internals(built) if built is not None else []
     if names:
-        listed = ", ".join(sorted(set(names)))
-        raise InterfaceError(f"{_label(obj)} defines {listed}, which nn.Module already has: PyTorch calls its own "
-                             f"{listed} in .to(), .double(), .eval(), training or loading a checkpoint, and would get "
-                             f"yours; rename {'it' if len(set(names)) == 1 else 'them'} (e.g. {names[0].lstrip('_')}"
-                             "_step)")
+        raise InterfaceError(f"{_label(obj)} {internals_refusal(names)}")
 
 
 def _deterministic(call: Callable[[], torch.Tensor]) -> tuple[bool, str]:
@@ -275,45 +272,6 @@ def _name_the_bug(out: torch.Tensor, suspects: dict[str, torch.Tensor]) -> str:
 # When a part differs from the reference, the variants below (each the reference with one known mistake) run on the
 # same inputs, and the one the part agrees with is named ("use repeat_interleave: ..."). They are written here,
 # independently of the parts they diagnose.
-
-# What a subclass may (or is meant to) define although nn.Module has it too.
-OVERRIDABLE = {"forward", "extra_repr", "_load_from_state_dict", "_save_to_state_dict", "_version", "dump_patches",
-               "call_super_init", "training", "T_destination"}
-RISKY_DUNDERS = {"__call__", "__getattr__", "__setattr__", "__delattr__", "__dir__"}
-
-
-def _internal(name: str) -> bool:
-    if name.startswith("__") and name.endswith("__"):
-        return name in RISKY_DUNDERS
-    return name in _MODULE_NAMES and name not in OVERRIDABLE
-
-
-_MODULE_NAMES = set(dir(nn.Module))
-
-
-def overridden_internals(cls) -> list[str]:
-    """The names that ``cls`` (or a base class of its own, not torch's or cipherlab's) defines and that
-    nn.Module already has: a method ``_apply`` or ``train`` replaces the one PyTorch calls in .to(),
-    .eval(), training and checkpoints. [] for anything that is not an nn.Module class."""
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        return []
-    found = []
-    for klass in cls.__mro__:
-        if klass is object or klass.__module__.split(".")[0] in ("torch", "cipherlab"):
-            continue
-        found += [name for name in vars(klass) if _internal(name)]
-    return sorted(set(found))
-
-
-def shadowed_internals(module: nn.Module) -> list[str]:
-    """Names of sub-modules, parameters, buffers or plain attributes set on ``module`` that nn.Module
-    already has (``self.apply = nn.Linear(...)``: ``self.apply`` then still finds nn.Module.apply)."""
-    if not isinstance(module, nn.Module):
-        return []
-    base = set(vars(nn.Module()))
-    held = [*module._modules, *module._parameters, *module._buffers, *(n for n in vars(module) if n not in base)]
-    return sorted({name for name in held if _internal(name)})
-
 
 # --------------------------------------------------------------------------- multi-head attention, one mistake each
 

@@ -67,13 +67,16 @@ __all__ = [
     "PARTS",
     "Part",
     "PartError",
+    "internals_refusal",
     "load_parts",
     "mismatch",
+    "overridden_internals",
     "parse_part",
     "part_keywords",
     "part_records",
     "parts_for_checkpoint",
     "resolve",
+    "shadowed_internals",
     "unused_parts",
     "using",
     "validate_parts",
@@ -109,6 +112,7 @@ def _build(make: Callable[[], object], call: str) -> nn.Module:
         raise _Unfit(f"{call} raised {why(e)}") from None
     if not isinstance(module, nn.Module):
         raise _Unfit(f"{call} gave a {type(module).__name__}, not an nn.Module")
+    _refuse_internals(type(getattr(module, "inner", module)), module)  # a rope's own class inside RotaryAdapter
     return module.eval()
 
 
@@ -332,9 +336,11 @@ def validate_parts(parts: Mapping[str, type], config: Config) -> None:
                             f"be saved; write class {cls.__name__}(nn.Module)")
         with torch.random.fork_rng(devices=[]):
             try:
+                _refuse_internals(cls)
                 spec.trial(cls, config)
             except _Unfit as e:
-                raise PartError(f"{label}: {e}; the interface is {spec.interface}") from None
+                raise PartError(f"{label}: {e}" + ("" if isinstance(e, _Renamed) else
+                                                   f"; the interface is {spec.interface}")) from None
 
 
 # --------------------------------------------------------------------------- the --part option
@@ -450,3 +456,67 @@ def parts_for_checkpoint(payload: dict, values: Iterable[str] | None, path, *,
     if problem:
         raise PartError(f"{path}: {problem}")
     return parts
+
+
+# --------------------------------------------------------------------------- names nn.Module already has
+
+# What a subclass may (or is meant to) define although nn.Module has it too.
+OVERRIDABLE = {"forward", "extra_repr", "_load_from_state_dict", "_save_to_state_dict", "_version", "dump_patches",
+               "call_super_init", "training", "T_destination"}
+RISKY_DUNDERS = {"__call__", "__getattr__", "__setattr__", "__delattr__", "__dir__"}
+
+
+def _internal(name: str) -> bool:
+    if name.startswith("__") and name.endswith("__"):
+        return name in RISKY_DUNDERS
+    return name in _MODULE_NAMES and name not in OVERRIDABLE
+
+
+_MODULE_NAMES = set(dir(nn.Module))
+
+
+def overridden_internals(cls) -> list[str]:
+    """The names that ``cls`` (or a base class of its own, not torch's or cipherlab's) defines and that
+    nn.Module already has: a method ``_apply`` or ``train`` replaces the one PyTorch calls in .to(),
+    .eval(), training and checkpoints. [] for anything that is not an nn.Module class."""
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        return []
+    found = []
+    for klass in cls.__mro__:
+        if klass is object or klass.__module__.split(".")[0] in ("torch", "cipherlab"):
+            continue
+        found += [name for name in vars(klass) if _internal(name)]
+    return sorted(set(found))
+
+
+def shadowed_internals(module: nn.Module) -> list[str]:
+    """Names of sub-modules, parameters, buffers or plain attributes set on ``module`` that nn.Module
+    already has (``self.apply = nn.Linear(...)``: ``self.apply`` then still finds nn.Module.apply)."""
+    if not isinstance(module, nn.Module):
+        return []
+    base = set(vars(nn.Module()))
+    held = [*module._modules, *module._parameters, *module._buffers, *(n for n in vars(module) if n not in base)]
+    return sorted({name for name in held if _internal(name)})
+
+
+def internals_refusal(names: Iterable[str]) -> str:
+    """"defines NAME, which nn.Module already has: ...; rename it": what follows a class's name when it
+    defines or sets names of :func:`overridden_internals` or :func:`shadowed_internals`."""
+    names = sorted(set(names))
+    listed = ", ".join(names)
+    return (f"defines {listed}, which nn.Module already has: PyTorch calls its own {listed} in .to(), .double(), "
+            f".eval(), training or loading a checkpoint, and would get yours; rename "
+            f"{'it' if len(names) == 1 else 'them'} (e.g. {names[0].lstrip('_')}_step)")
+
+
+class _Renamed(_Unfit):
+    """A trial's module sets a name nn.Module already has (:func:`shadowed_internals`)."""
+
+
+def _refuse_internals(cls, module=None) -> None:
+    """_Renamed when class ``cls`` defines, or the ``module`` built from it (or a module inside) sets, a name
+    nn.Module already has."""
+    names = overridden_internals(cls) + [name for inner in (module.modules() if module is not None else ())
+                                         for name in shadowed_internals(inner)]
+    if names:
+        raise _Renamed(f"{getattr(cls, '__name__', cls)} {internals_refusal(names)}")

@@ -59,6 +59,11 @@ STUDENT = textwrap.dedent('''
             return super().forward(query, key, value, mask) / 0 * 0
 
 
+    class ApplyAttention(MyAttention):
+        def _apply(self, out):  # the student's own step, named as nn.Module's: .to() would call it
+            return self.o_proj(out)
+
+
     class OneArgAttention(nn.Module):
         def __init__(self, d_model):
             super().__init__()
@@ -193,11 +198,13 @@ BAD = [  # (the --part value, with {f} for the student's file; what the one-line
     ("attn={f}:MyAttention", ["--part attn=", "unknown part 'attn'; choose one of attention, norm, positional, rope"]),
     ("attention", ["--part attention: expected PART=FILE.py:NAME"]),
     ("rope={f}:MyRope", ["rope={f}:MyRope", "c1 has no rotary embedding"]),
+    ("attention={f}:ApplyAttention", ["attention={f}:ApplyAttention: ApplyAttention defines _apply, which nn.Module "
+                                      "already has", "rename it"]),
 ]
 
 
 @pytest.mark.parametrize("value, says", BAD, ids=["no file", "no class", "constructor", "shape", "nan", "unknown part",
-                                                  "malformed", "unused part"])
+                                                  "malformed", "unused part", "nn.Module name"])
 def test_a_part_that_does_not_fit_is_one_line_before_training(tmp_path, capsys, value, says):
     student = _student(tmp_path)
     code = main(["train", "--config", "c1", *TINY, "--data-dir", str(tmp_path / "no-data"), "--out",
@@ -261,3 +268,18 @@ def test_python_api_errors_name_the_part(tmp_path):
     with using({"attention": own["MyAttention"]}):  # restores what was given before, also on errors
         pass
     validate_parts({"attention": own["MyAttention"], "norm": own["MyNorm"]}, c1)  # fits: no error
+
+
+def test_a_part_setting_a_name_nn_module_has_is_refused_before_training(tmp_path):
+    """``self.apply = ...`` set in __init__: the trial's module is looked at, and one line names the class and name."""
+    from torch import nn
+    own = _load(tmp_path)
+
+    class ShadowingNorm(own["MyNorm"]):
+        def __init__(self, d_model, eps=1e-5):
+            super().__init__(d_model, eps)
+            self.apply = nn.Identity()
+
+    with pytest.raises(PartError, match=r"norm=.*ShadowingNorm: ShadowingNorm defines apply, which nn.Module "
+                                        r"already has.*rename it \(e.g. apply_step\)$"):
+        validate_parts({"norm": ShadowingNorm}, make_config("c1", "smoke", recipe="notes"))
