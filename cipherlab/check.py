@@ -775,7 +775,7 @@ def _mha_reference(module, kind: str) -> tuple[bool, str]:
         bug = _mha_diagnosis(module)
         if not bug:
             raise
-        return False, f"raised {why(e)}{bug}"
+        return False, f"{bug[2:]} (with the reference's inputs it raised {why(e)})"  # the mistake first
     what = "GroupedQueryAttention" if kind == "gqa" else "MultiHeadAttention"
     said = ", ".join(f"{k} {v:.1e}" for k, v in gaps.items())
     if max(gaps.values()) <= FLOAT32_TOL:

@@ -83,3 +83,10 @@ def test_an_attribute_shadowing_a_module_method_is_refused():
 
     with pytest.raises(check.InterfaceError, match=r"ShadowingNorm defines apply, which nn.Module already has"):
         check.norm(ShadowingNorm, "rmsnorm")
+
+
+def test_a_mistake_that_raises_is_named_before_the_error_text():
+    """A padding mask turned onto the queries raises in cross-attention (Lq != Lk): the line starts with the mistake."""
+    message = check.multi_head(mistakes.MHAPaddingOnQueries, "mha")["reference"].message
+    assert message.startswith("the padding mask blocks queries"), message
+    assert message.index("RuntimeError") > message.index("use it as it is")
