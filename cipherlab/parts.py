@@ -32,10 +32,12 @@ random inputs (:func:`validate_parts`): a part that does not fit its interface i
 part, the file and class, and the call or shape that went wrong. That checks the interface only;
 ``python -m cipherlab check`` checks the maths.
 
-The checkpoint and the results record name each replaced part: ``{"part", "file", "class", "sha256"}``
-(:func:`part_records`; the sha256 is the file's, read when it was loaded). A model trained with a part
-loads again only with the same part, from a file with the same sha256: the commands take ``--part`` and
-say which one is missing; from Python, load inside ``with using(parts):``.
+The checkpoint and the results record name each replaced part: ``{"part", "file", "class", "sha256",
+"class_sha256"}`` (:func:`part_records`; ``sha256`` is the file's, ``class_sha256`` the class's own source,
+both read when it was loaded). A model trained with a part loads again only with the same part, whose
+class has the same source (an edit elsewhere in its file does not matter; a checkpoint that records no
+``class_sha256`` needs the same file): the commands take ``--part`` and say which one is missing; from
+Python, load inside ``with using(parts):``. ``CIPHERLAB_EDITED_PARTS=1`` loads it with the class edited.
 
 In the flow of the package this module sits above ``cipherlab.models`` and beside the codec that builds
 models (``codec -> parts -> models``). Loading ``FILE.py:NAME`` is ``cipherlab.check.load_target``'s, a
@@ -47,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect
+import os
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -63,10 +66,12 @@ from cipherlab.models.transformer import (build_own_attention, build_own_norm, b
                                           build_own_rope)
 
 __all__ = [
+    "EDITED_PARTS",
     "MAX_LEN",
     "PARTS",
     "Part",
     "PartError",
+    "class_sha256",
     "internals_refusal",
     "load_parts",
     "mismatch",
@@ -261,6 +266,7 @@ PARTS: dict[str, Part] = {p.name: p for p in (
 # --------------------------------------------------------------------------- records of the parts used
 
 _LOADED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # class -> (file, name, sha256) as loaded
+_SOURCES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # class -> class_sha256 as loaded
 
 
 def _sha256_of(path: str | None) -> str | None:
@@ -287,11 +293,13 @@ def _label(part: str, cls) -> str:
 
 
 def part_records(parts: Mapping[str, type]) -> list[dict]:
-    """``[{"part", "file", "class", "sha256"}, ...]``: what the checkpoint and the results record say of each part."""
+    """``[{"part", "file", "class", "sha256", "class_sha256"}, ...]``: what the checkpoint and the results record
+    say of each part (``sha256``: the file's; ``class_sha256``: the class's own source, :func:`class_sha256`)."""
     records = []
     for part in sorted(parts, key=lambda name: list(PARTS).index(name) if name in PARTS else len(PARTS)):
         file, name, sha256 = _source_of(parts[part])
-        records.append({"part": part, "file": file, "class": name, "sha256": sha256})
+        records.append({"part": part, "file": file, "class": name, "sha256": sha256,
+                        "class_sha256": _SOURCES.get(parts[part]) or class_sha256(parts[part])})
     return records
 
 
@@ -379,7 +387,7 @@ def load_parts(values: Iterable[str] | None, config: Config, *, load: Callable[[
             raise PartError(f"{label}: {describe(e)}") from None
         file, name = target.rpartition(":")[::2]
         if inspect.isclass(cls):
-            _LOADED[cls] = (file, name, _sha256_of(file))
+            _LOADED[cls], _SOURCES[cls] = (file, name, _sha256_of(file)), class_sha256(cls)
         parts[part] = cls
     validate_parts(parts, config)
     return parts
@@ -415,10 +423,7 @@ def _one_mismatch(part: str, trained: dict | None, given: dict | None) -> str | 
         return f"it was trained with its own {part}, {trained['class']} of {trained['file']}; pass {_suggest(trained)}"
     if given["class"] != trained["class"]:
         return f"its {part} was {trained['class']} of {trained['file']}, not {given['class']}; pass {_suggest(trained)}"
-    if trained["sha256"] and given["sha256"] and trained["sha256"] != given["sha256"]:
-        return (f"{given['file']} is not the file its {part} {trained['class']} was trained in (sha256 "
-                f"{given['sha256'][:12]} now, {trained['sha256'][:12]} then); pass that file, {_suggest(trained)}")
-    return None
+    return _source_mismatch(part, trained, given)
 
 
 def mismatch(trained: list[dict], given: list[dict]) -> str | None:
@@ -520,3 +525,47 @@ def _refuse_internals(cls, module=None) -> None:
                                          for name in shadowed_internals(inner)]
     if names:
         raise _Renamed(f"{getattr(cls, '__name__', cls)} {internals_refusal(names)}")
+
+
+# --------------------------------------------------------------------------- a part's own source
+
+EDITED_PARTS = "CIPHERLAB_EDITED_PARTS"  # set to 1: a checkpoint loads with its parts' classes edited since
+
+
+def class_sha256(cls) -> str | None:
+    """The sha256 of the class's own source (``inspect.getsource``), with that of each base class of the
+    student's own (not torch's or cipherlab's) it inherits from: an edit elsewhere in its file leaves it
+    unchanged. None where Python has no source (a class made at the prompt)."""
+    if not inspect.isclass(cls):
+        return None
+    digest = hashlib.sha256()
+    for klass in cls.__mro__:
+        if klass is object or klass.__module__.split(".")[0] in ("torch", "cipherlab", "builtins"):
+            continue
+        try:
+            digest.update(inspect.getsource(klass).encode("utf-8"))
+        except (TypeError, OSError):
+            return None
+    return digest.hexdigest()
+
+
+def _source_mismatch(part: str, trained: dict, given: dict) -> str | None:
+    """Why the class given is not the source ``part`` was trained with: the class's own source when both records
+    have its hash (:func:`class_sha256`), else the file's (records written before); None when they agree or
+    CIPHERLAB_EDITED_PARTS=1 says to load it anyway."""
+    if os.environ.get(EDITED_PARTS, "") not in ("", "0"):
+        return None
+    anyway = (f"restore the class as it was trained, or to load it anyway with the class as it is now (the trained "
+              f"weights, your edited code) set {EDITED_PARTS}=1, e.g. `{EDITED_PARTS}=1 python -m cipherlab ...`")
+    then, now = trained.get("class_sha256"), given.get("class_sha256")
+    if then and now:
+        if then == now:
+            return None
+        return (f"{trained['class']} in {given['file']} is not the source its {part} was trained with (the class's "
+                f"sha256 {now[:12]} now, {then[:12]} then: the class itself was edited); {anyway}")
+    then, now = trained.get("sha256"), given.get("sha256")
+    if then and now and then != now:
+        return (f"{given['file']} differs from the file its {part} {trained['class']} was trained in (the file's "
+                f"sha256 {now[:12]} now, {then[:12]} then; this checkpoint records no hash of the class alone); "
+                f"{anyway}")
+    return None

@@ -13,7 +13,7 @@ from cipherlab.cipher import encrypt
 from cipherlab.codec import build_model
 from cipherlab.config import make_config
 from cipherlab.models import MultiHeadAttention, RotaryAdapter
-from cipherlab.parts import PartError, using, validate_parts
+from cipherlab.parts import EDITED_PARTS, PartError, class_sha256, mismatch, using, validate_parts
 from samples import SAMPLE_LINES
 
 TINY = ["--preset", "smoke", "--set", "max_epochs=1", "--set", "max_train_lines=40", "--set", "max_eval_lines=2",
@@ -144,7 +144,9 @@ def test_training_with_a_part_records_it_and_decodes_only_with_it(trained, capsy
     root, student, printed, code = trained
     assert code == 0 and "note: attention is your MyAttention" in printed
     record = {"part": "attention", "file": str(student), "class": "MyAttention",
-              "sha256": hashlib.sha256(student.read_bytes()).hexdigest()}
+              "sha256": hashlib.sha256(student.read_bytes()).hexdigest(),
+              "class_sha256": class_sha256(_load(root)["MyAttention"])}
+    assert len(record["class_sha256"]) == 64
     assert json.loads((root / "results" / "smoke" / "c1.json").read_text())["parts"] == [record]
     assert load_checkpoint(root / "run" / "best.pt")["artifacts"]["parts"] == [record]
     capsys.readouterr()
@@ -172,14 +174,27 @@ def test_the_doctor_diagnoses_a_part_trained_model_given_its_part(trained, capsy
     assert "cipherlab doctor" in capsys.readouterr().out
 
 
-def test_a_part_trained_model_refuses_another_file_and_a_resume_without_the_part(trained, capsys):
+def test_a_part_trained_model_refuses_another_file_and_a_resume_without_the_part(trained, capsys, monkeypatch):
     root, student, _, _ = trained
-    edited = root / "edited.py"
-    edited.write_text(student.read_text() + "# changed after training\n")
+    monkeypatch.delenv(EDITED_PARTS, raising=False)
+    elsewhere = root / "elsewhere.py"  # another class of the file edited, and a comment: the class's source is the same
+    elsewhere.write_text(student.read_text().replace("nn.Parameter(torch.ones(d_model))",
+                                                     "nn.Parameter(torch.full((d_model,), 1.0))")
+                         + "# changed after training\n")
+    edited = root / "edited.py"  # MyAttention itself edited
+    edited.write_text(student.read_text().replace("masked_fill(mask, -1e9)", "masked_fill(mask, float('-inf'))"))
+    decrypt = ["decrypt", "--checkpoint", str(root / "run" / "best.pt"), encrypt("Hi"), "--part"]
     capsys.readouterr()
-    assert main(["decrypt", "--checkpoint", str(root / "run" / "best.pt"), "--part",
-                 f"attention={edited}:MyAttention", encrypt("Hi")]) == 1
-    assert f"{edited} is not the file its attention MyAttention was trained in" in _one_line_error(capsys)
+    assert main([*decrypt, f"attention={elsewhere}:MyAttention"]) == 0
+    capsys.readouterr()
+    assert main([*decrypt, f"attention={edited}:MyAttention"]) == 1
+    err = _one_line_error(capsys)
+    assert f"MyAttention in {edited} is not the source its attention was trained with" in err
+    assert "the class itself was edited" in err and f"set {EDITED_PARTS}=1" in err
+    monkeypatch.setenv(EDITED_PARTS, "1")  # load it anyway, as the message says
+    assert main([*decrypt, f"attention={edited}:MyAttention"]) == 0
+    monkeypatch.delenv(EDITED_PARTS)
+    capsys.readouterr()
     assert main(["train", "--config", "c1", *TINY, "--data-dir", str(root / "data"), "--out", str(root / "run"),
                  "--results-dir", str(root / "results"), "--resume"]) == 1
     assert "last.pt: it was trained with its own attention" in _one_line_error(capsys)
@@ -283,3 +298,13 @@ def test_a_part_setting_a_name_nn_module_has_is_refused_before_training(tmp_path
     with pytest.raises(PartError, match=r"norm=.*ShadowingNorm: ShadowingNorm defines apply, which nn.Module "
                                         r"already has.*rename it \(e.g. apply_step\)$"):
         validate_parts({"norm": ShadowingNorm}, make_config("c1", "smoke", recipe="notes"))
+
+
+def test_a_record_without_the_class_hash_compares_the_files():
+    """Checkpoints written before class_sha256 was recorded: the file's sha256 decides, and the line says how
+    to load it anyway."""
+    then = {"part": "norm", "file": "a.py", "class": "MyNorm", "sha256": "1" * 64}
+    now = {**then, "sha256": "2" * 64, "class_sha256": "3" * 64}
+    problem = mismatch([then], [now])
+    assert "a.py differs from the file its norm MyNorm was trained in" in problem and EDITED_PARTS in problem
+    assert mismatch([{**then, "class_sha256": "3" * 64}], [now]) is None  # the class's own source agrees
