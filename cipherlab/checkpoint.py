@@ -42,11 +42,16 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "EXPORT_FORMAT",
     "CheckpointError", "parts_in_place",
+    "MAX_MODEL_VALUES",
+    "STORED_MODEL_LIMITS",
     "check_data",
+    "check_model_size",
+    "export_sha256",
     "export_checkpoint",
     "load_checkpoint",
     "load_trained",
     "model_from_payload",
+    "payload_sha256",
     "payload_tensors",
     "read_log",
     "read_payload",
@@ -95,6 +100,7 @@ def save_checkpoint(path: str | os.PathLike, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     payload = {**payload, "sha256": tensors_sha256(payload_tensors(payload))}
+    payload["model_sha256"] = payload_sha256(payload, payload["sha256"])  # the config, tokenizers, ... too
     with open(tmp, "wb") as f:
         torch.save(payload, f)
         f.flush()
@@ -153,16 +159,19 @@ def load_checkpoint(
 
 
 def _check_sum(path: Path, payload: dict) -> None:
-    """Refuse a checkpoint whose tensors differ from the checksum saved with them."""
-    stored = payload.pop("sha256", None)
-    if stored is None:  # saved before checkpoints carried one: still readable, but unchecked
+    """Refuse a checkpoint whose tensors, or anything else in it, differ from the checksums saved with them."""
+    stored, whole = payload.pop("sha256", None), payload.pop("model_sha256", None)
+    if stored is None and whole is None:  # saved before checkpoints carried one: still readable, but unchecked
         print(f"cipherlab: note: {path} has no tensor checksum (saved by an older cipherlab), so damage to it "
               "cannot be detected; training on saves a checked last.pt", file=sys.stderr)
         return
-    if tensors_sha256(payload_tensors(payload)) != stored:
+    digest = tensors_sha256(payload_tensors(payload))
+    if stored is not None and digest != stored:
         raise CheckpointError(f"{path}: its tensors do not match the checksum saved with them (sha256 "
                               f"{stored[:12]}...): the file is damaged; copy it again, or use another "
                               "checkpoint of the run (last.pt, best.pt) or train again")
+    _check_whole(path, whole, payload_sha256(payload, digest), stored,
+                 "copy it again, or use another checkpoint of the run (last.pt, best.pt) or train again")
 
 
 def _plain(value):
@@ -202,11 +211,17 @@ def set_rng_state(state: dict) -> None:
         torch.mps.set_rng_state(state["mps"])
 
 
-def read_log(path: str | os.PathLike) -> list[dict]:
-    """The records of a log.jsonl, oldest first (empty when there is none yet)."""
+def read_log(path: str | os.PathLike, *, torn_ok: bool = False) -> list[dict]:
+    """The records of a log.jsonl, oldest first (empty when there is none yet).
+
+    ``torn_ok``: a last line cut short (a run stopped while writing it) is dropped with a note, and
+    any other line that is not JSON is a ValueError naming the file and the line (as ``--resume`` reads it).
+    """
     path = Path(path)
     if not path.exists():
         return []
+    if torn_ok:
+        return _read_log_torn(path)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -290,6 +305,7 @@ def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike) -> Path:
         "identity": json.dumps(payload["identity"], default=_json_default),
         "sha256": tensors_sha256(tensors),
     }
+    metadata["model_sha256"] = export_sha256(metadata, metadata["sha256"])  # configuration, codec, ... too
     try:
         save_file(tensors, str(out), metadata=metadata)
     except SafetensorError as e:  # e.g. a disk that is read-only or full
@@ -317,9 +333,12 @@ def _read_export(path: Path) -> dict:
     if stored is None:
         raise CheckpointError(f"{path}: no tensor checksum in its metadata (written by an older cipherlab); "
                               "export it again with `python -m cipherlab export`")
-    if tensors_sha256(tensors) != stored:
+    digest = tensors_sha256(tensors)
+    if digest != stored:
         raise CheckpointError(f"{path}: its tensors do not match the checksum stored when it was exported "
                               f"(sha256 {stored[:12]}...): the file is damaged; copy or export it again")
+    _check_whole(path, metadata.get("model_sha256"), export_sha256(metadata, digest), stored,
+                 "copy or export it again")
     artifacts = json.loads(metadata["artifacts"])
     model = {}
     for key, value in tensors.items():
@@ -342,8 +361,11 @@ def model_from_payload(payload: dict, device: torch.device, path: str | os.PathL
     try:
         config = config_from_dict(payload["config"])
         codec = codec_from_artifacts(config, payload["artifacts"])
+        check_model_size(config, codec, payload["model"], path)  # before any weight is allocated
         model = build_model(config, codec)
         model.load_state_dict(payload["model"])
+    except CheckpointError:
+        raise
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{path}: its configuration, tokenizers and weights do not fit together "
                               f"({why(e)}); export or train it again") from None
@@ -359,3 +381,162 @@ def check_data(payload: dict, corpus, path: str | os.PathLike, remedy: str) -> N
             f"{path} was trained on other data (digest {str(trained_on)[:12]}..., this data "
             f"{corpus.sha256[:12]}...); {remedy}"
         )
+
+
+# --------------------------------------------------------------------------- one checksum over the whole model
+
+_CHECKSUM_KEYS = ("sha256", "model_sha256")  # what a file stores about itself, not covered by itself
+
+
+def payload_sha256(payload: dict, tensors_digest: str | None = None) -> str:
+    """SHA-256 over a whole checkpoint: :func:`tensors_sha256` of its tensors and every other value
+    in it (configuration, identity, tokenizers, part records, progress, optimiser settings) as
+    canonical JSON. A checkpoint stores it as ``model_sha256``, beside the tensors' ``sha256``."""
+    rest = {key: value for key, value in payload.items() if key not in _CHECKSUM_KEYS}
+    digest = tensors_sha256(payload_tensors(rest)) if tensors_digest is None else tensors_digest
+    text = json.dumps({"tensors": digest, "values": _skeleton(rest)}, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def export_sha256(metadata: dict[str, str], tensors_digest: str) -> str:
+    """SHA-256 over a whole model export: its tensors' checksum and every metadata string as stored
+    (format, configuration, tokenizers, identity). An export stores it as ``model_sha256``."""
+    values = {key: value for key, value in metadata.items() if key not in _CHECKSUM_KEYS}
+    text = json.dumps({"tensors": tensors_digest, "metadata": values}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _skeleton(value):
+    """``value`` as plain JSON, each tensor a placeholder (the tensors have their own checksum)."""
+    if isinstance(value, torch.Tensor):
+        return "<tensor>"
+    if isinstance(value, dict):
+        return {str(key): _skeleton(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_skeleton(item) for item in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value if value is None or isinstance(value, (str, int, float, bool)) else repr(value)
+
+
+_NOTED: set[str] = set()  # files already noted as checked by their tensors only (one note a file)
+
+
+def _check_whole(path: Path, stored: str | None, actual: str, tensors_digest: str | None, fix: str) -> None:
+    """Refuse a file whose whole-model checksum differs from ``stored``: a changed byte in its
+    configuration or tokenizers, or another model's metadata on these tensors.
+
+    A file written before files carried one (``stored`` None) is checked against the whole-model
+    checksum recorded for it here if it is one of the committed models (:data:`_WHOLE_BY_TENSORS`,
+    found by its tensors' checksum), else accepted on its tensors' checksum with a note.
+    """
+    expected = stored if stored is not None else _WHOLE_BY_TENSORS.get(tensors_digest or "")
+    if expected is None:
+        if str(path) not in _NOTED:
+            _NOTED.add(str(path))
+            print(f"cipherlab: note: {path} was written by an older cipherlab: its checksum covers its tensors "
+                  "but not its configuration or tokenizers; export it again (or train on) for one over the whole "
+                  "model", file=sys.stderr)
+        return
+    if actual != expected:
+        raise CheckpointError(f"{path}: its configuration or tokenizers do not match the checksum saved with the "
+                              f"model (sha256 {expected[:12]}...): the file was changed after it was written (a "
+                              f"damaged byte, or another model's configuration); {fix}")
+
+
+# The largest model cipherlab builds from a file: a stored configuration beyond these is refused before
+# any weight is allocated (the assignment's models have d_model 256, 4 layers, about 10^7 values).
+STORED_MODEL_LIMITS = {
+    "d_model": 4096, "n_heads": 256, "ffn_dim": 16384, "enc_layers": 64, "dec_layers": 64,
+    "blt_local_layers": 64, "blt_window": 65536, "blt_patch_tgt": 4096, "blt_max_patch": 4096,
+}
+MAX_MODEL_VALUES = 10**9  # weights and buffers (4 GB in float32)
+
+
+def check_model_size(config: Config, codec: Codec, tensors: dict[str, torch.Tensor],
+                     path: str | os.PathLike = "the checkpoint") -> None:
+    """Refuse (CheckpointError naming ``path``) a stored configuration whose model is beyond
+    :data:`STORED_MODEL_LIMITS` or :data:`MAX_MODEL_VALUES`, or whose weights' names and shapes are
+    not the file's ``tensors``: checked on torch's ``meta`` device, where nothing is allocated."""
+    fix = "the file is damaged or not a cipherlab model; export or train it again"
+    beyond = [f"{name}={getattr(config, name)}, at most {limit}" for name, limit in STORED_MODEL_LIMITS.items()
+              if getattr(config, name) > limit]
+    if beyond:
+        raise CheckpointError(f"{path}: its configuration asks for a larger model than cipherlab builds "
+                              f"from a file ({'; '.join(beyond)}); {fix}")
+    try:
+        with torch.device("meta"):
+            shapes = {key: tuple(t.shape) for key, t in build_model(config, codec).state_dict().items()}
+    except Exception:  # e.g. a student's part that needs real memory: load_state_dict checks instead
+        return
+    values = sum(math.prod(shape) for shape in shapes.values())
+    if values > MAX_MODEL_VALUES:
+        raise CheckpointError(f"{path}: its configuration makes a model of {values:,} values, more than the "
+                              f"{MAX_MODEL_VALUES:,} cipherlab builds from a file; {fix}")
+    stored = {key: tuple(t.shape) for key, t in tensors.items()}
+    if shapes != stored:
+        differ = sorted(set(shapes) ^ set(stored)) or [k for k in sorted(shapes) if shapes[k] != stored[k]]
+        name = differ[0]
+        raise CheckpointError(f"{path}: its configuration, tokenizers and weights do not fit together ({name}: "
+                              f"{shapes.get(name, 'none')} from the configuration, {stored.get(name, 'none')} in "
+                              f"the file); {fix}")
+
+
+def _read_log_torn(path: Path) -> list[dict]:
+    """:func:`read_log` with a torn last line dropped (with a note) and other bad lines named."""
+    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    records = []
+    for n, line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            if n == lines[-1][0]:
+                print(f"cipherlab: note: {path}: line {n}, the last, is cut short (a run stopped while writing "
+                      "it); it was dropped and that epoch's record is written again", file=sys.stderr)
+                break
+            raise ValueError(f"{path}: line {n} is not valid JSON ({e.msg}); repair or delete that line, "
+                             "or train into a new --out folder") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: line {n} is not a log record (a JSON object); repair or delete that "
+                             "line, or train into a new --out folder")
+        records.append(record)
+    return records
+
+
+# The models committed under results/ were exported before files carried a whole-model checksum, and
+# results/ is never rewritten: each one's whole-model checksum (:func:`export_sha256`), recorded here
+# by its tensors' checksum, so their configuration and tokenizers are checked too.
+_WHOLE_BY_TENSORS = {
+    "ca5566d6899ba71f1434da244ad113b3a2d14076fcf4db7532e3e32f928a4bff":  # results/aligned/c1.safetensors
+        "104afc37397c0f89ddd3606367cba0211032bb447fbedbef7d87f9b069107e90",
+    "bc2ee1f24f8eaccd5f87d1f11daadee717653514253ca64bf4e04757d6e8613d":  # results/aligned/c2.safetensors
+        "771610b10ad381e0fc6e4c48cadbf47e337cabc85f06c5eb7ece5496d47fa60a",
+    "981ab2d8bdda90b8a64b0a10d711b4f4864573cbf5d39b64817153f53803724e":  # results/aligned/c3.safetensors
+        "f41ad54c5834d92d59c76f3b56bef4472b5c832a30bb9ae631589921daff59ff",
+    "e8d85ffb28d416f76ceccefb7e87e9b5af471f8f2c11a60765f86da6aa087fbb":  # results/aligned/c4.safetensors
+        "605c55451237cbe7f620230bddfacd4047bef88f5ede555674740ce454d63f70",
+    "ef27492e286976a73bf6f7b6b24044d030c343ea5bb3cfc0fe05ca1d411b033c":  # results/checkpoints/c1.safetensors
+        "98d182f64eaa98c259836ad4cec57fb3bfcaa8fbaba3dbf909e14d1ee554561c",
+    "6a2f70a4b58497f0f2d7c290b432c188dbbd2285e7275ea07c473e842cefec55":  # results/checkpoints/c2.safetensors
+        "8e6bd129715fd500d4dddfa0b6bc983087f057a48e1992836f3d1fb66916d120",
+    "70eba904e78a004b710a3e25c56ac99ae9d08a055b5bf66d272f518bf06630fe":  # results/checkpoints/c3.safetensors
+        "eb39cada5a92310bbc57106c71609c5669217b52fa461cd25ac96b19b7e69b50",
+    "899b6f81b5fb797291e0547b162173f107aaad6377b8123563eac96b25204687":  # results/checkpoints/c4.safetensors
+        "baac540b2b113bb11474797b4783e2530e7971750e66a52ec4d335df0af39449",
+    "ab5afaad3a221ad910ac131c987252d9564ffe4d501d4101c0572a1476d9eaf0":  # results/checkpoints/c5.safetensors
+        "cc3fbd6bfeb44ad224d68ad51f78dcde81ab32a9b66cc9439d7576227c74d8fe",
+    "e018268a37dc9e7a35176f132e07f8e6b3142f8c7e35a9d25e2231fd09b5afa6":  # results/learn/ablation/checkpoints/c1.safetensors
+        "4abbc5f686e440c29ac985808a4e65439054c75c37d84bf66a17732c296fa855",
+    "812ecb4f988d68a47f7749e883574b18dcfce64d9d018b6328df5a6d1737ed49":  # results/learn/ablation/checkpoints/c2.safetensors
+        "472a6964a710aeed9545dc63bfde2c26e134bc66319916f6cc653195753845c4",
+    "8069ee8abee5451b4f93aa33065d2cb677298d119000c525e578718ca392a2fa":  # results/learn/ablation/checkpoints/c3.safetensors
+        "ac2ce4526bd7857dd626398b6c4a59a0bcbaffaca94c45c9c08540613b65d8d1",
+    "46849a6d2f6c12bdf45f7967f02c45a127bcf0876c5dad47dfeaa161376286bc":  # results/learn/ablation/checkpoints/c4.safetensors
+        "9bf86c3c935a59298e1aeab4484c6635781eeb4d89137fdf86f4d0f665b19909",
+    "e051d6a6ffab59e1d886c96d752bed31615edc114bc19d02956bcdcdcfaa4078":  # results/learn/ablation/checkpoints/c5.safetensors
+        "3686bd1858f4fd1de96079792d609ea27ecd82bbbc270ae35dc0f68293046b36",
+    "f04a506d313dbffc8419c2467d57fa691b9ea5ee05ff96667ee1d3b9212d1a13":  # results/notes/checkpoints/c2.safetensors
+        "9b6a8c2a66300fd95f0bc2289e6478f4e026e905826dc4bd16a0de68987d5f58",
+    "2434639f8f37292b6b1fbf9fcd17e6a5971c6a2962622c2c1fd1f84869173e20":  # results/notes/checkpoints/c5.safetensors
+        "f970832b6429982e29a24a0b0b42cecc9fc98b4c667365f3d2941e81f3a0cfe2",
+}
