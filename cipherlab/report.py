@@ -38,7 +38,7 @@ from cipherlab.errors import first_line, outside_results, writable_folder
 from cipherlab.score import DEFAULT_CHUNKS, DEFAULT_FIRST, read_text_lines, score_predictions
 
 __all__ = ["DEFAULT_CHUNK_CHARS", "LENGTH_BINS", "REPORT_FILE", "Block", "Report", "build_report",
-           "check_out", "register_cli", "write_report"]
+           "check_out", "parts_summary", "register_cli", "write_report"]
 
 DEFAULT_CHUNK_CHARS = 32  # the cpu preset's chunk length (Config.chunk_chars): lines are decoded chunk by chunk
 LENGTH_BINS = ((0, 100), (100, 200), (200, 400), (400, 800), (800, 10**6))  # as results/analysis.py bins lines
@@ -317,6 +317,7 @@ def _probe_report(folder: Path, files: list[Path], baseline: str) -> Report:
     _probe_random(report, runs, folder)
     _probe_decoding(report, runs, folder)
     _probe_curves(report, runs, folder)
+    _add_parts(report, {f"{config.upper()} seed {seed}": r for (config, seed), r in runs.items()})
     return report
 
 
@@ -481,6 +482,7 @@ def _train_report(folder: Path, baseline: str) -> Report:
     report.lack(RANDOM, str(folder), "random-string sets: train/ablate records score the test lines only "
                 "(results/learn/probe.py records hold the probe sets)")
     _train_curves(report, records, folder)
+    _add_parts(report, {name.upper(): r for name, r in records.items()})
     return report
 
 
@@ -826,3 +828,67 @@ def register_cli(subparsers) -> None:
                    "preset's)")
     p.add_argument("--force", action="store_true", help="write into an --out folder that is not empty")
     p.set_defaults(func=_cmd_report)
+
+
+# --------------------------------------------------------------------------- the parts each run was trained with
+
+
+def _short(digest) -> str:
+    return digest[:12] if isinstance(digest, str) and digest else "–"
+
+
+def _own_parts(record: dict) -> list[dict]:
+    """A record's ``parts`` (:func:`cipherlab.parts.part_records`): the student's classes it was trained with."""
+    parts = record.get("parts")
+    return [p for p in parts if isinstance(p, dict) and "part" in p] if isinstance(parts, list) else []
+
+
+def parts_summary(runs: dict[str, dict]) -> str | None:
+    """One line on the parts of ``runs`` (label -> record): whose each replaced part is in which runs, and
+    whether the folder mixes the student's parts with cipherlab's own or two versions of one class; None when
+    every run used cipherlab's own parts."""
+    own = {label: {p["part"]: p for p in _own_parts(r)} for label, r in runs.items()}
+    names = list(dict.fromkeys(part for parts in own.values() for part in parts))
+    if not names:
+        return None
+    said, mixed = [], []
+    for part in names:
+        yours = [label for label in runs if part in own[label]]
+        theirs = [label for label in runs if part not in own[label]]
+        versions = {(own[label][part].get("class"), own[label][part].get("class_sha256") or
+                     own[label][part].get("sha256")) for label in yours}
+        said.append(f"{part}: yours in {', '.join(yours)}" + (f", cipherlab's in {', '.join(theirs)}" if theirs else ""))
+        if theirs:
+            mixed.append(f"{part} is yours in {', '.join(yours)} and cipherlab's in {', '.join(theirs)}")
+        if len(versions) > 1:
+            mixed.append(f"{part} is {len(versions)} different classes or versions of one (see the sha256s)")
+    line = "; ".join(said)
+    if mixed:
+        line += (" — MIXED: " + "; ".join(mixed) + ": a comparison between these runs compares the parts too, "
+                 "not only the configurations")
+    return line
+
+
+def _parts_table(runs: dict[str, dict]) -> str:
+    """Each run's parts: the student's class, its file and hashes, or cipherlab's own."""
+    rows = []
+    for label, record in runs.items():
+        parts = _own_parts(record)
+        if not parts:
+            rows.append([label, "all", "cipherlab's own", "–", "–", "–"])
+        for p in parts:
+            rows.append([label, p["part"], str(p.get("class", "?")), str(p.get("file") or "–"),
+                         _short(p.get("class_sha256")), _short(p.get("sha256"))])
+    return results.markdown_table(["run", "part", "class", "file", "class sha256", "file sha256"], rows)
+
+
+def _add_parts(report: Report, runs: dict[str, dict]) -> None:
+    """Where any run was trained with the student's parts: a row of the inputs table saying whose parts are
+    in which run (and whether the folder mixes them) and a table of each run's parts (--part, cipherlab.parts)."""
+    summary = parts_summary(runs)
+    if summary is None:
+        return
+    report.inputs.append(["parts", summary])
+    report.table(RESULTS, "Parts each run was trained with (--part): the part, your class, its file, the sha256 "
+                 "of the class's own source and of the file (first 12 hex digits; – where not recorded); "
+                 "cipherlab's own where a run replaced none", _parts_table(runs))
