@@ -2,10 +2,12 @@
 
 :func:`evaluate_checkpoint` rebuilds a trained model from its checkpoint alone (configuration,
 tokenizers or entropy model, weights: :mod:`cipherlab.checkpoint`), decrypts every line of a
-split chunk by chunk, and computes :func:`cipherlab.metrics.compute_metrics` on the re-assembled lines.
+split chunk by chunk, and computes :func:`cipherlab.metrics.compute_metrics` on the re-assembled lines,
+keeping each line's outcome (``exact_by_line``) for ``report``'s paired comparison.
 :func:`results_record` adds the cost of the configuration (parameters, peak memory, seconds per
 epoch, training tokens/s, decoded lines/s) and where it ran; :func:`write_table` gathers the
-records of one preset into ``table.md`` and ``table.csv``.
+records of one preset into ``table.md`` and ``table.csv``; table.md names the student's parts (``--part``)
+of each run and says when the runs mix them with cipherlab's own.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "TABLE_COLUMNS",
     "decoding_name",
     "evaluate_checkpoint",
+    "exact_by_line",
     "metrics_line",
     "results_record",
     "write_results",
@@ -85,7 +88,7 @@ def evaluate_checkpoint(
     seconds = time.perf_counter() - started
     metrics = compute_metrics(predictions, plain, cipher, tokenised=codec.kind == "bpe")
     metrics.update(split=split, decoding=decoding_name(beam_size, length_aware), decode_seconds=seconds,
-                   decode_lines_per_s=len(plain) / max(seconds, 1e-9))
+                   decode_lines_per_s=len(plain) / max(seconds, 1e-9), exact_by_line=exact_by_line(predictions, plain))
     return metrics
 
 
@@ -272,6 +275,7 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
         f"Device: {first.get('device_name') or first['device']}; torch {first['torch_version']}; "
         f"commit {first['git_commit'] or 'unknown'}; seed {first['seed']}.",
         "",
+        *_parts_lines(records),
     ]
     md_path, csv_path = folder / "table.md", folder / "table.csv"
     md_path.write_text("\n".join(md), encoding="utf-8")
@@ -281,3 +285,28 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
     writer.writerows([_cell(r, read, None) for _, read, _ in TABLE_COLUMNS] for r in records)
     csv_path.write_text(buffer.getvalue(), encoding="utf-8")
     return md_path, csv_path
+
+
+def exact_by_line(predictions, references) -> str:
+    """The per-line outcomes the records keep (``test.exact_by_line``): "1" for a line predicted exactly,
+    else "0", one per line; ``report`` pairs two runs' outcomes in McNemar's test."""
+    return "".join("1" if p == r else "0" for p, r in zip(predictions, references, strict=True))
+
+
+def _parts_lines(records: list[dict]) -> list[str]:
+    """table.md's lines on the student's parts (``parts`` of the records, :func:`cipherlab.parts.part_records`):
+    each run's class, file and source hash, and whether the table mixes them with cipherlab's own; [] when
+    every run used cipherlab's own."""
+    own = {r["config"]: [p for p in r.get("parts") or [] if isinstance(p, dict)] for r in records}
+    if not any(own.values()):
+        return []
+    lines = ["Parts (--part): " + "; ".join(
+        f"{config.upper()}: " + (", ".join(f"{p.get('part')} = {p.get('class')} of {p.get('file') or '?'} "
+                                           f"(class sha256 {(p.get('class_sha256') or p.get('sha256') or '?')[:12]})"
+                                           for p in parts) if parts else "cipherlab's own")
+        for config, parts in own.items()) + "."]
+    if not all(own.values()):
+        lines.append("Mixed: " + ", ".join(c.upper() for c, parts in own.items() if parts) + " use your parts, "
+                     + ", ".join(c.upper() for c, parts in own.items() if not parts) + " cipherlab's own; their "
+                     "differences include the parts'.")
+    return [*lines, ""]

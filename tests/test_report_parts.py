@@ -47,3 +47,12 @@ def test_two_versions_of_one_class_are_flagged_and_one_class_everywhere_is_not(t
     assert report.parts_summary({"C1": {}, "C2": {"parts": []}}) is None  # cipherlab's own everywhere: nothing added
     plain = report.build_report(_runs(tmp_path / "plain", {}))
     assert "parts" not in dict(plain.inputs) and "Parts each run" not in plain.markdown()
+
+
+def test_table_md_names_the_parts_and_says_when_they_are_mixed(tmp_path):
+    from cipherlab.evaluate import write_table
+    runs = _runs(tmp_path, {name: _mine() for name in ("c1", "c2")})
+    table = write_table(runs)[0].read_text(encoding="utf-8")
+    assert ("Parts (--part): C1: attention = MyAttention of /home/me/my_attention.py (class sha256 aaaaaaaaaaaa); "
+            "C2: attention = MyAttention") in table and "C3: cipherlab's own" in table
+    assert "Mixed: C1, C2 use your parts, C3, C4, C5 cipherlab's own" in table
