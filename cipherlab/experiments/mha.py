@@ -23,8 +23,9 @@ CONFIGS = {"C1": {}, "C3": {"attn_type": "gqa", "n_kv_heads": 2}}
 
 
 @functools.lru_cache(maxsize=None)
-def trace_shapes(batch: int = 2, length: int = 4, d_model: int = 12, n_heads: int = 3) -> dict:
-    """Shapes inside a real MultiHeadAttention.forward, recorded with hooks (self-attention, no mask)."""
+def trace_shapes(batch: int = 2, length: int = 4, d_model: int = 12, n_heads: int = 3, key_length=None) -> dict:
+    """Shapes inside a real MultiHeadAttention.forward, recorded with hooks: ``length`` queries read
+    ``key_length`` keys (cross-attention; self-attention when None), no mask."""
     mha = MultiHeadAttention(d_model, n_heads, dropout=0.0)
     seen = {}
 
@@ -36,8 +37,8 @@ def trace_shapes(batch: int = 2, length: int = 4, d_model: int = 12, n_heads: in
     mha.attention.register_forward_pre_hook(lambda m, i: record("heads", i[0]))
     mha.attention.register_forward_hook(lambda m, i, o: record("head_outputs", o))
     mha.attention.capture = True
-    x = torch.randn(batch, length, d_model)
-    out = mha(x, x, x)
+    x, memory = torch.randn(batch, length, d_model), torch.randn(batch, key_length or length, d_model)
+    out = mha(x, memory, memory)
     seen["scores"] = tuple(mha.attention.last_attn.shape)
     seen["o_proj_weight"] = tuple(mha.o_proj.weight.shape)
     seen["output"] = tuple(out.shape)
@@ -205,3 +206,23 @@ def c3_against_c1(run: str) -> dict:
 
 def megabytes(n: int) -> float:
     return n / 1e6
+
+
+def heads_as_separate_attentions(d_model: int = 12, n_heads: int = 3, seed: int = 0) -> float:
+    """The largest difference between MultiHeadAttention's output and ``n_heads`` single-head
+    attentions, each with its own (d_model -> d_model / n_heads) projections, taken as the matching
+    rows of q_proj, k_proj and v_proj, their outputs concatenated and passed through o_proj."""
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(d_model, n_heads, dropout=0.0)
+    x, memory = torch.randn(2, 5, d_model), torch.randn(2, 7, d_model)
+    d = d_model // n_heads
+    outs = []
+    for h in range(n_heads):
+        rows = slice(h * d, (h + 1) * d)  # head h's own projections: d of the D output rows
+        q = x @ mha.q_proj.weight[rows].T + mha.q_proj.bias[rows]
+        k = memory @ mha.k_proj.weight[rows].T + mha.k_proj.bias[rows]
+        v = memory @ mha.v_proj.weight[rows].T + mha.v_proj.bias[rows]
+        outs.append(torch.softmax(q @ k.transpose(-2, -1) / d ** 0.5, dim=-1) @ v)  # (B, Lq, d)
+    separate = mha.o_proj(torch.cat(outs, dim=-1))
+    with torch.no_grad():
+        return float((separate - mha(x, memory, memory)).abs().max())

@@ -131,6 +131,9 @@ FACTS["mha"] = {
     "mha_trace_concatenated": lambda: str(mha.trace_shapes()["concatenated"]),
     "mha_trace_o_proj_weight": lambda: str(mha.trace_shapes()["o_proj_weight"]),
     "mha_trace_output": lambda: str(mha.trace_shapes()["output"]),
+    # chapter 3's trace: 5 queries read 7 keys, every axis a different size
+    **{f"mha_xtrace_{stage}": (lambda stage=stage: str(mha.trace_shapes(length=5, key_length=7)[stage]))
+       for stage in ("projected", "heads", "scores", "head_outputs", "concatenated", "output")},
     # parameter budgets from real modules
     "mha_params_d12": lambda: mha.projection_params(12, 3),
     "mha_params_d12_bias": lambda: mha.projection_params(12, 3, bias=True),
