@@ -62,7 +62,7 @@ from cipherlab.config import Config, config_from_dict
 from cipherlab.errors import describe, why
 from cipherlab.models.attention import causal_mask, padding_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding
-from cipherlab.models.transformer import (build_own_attention, build_own_norm, build_own_positional,
+from cipherlab.models.transformer import (RotaryAdapter, build_own_attention, build_own_norm, build_own_positional,
                                           build_own_rope)
 
 __all__ = [
@@ -117,7 +117,7 @@ def _build(make: Callable[[], object], call: str) -> nn.Module:
         raise _Unfit(f"{call} raised {why(e)}") from None
     if not isinstance(module, nn.Module):
         raise _Unfit(f"{call} gave a {type(module).__name__}, not an nn.Module")
-    _refuse_internals(type(getattr(module, "inner", module)), module)  # a rope's own class inside RotaryAdapter
+    _refuse_internals(type(module.inner if isinstance(module, RotaryAdapter) else module), module)
     return module.eval()
 
 

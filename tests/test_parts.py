@@ -315,3 +315,19 @@ def test_a_record_without_the_class_hash_compares_the_files():
     problem = mismatch([then], [now])
     assert "a.py differs from the file its norm MyNorm was trained in" in problem and EDITED_PARTS in problem
     assert mismatch([{**then, "class_sha256": "3" * 64}], [now]) is None  # the class's own source agrees
+
+
+TRAINED_AS = {"rope": ("rope", "c2"), "layernorm": ("norm", "c1"), "rmsnorm": ("norm", "c4"), "mha": ("attention", "c1"),
+              "gqa": ("attention", "c3")}
+
+
+@pytest.mark.parametrize("part, cls, words", [(p, obj, words) for p, obj, name, words in __import__(
+    "student_mistakes").ONE_BUG if name == "module names"], ids=lambda v: getattr(v, "__name__", None))
+def test_student_mistakes_overriding_nn_module_names_never_reach_training(part, cls, words):
+    """tests/student_mistakes.py's classes that ``check`` refuses for a name nn.Module has, refused by --part too."""
+    name, config = TRAINED_AS[part]
+    with pytest.raises(PartError) as refused:
+        validate_parts({name: cls}, make_config(config, "smoke", recipe="notes"))
+    message = str(refused.value)
+    assert f"{cls.__name__}: {cls.__name__} defines {words}, which nn.Module already has" in message
+    assert "\n" not in message
