@@ -4,15 +4,19 @@
   ``last.pt``), written atomically (temporary file, then ``os.replace``) and read with
   ``torch.load(weights_only=True)``: it holds tensors and plain Python values only, so loading
   one never runs code from the file. Like an export, it carries :func:`tensors_sha256` of every
-  tensor in it (weights, optimiser state, random-number state), so a damaged file is refused
-  rather than decoding wrongly. A checkpoint made with another configuration, tokenizer or data
+  tensor in it (weights, optimiser state, random-number state) and one checksum over the whole file
+  (:func:`payload_sha256`: the tensors and the configuration, tokenizers, identity and records), so a
+  damaged file, or one with another model's configuration, is refused rather than decoding wrongly.
+  A checkpoint made with another configuration, tokenizer or data
   is refused with :class:`CheckpointError` naming the difference.
 - :func:`rng_state` / :func:`set_rng_state`: every random-number generator, as tensors, so that
   a resumed run continues bit for bit.
 - :func:`read_log`: the run's ``log.jsonl``, one record per epoch.
 - :func:`export_checkpoint`: the model alone as one ``.safetensors`` file (tensors and JSON, no
-  pickle at all), checked against :func:`tensors_sha256` when it is read back.
-- :func:`load_trained`: (model, codec, configuration) from either kind of file.
+  pickle at all), checked against :func:`tensors_sha256` and :func:`export_sha256` (its metadata too)
+  when it is read back.
+- :func:`load_trained`: (model, codec, configuration) from either kind of file; the stored
+  configuration is checked (:func:`check_model_size`) before any weight is allocated.
 """
 
 from __future__ import annotations

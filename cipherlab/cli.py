@@ -31,10 +31,15 @@ change only when a command is given ``--results-dir results`` on purpose.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -44,12 +49,12 @@ from cipherlab.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TO
 from cipherlab.decode import decrypt_lines
 from cipherlab.check import load_target
 from cipherlab.checkpoint import export_checkpoint, load_trained, parts_in_place
-from cipherlab.errors import outside_results, writable_file, writable_folder
+from cipherlab.errors import first_line, outside_results, writable_file, writable_folder
 from cipherlab.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
                                 write_table)
 from cipherlab.parts import PARTS, PartError, load_parts, parse_part, part_records, unused_parts, using
 from cipherlab.score import read_text_lines
-from cipherlab.train import TrainingDiverged, train_config
+from cipherlab.train import TrainingDiverged, own_folder, train_config, write_text_atomic
 
 __all__ = ["register_cli"]
 
@@ -77,13 +82,20 @@ def _cmd_train(args) -> int:
     parts = load_parts(args.part, config, load=load_target)  # loaded and tried before anything else
     _note_parts(parts, config)
     out = Path(args.out) if args.out else Path("runs") / config.run_name / config.name
-    if (out / "last.pt").exists() and not (args.resume or args.overwrite):
-        raise FileExistsError(
-            f"{out} already holds a training run; pass --resume to continue it, --overwrite to start "
-            "again, or --out to train somewhere else"
-        )
     writable_folder(outside_results(out, "--out"), "--out")  # both before training, not after it
-    writable_folder(_results_folder(args.results_dir, config.run_name), "--results-dir")
+    results = writable_folder(_results_folder(args.results_dir, config.run_name), "--results-dir")
+    with own_folder(out, "--out"):  # the run owns --out until its record is written: one writer at a time
+        if (out / "last.pt").exists() and not (args.resume or args.overwrite):
+            raise FileExistsError(
+                f"{out} already holds a training run; pass --resume to continue it, --overwrite to start "
+                "again, or --out to train somewhere else"
+            )
+        _check_records(results)
+        return _train_and_score(args, config, parts, out, started)
+
+
+def _train_and_score(args, config, parts: dict, out: Path, started: float) -> int:
+    """The rest of ``train``, in the --out folder it owns: train, evaluate best.pt, write the record."""
     length_aware = _length_aware(args)
     try:
         run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True,
@@ -116,6 +128,20 @@ def _cmd_train(args) -> int:
     if fit.stopped == "time budget":
         print(f"(the time budget ended this run; --resume continues it from {out / 'last.pt'})")
     return 0
+
+
+def _check_records(folder: Path) -> None:
+    """Refuse, before training, a results folder whose records (``c*.json``) the table could not read
+    (a torn or foreign file), rather than finding it when the run's own record is written."""
+    for path in sorted(folder.glob("c[0-9]*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"--results-dir: {path} is not a readable results record ({first_line(e)}); the "
+                             "table is made from every c*.json there: restore, repair or remove it") from None
+        if not isinstance(record, dict) or not isinstance(record.get("test"), dict):
+            raise ValueError(f"--results-dir: {path} is not a results record (a JSON object with its test "
+                             "metrics); the table is made from every c*.json there: restore or remove it")
 
 
 def _results_folder(results_dir: str, run_name: str) -> Path:
@@ -160,7 +186,7 @@ def _cmd_evaluate(args) -> int:
         )
     text = json.dumps(metrics, indent=2)
     if args.json:
-        Path(args.json).write_text(text + "\n", encoding="utf-8")
+        write_text_atomic(args.json, text + "\n")  # a reader never sees half of it
     print(text)
     print(metrics_line(metrics), file=sys.stderr)  # stdout stays JSON; the summary names its decoding
     return 0
@@ -238,7 +264,7 @@ def _cmd_ablate(args) -> int:
                             ("--data-dir", args.data_dir), ("--device", args.device), ("--time-budget", args.time_budget)):
             if value is not None:
                 command += [flag, str(value)]
-        if subprocess.run(command).returncode != 0:
+        if _run_child(command) != 0:
             failed.append(name)
     minutes = (time.monotonic() - started) / 60
     if len(failed) == len(names):
@@ -249,6 +275,67 @@ def _cmd_ablate(args) -> int:
     if failed:
         return _error(f"configuration(s) {', '.join(failed)} failed; the table has the others")
     return 0
+
+
+_CHILD_GRACE_S = 10.0  # seconds a train child has to save and exit after ablate passes on a signal
+
+
+def _run_child(command: list[str]) -> int:
+    """Run one ``train`` child and return its exit code; it never outlives ``ablate``.
+
+    A SIGTERM, SIGHUP or SIGINT to ablate is passed on to the child as SIGINT (it says how to resume and
+    exits; killed after :data:`_CHILD_GRACE_S` seconds if it does not), and then ends ablate. On Linux
+    the child also gets SIGTERM from the kernel if ablate dies of a signal it cannot catch (``kill -9``).
+    """
+    child = subprocess.Popen(command, preexec_fn=_die_with_parent())
+    previous = {}
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None and threading.current_thread() is threading.main_thread():
+            previous[sig] = signal.signal(sig, interrupted)
+    try:
+        return child.wait()
+    except BaseException:
+        _end_child(child)
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _end_child(child: subprocess.Popen) -> None:
+    """Stop a child still running: SIGINT (it saves nothing new and exits), then a kill after the grace time."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=1.0)  # a Ctrl-C at the terminal reached the child too: let it finish alone
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout=_CHILD_GRACE_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _die_with_parent():
+    """A ``preexec_fn`` that has Linux send the child SIGTERM when its parent dies (None elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):  # pragma: no cover - no C library to ask
+        return None
+    parent, pr_set_pdeathsig = os.getpid(), 1
+
+    def set_death_signal() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was set
+            os._exit(1)
+
+    return set_death_signal
 
 
 def _ablation_parts(values: list[str], configs: list) -> dict[str, list[str]]:

@@ -84,13 +84,13 @@ __all__ = [
     "Trainer",
     "TrainingDiverged",
     "WarmupInverseSqrt",
-    "fused_attention_on",
+    "FolderInUse", "fused_attention_on",
     "make_optimizer",
-    "make_scheduler",
+    "make_scheduler", "own_folder",
     "peak_memory_bytes",
     "seed_everything",
     "sequence_loss",
-    "train_config",
+    "train_config", "write_text_atomic",
 ]
 
 
@@ -309,11 +309,11 @@ class Trainer:
         set_rng_state(payload["rng"])
         self.progress = Progress(**payload["progress"])
         # A run killed between writing its log record and its checkpoint would log an epoch twice.
-        kept = [r for r in read_log(self.log_path) if r["epoch"] <= self.progress.epoch]
-        self.log_path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+        kept = [r for r in read_log(self.log_path, torn_ok=True) if r["epoch"] <= self.progress.epoch]
+        write_text_atomic(self.log_path, "".join(json.dumps(r) + "\n" for r in kept))  # a torn last line dropped
         if self.curve_path.exists():  # the same for the learning curve, by step
-            kept = [r for r in read_log(self.curve_path) if r["step"] <= self.progress.step]
-            self.curve_path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+            kept = [r for r in read_log(self.curve_path, torn_ok=True) if r["step"] <= self.progress.step]
+            write_text_atomic(self.curve_path, "".join(json.dumps(r) + "\n" for r in kept))
 
     def _check_parts(self, payload: dict) -> None:
         """Refuse to resume a run with other parts (``artifacts["parts"]``) than it was trained with."""
@@ -602,3 +602,59 @@ def train_config(
         best_checkpoint=trainer.best_path,
         parts=records,
     )
+
+
+# --------------------------------------------------------------------------- a run owns its folder
+
+
+class FolderInUse(OSError):
+    """Another process holds the folder's lock: a second writer would mix two runs in one folder."""
+
+
+class own_folder:  # noqa: N801 - used as a context manager, like open()
+    """``with own_folder(out):``: an exclusive lock (``fcntl.flock``) on folder ``out`` for the block, so
+    that two runs never write into one folder (two ``train --out X`` at once once logged every epoch
+    twice and left one run's weights in the other's best.pt). A second writer gets FolderInUse at once,
+    one line naming ``option`` and the folder. The lock ends with the block or the process, even
+    one killed by ``kill -9``; where ``fcntl`` does not exist (Windows) the block runs unlocked.
+    """
+
+    def __init__(self, folder: str | os.PathLike, option: str = "--out"):
+        self.folder, self.option, self._fd = Path(folder), option, None
+
+    def __enter__(self) -> Path:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            return self.folder
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise FolderInUse(f"{self.option} {self.folder}: another cipherlab run is writing in this folder now; "
+                              f"wait for it to end, or pass another {self.option} folder") from None
+        self._fd = fd
+        return self.folder
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the only descriptor releases the lock
+            self._fd = None
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half:
+    a temporary file beside it, flushed to disk, then ``os.replace``."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
