@@ -36,6 +36,7 @@ IGNORED = {
        for notebook, cell in (("02_attention.ipynb", "c43"), ("05_norm.ipynb", "c23"), ("07_blt.ipynb", "c59"),
                               ("08_training.ipynb", "f23b262a"), ("08_training.ipynb", "d903dcf6"),
                               ("08_training.ipynb", "live-log"), ("08_training.ipynb", "live-decode"),
+                              ("08_training.ipynb", "decode-check"),
                               ("12_notes_recipe.ipynb", "c07f77dc"), ("11_broken.ipynb", "2b03b160"))},
 }
 MAX_NOTEBOOK_BYTES = 2_000_000
