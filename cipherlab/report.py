@@ -46,9 +46,9 @@ REPORT_FILE = "report.md"
 CURVES_FILE = "curves.png"
 PROBE_GLOB = "*c[1-5]*-seed*.json"  # what results.load_learn_runs reads
 TRAIN_FILE = re.compile(r"c[1-5]\.json")  # what results.load_run reads
-SECTIONS = ("Results", "Paired comparisons against the baseline", "Where the errors are", "Random-string probe",
-            "Free or length-aware decoding", "Training curves")
-RESULTS, PAIRED, ERRORS, RANDOM, DECODING, CURVES = SECTIONS
+SECTIONS = ("What the recipe hands the model", "Results", "Paired comparisons against the baseline",
+            "Where the errors are", "Random-string probe", "Free or length-aware decoding", "Training curves")
+RECIPE, RESULTS, PAIRED, ERRORS, RANDOM, DECODING, CURVES = SECTIONS
 CHAR_KINDS = ("capital", "lowercase", "digit", "space", "punctuation")  # results.char_kind's classes
 _SET_FIELDS = ("lines", "exact_lines", "char_accuracy", "bit_accuracy", "sequence_accuracy")
 _PROBE_FIELDS = ("config", "seed", "epochs", "best_epoch", "train_seconds")
@@ -96,7 +96,8 @@ class Report:
 
     def markdown(self) -> str:
         """The text of report.md: headings, captioned tables and figure links, no sentences."""
-        parts = ["# cipherlab report", "", "*Table 1. Inputs: the folder, the kind of files read, what they hold*",
+        parts = ["# cipherlab report", "", "## Findings", "", FINDINGS_PROMPT, "",
+                 "*Table 1. Inputs: the folder, the kind of files read, what they hold*",
                  "", results.markdown_table(["input", "value"], self.inputs)]
         tables, figures = 1, 0
         for title, blocks in self.sections.items():
@@ -309,6 +310,7 @@ def _probe_report(folder: Path, files: list[Path], baseline: str) -> Report:
                      ["records", ", ".join(p.name for p in where.values())],
                      ["preset", str(first.get("preset", "?"))], ["recipe", str(first.get("recipe", "not recorded"))],
                      ["seeds", ", ".join(str(s) for s in sorted({s for _, s in runs}))]])
+    _add_recipe(report, {f"{config.upper()} seed {seed}": r for (config, seed), r in runs.items()})
     _probe_results(report, runs)
     _probe_paired(report, runs, baseline, folder)
     report.lack(ERRORS, f"{folder} (probe records)", "per-character errors and line lengths: each set keeps "
@@ -471,6 +473,7 @@ def _train_report(folder: Path, baseline: str) -> Report:
                      ["records", ", ".join(f"{n}.json" for n in records)], ["preset", str(first.get("preset", "?"))],
                      ["recipe", str(first.get("recipe") or "not recorded")],
                      ["test lines", str(first["test"]["lines"])], ["decoding", ", ".join(decodings)]])
+    _add_recipe(report, {name.upper(): r for name, r in records.items()})
     report.table(RESULTS, "Test lines: bit accuracy %, exact lines %, Levenshtein edits per line, BLEU, chrF, "
                  "ROUGE-L, parameters, peak memory MiB, seconds per epoch, training tokens per second, beside "
                  "the course notes' and the best public figures (results.comparison_table; n/c: not comparable)",
@@ -892,3 +895,29 @@ def _add_parts(report: Report, runs: dict[str, dict]) -> None:
     report.table(RESULTS, "Parts each run was trained with (--part): the part, your class, its file, the sha256 "
                  "of the class's own source and of the file (first 12 hex digits; – where not recorded); "
                  "cipherlab's own where a run replaced none", _parts_table(runs))
+
+
+# --------------------------------------------------------------------------- the report's skeleton: findings first
+
+FINDINGS_PROMPT = ("<!-- Write your findings here, before the tables: one short paragraph each, the strongest "
+                   "first, each naming the table below that shows it. Say first what the recipe hands every "
+                   "model (the next section) and whether your comparison survives that. Chapter 9 of the "
+                   "book is a worked example. -->")
+
+
+def _add_recipe(report: Report, runs: dict[str, dict]) -> None:
+    """The table of the recipe's parts in these runs and what each knows of the task
+    (:data:`cipherlab.config.RECIPE_KNOWLEDGE`); a lack where the records do not say."""
+    from cipherlab.config import RECIPE_KNOWLEDGE
+
+    rows = []
+    for part, knows in RECIPE_KNOWLEDGE.items():
+        values = {str(r.get("hyperparameters", {}).get(part)) for r in runs.values()}
+        if values == {"None"}:
+            continue
+        rows.append([f"`{part}`", ", ".join(sorted(values)), knows])
+    if rows:
+        report.table(RECIPE, "The recipe's parts in these runs (every value that occurs) and what each knows of the "
+                     "task beyond the training pairs", results.markdown_table(["part", "value", "what it knows"], rows))
+    else:
+        report.lack(RECIPE, ", ".join(runs), "the recipe's fields (records written before the recipe existed)")
