@@ -111,7 +111,7 @@ def patch_causal_mask(Lt: int, K: int, patch: int, device=None) -> torch.Tensor:
 # (the course notes' design) or the local encoder's source byte states (one vector per cipher
 # byte, at its own position: the alignment of a positional cipher is then a diagonal).
 # cipherlab's default is "bytes": the calibration runs D and F compare the two
-# (results/calibration/calibration.json, chapter 9 section 9.9).
+# (results/calibration/calibration.json, chapter 12, section 12.10).
 SOURCE_MEMORIES = ("bytes", "patches")
 
 
