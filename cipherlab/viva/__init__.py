@@ -117,20 +117,121 @@ def repository() -> tuple[str, str]:
     return repo["url"], repo.get("branch", "main")
 
 
-def setup_cell_source() -> str:
-    """The first cell of every chapter: install cipherlab where it is missing (Colab), then say the device."""
-    url, branch = repository()
-    folder = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
-    return f"""\
-# Setup, written by `python -m cipherlab.viva sync`: on Colab it fetches and installs cipherlab.
+# The setup cell's code; __URL__ and __TAG__ are filled in from _config.yml. It runs as plain Python in
+# the kernel (no IPython magics: pip runs as `sys.executable -m pip`, what %pip does), so the tests can
+# run it in a subprocess (tests/test_setup_cell.py).
+_SETUP_CELL = r'''# Setup, written by `python -m cipherlab.viva sync`: where cipherlab is missing (Colab), it installs it,
+# by default the release this book was built from:
+#     git clone --depth 1 --branch __TAG__ __URL__
+# Your own copy instead: set CIPHERLAB_SOURCE (here, or the environment variable of that name) to a git
+# URL (add #branch for a branch or tag), a folder (a Drive folder such as /content/drive/MyDrive/cipherlab)
+# or an uploaded .zip/.tar.gz of the repository.
+CIPHERLAB_SOURCE = ""
+
+
+def _install_cipherlab(source):
+    import importlib, os, re, shutil, subprocess, sys
+    from importlib import metadata
+    from pathlib import Path
+
+    class CipherlabSetupError(RuntimeError):
+        def _render_traceback_(self):  # Jupyter and Colab show this one line, no traceback
+            return [str(self)]
+
+    def fail(what):
+        raise CipherlabSetupError(
+            f"cipherlab setup failed: {what}. To fix: set CIPHERLAB_SOURCE at the top of this cell to your "
+            "copy of cipherlab (a git URL, a folder such as /content/drive/MyDrive/cipherlab, or an uploaded "
+            ".zip/.tar.gz) and run the cell again (README: Run the chapters in Colab).") from None
+
+    def reason(done):  # the line of a failed command's output that says why
+        lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+        said = [line for line in lines if line.lower().startswith(("fatal:", "error:"))]
+        return (said or lines or [f"exit status {done.returncode}"])[-1]
+
+    source = source.strip() or "__URL__#__TAG__"
+    path = Path(source).expanduser()
+    if path.is_dir():
+        base = path
+    elif path.is_file():
+        base = Path.cwd() / (path.name.split(".")[0] + "-unpacked")
+        try:
+            shutil.unpack_archive(path, base, **({"filter": "data"} if sys.version_info >= (3, 12) else {}))
+        except Exception as error:
+            fail(f"could not unpack {path} ({error}); a .zip or .tar.gz is expected")
+    elif "://" in source or source.startswith("git@") or source.endswith(".git"):
+        url, _, ref = source.partition("#")
+        base = Path.cwd() / ("cipherlab-" + (re.sub(r"[^\w.-]", "-", ref) or "src"))
+        if not (base / "pyproject.toml").is_file():
+            command = ["git", "clone", "--depth", "1", *(["--branch", ref] if ref else []), url, str(base)]
+            print(f"Cloning {url}" + (f" at {ref}" if ref else "") + " ...")
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                      env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+            except FileNotFoundError:
+                fail("git is not installed here")
+            if done.returncode:
+                fail("git clone" + (f" --branch {ref}" if ref else "") + f" {url} failed ({reason(done)})")
+    else:
+        fail(f"CIPHERLAB_SOURCE={source!r} is neither a folder, a .zip/.tar.gz archive nor a git URL")
+    root = next((d for d in [base, *sorted(base.iterdir())]
+                 if (d / "pyproject.toml").is_file() and (d / "cipherlab" / "__init__.py").is_file()), None)
+    if root is None:
+        fail(f"{base} holds no cipherlab source (no pyproject.toml beside a cipherlab/ package)")
+
+    def versions():
+        return {(d.metadata["Name"] or "").lower().replace("_", "-"): d.version for d in metadata.distributions()}
+
+    before = versions()
+    print(f"Installing cipherlab from {root} (about a minute) ...")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--progress-bar", "off", "-e", str(root)],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if done.returncode:
+        print(*(done.stdout + done.stderr).strip().splitlines()[-20:], sep="\n")  # pip's own account, in full
+        fail(f"pip install -e {root} failed ({reason(done)})")
+    importlib.invalidate_caches()
+    after = versions()
+    loaded = {d.lower().replace("_", "-") for module, dists in metadata.packages_distributions().items()
+              if module in sys.modules for d in dists}
+    changed = [f"{name} {old} -> {after[name]}" for name, old in sorted(before.items())
+               if name in loaded and after.get(name, old) != old]
+    sys.path.insert(0, str(root))  # this session imports it from there; the next finds it installed
+    for module in [m for m in sys.modules if m == "cipherlab" or m.startswith("cipherlab.")]:
+        del sys.modules[module]
+    try:
+        importlib.import_module("cipherlab.device")
+    except ImportError as error:
+        fail(f"cipherlab was installed from {root} but does not import ({error})")
+    if changed:
+        print("pip changed packages this session had already imported (" + ", ".join(changed) + "): "
+              "Runtime > Restart session, then run this cell again.")
+    else:
+        print("Installed: no restart needed.")
+
+
+import os
+
 try:
-    import cipherlab
+    from cipherlab.device import describe_device
 except ImportError:
-    !git clone --depth 1 --branch {branch} {url}
-    %pip install -q -e {folder}
-    import sys; sys.path.insert(0, "{folder}")
-from cipherlab.device import describe_device
-print(describe_device())"""
+    _install_cipherlab(CIPHERLAB_SOURCE or os.environ.get("CIPHERLAB_SOURCE", ""))
+    from cipherlab.device import describe_device
+else:
+    if CIPHERLAB_SOURCE or os.environ.get("CIPHERLAB_SOURCE"):
+        import cipherlab
+        print(f"cipherlab is already installed ({os.path.dirname(cipherlab.__file__)}), so CIPHERLAB_SOURCE is "
+              "not used: to switch, run `%pip uninstall -y cipherlab`, restart the session, run this cell again.")
+print(describe_device())'''
+
+
+def setup_cell_source() -> str:
+    """The first cell of every chapter: install cipherlab where it is missing (Colab), then say the device.
+
+    A failed clone or install ends in one line that names what failed and what to do (never an
+    ImportError cells later); ``CIPHERLAB_SOURCE`` points it at a student's own copy; where cipherlab
+    already imports (a local checkout) it installs nothing."""
+    url, branch = repository()
+    return _SETUP_CELL.replace("__URL__", url).replace("__TAG__", branch)
 
 
 def _nbformat():
