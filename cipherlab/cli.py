@@ -49,12 +49,13 @@ from cipherlab.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TO
 from cipherlab.decode import decrypt_lines
 from cipherlab.check import load_target
 from cipherlab.checkpoint import export_checkpoint, load_trained, parts_in_place
-from cipherlab.errors import first_line, outside_results, writable_file, writable_folder
+from cipherlab.errors import (device_option, first_line, outside_results, writable_file, writable_folder,
+                              write_text_atomic)
 from cipherlab.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
                                 write_table)
 from cipherlab.parts import PARTS, PartError, load_parts, parse_part, part_records, unused_parts, using
 from cipherlab.score import read_text_lines
-from cipherlab.train import TrainingDiverged, own_folder, train_config, write_text_atomic
+from cipherlab.train import TrainingDiverged, own_folder, train_config
 
 __all__ = ["register_cli"]
 
@@ -120,7 +121,7 @@ def _train_and_score(args, config, parts: dict, out: Path, started: float) -> in
                                       length_aware=length_aware)
     record = results_record(config, run, metrics)
     if run.parts:
-        record["parts"] = run.parts  # [{"part", "file", "class", "sha256"}]: the student's classes it used
+        record["parts"] = run.parts  # [{"part", "file", "class", "sha256", "class_sha256"}]: the student's classes
     record["command"] = shlex.join(["python", "-m", "cipherlab", *getattr(args, "argv", [])])
     record["wall_seconds"] = time.monotonic() - started  # data, tokenizers, training and the test lines
     path = write_results(config, record, args.results_dir, curve=out / "log.jsonl")
@@ -364,7 +365,7 @@ def _ablation_parts(values: list[str], configs: list) -> dict[str, list[str]]:
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", help=_DATA_HELP)
-    p.add_argument("--device", help=_DEVICE_HELP)
+    p.add_argument("--device", type=device_option, help=_DEVICE_HELP)
 
 
 def _add_free(p: argparse.ArgumentParser) -> None:
@@ -517,7 +518,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
     _add_free(p)
     _add_part(p, "load")
-    p.add_argument("--device", help=_DEVICE_HELP)
+    p.add_argument("--device", type=device_option, help=_DEVICE_HELP)
     p.set_defaults(func=_cmd_decrypt)
 
     p = subparsers.add_parser(

@@ -8,18 +8,22 @@ value and the fix:
 - cipherlab's own errors (ValueError, KeyError, OSError raised with a message) already do;
 - an operating-system error (``[Errno 30] Read-only file system: 'out/c2.safetensors'``) becomes
   ``out/c2.safetensors: read-only file system; choose a location on a writable disk``;
-- anything else is named as unexpected, first line only.
+- anything else is named as unexpected, first line only;
+- a reader that closes the output pipe early (``decrypt ... | head -1``) is no error: the command
+  ends quietly with the shell's exit code for it, 141 (128 + SIGPIPE).
 
 :func:`require_file`, :func:`writable_folder` and :func:`writable_file` check inputs and output
 locations *before* a command starts its work, so a long run never fails at its end on a path.
 :func:`outside_results` keeps every command's output out of the repository's committed ``results/``
 (symlinks followed) unless the command says how to write there on purpose.
-:func:`strip_bom` accepts what Windows Notepad writes, saying so.
+:func:`strip_bom` accepts what Windows Notepad writes, saying so. :func:`write_text_atomic` writes a
+file whole or not at all (every results file, every ``--json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import sys
@@ -30,7 +34,10 @@ from pathlib import Path
 __all__ = [
     "DEBUG_ENV",
     "OneLineParser",
+    "SIGPIPE_EXIT",
+    "DEVICE_TYPES",
     "describe",
+    "device_option",
     "first_line",
     "outside_results",
     "REPO_RESULTS_DIR",
@@ -41,6 +48,7 @@ __all__ = [
     "why",
     "writable_file",
     "writable_folder",
+    "write_text_atomic",
 ]
 
 DEBUG_ENV = "CIPHERLAB_DEBUG"
@@ -97,7 +105,11 @@ def describe(e: BaseException) -> str:
 def run_command(prog: str, command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """``command(args)``, with any exception turned into one line on stderr and exit code 1 (130 on Ctrl-C)."""
     try:
-        return command(args)
+        code = command(args)
+        sys.stdout.flush()  # a reader that closed the pipe is found here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
@@ -106,6 +118,21 @@ def run_command(prog: str, command: Callable[[argparse.Namespace], int], args: a
             raise
         print(f"{prog}: error: {describe(e)}", file=sys.stderr)
         return 1
+
+
+SIGPIPE_EXIT = 141
+"""The exit code of a command whose reader closed its output (``... | head -1``): 128 + SIGPIPE, as the shell's
+own tools end; not an error, so nothing is printed."""
+
+
+def _reader_gone() -> int:
+    """End quietly after the reader of stdout went away: what is left unprinted goes to the null device
+    (else the interpreter's last flush fails again, with a traceback), and the exit code is SIGPIPE's."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return SIGPIPE_EXIT
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -187,6 +214,49 @@ def _check_writable(folder: Path, label: str) -> None:
         reason = f"{e.strerror[0].lower()}{e.strerror[1:]}" if e.strerror else str(e)
         raise OSError(f"{label}: cannot write in {folder} ({reason}); "
                       f"{_FIXES.get(e.errno, 'choose a folder you can write to')}") from None
+
+
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+"""The device types cipherlab runs on (``--device``): ``cuda`` and ``mps`` may carry an index, ``cuda:1``."""
+
+
+def device_option(value: str) -> str:
+    """``--device``'s value, checked as the command line is read (an argparse ``type=``): a device type of
+    :data:`DEVICE_TYPES`, with an index that exists; else an error naming the flag, the value and the choices."""
+    import torch  # only when --device is given
+
+    try:
+        device = torch.device(value.strip())
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in DEVICE_TYPES:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a device cipherlab runs on; use cpu, cuda, cuda:N "
+                                         "(N counts from 0) or mps, or leave --device out for the best one here")
+    if device.type == "cuda" and device.index is not None and torch.cuda.is_available() \
+            and device.index >= torch.cuda.device_count():
+        raise argparse.ArgumentTypeError(f"{value!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                                         f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+    return value.strip()
+
+
+# --------------------------------------------------------------------------- writing a file whole
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` so that a reader sees the old file or the new one, never half, and
+    a full disk or a crash leaves the old file (or none), not a torn or empty one: a temporary file beside
+    it, flushed to disk, then ``os.replace``. The temporary file is removed whatever happens."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per process: two writers never share it
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
 
 
 # --------------------------------------------------------------------------- input quirks accepted with a note

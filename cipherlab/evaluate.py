@@ -29,6 +29,7 @@ from cipherlab.config import Config, change_from_c1, recipe_caveats
 from cipherlab.data import load_corpus, load_pairs
 from cipherlab.decode import decrypt_lines
 from cipherlab.device import pick_device
+from cipherlab.errors import write_text_atomic
 from cipherlab.metrics import compute_metrics
 from cipherlab.tables import markdown_table
 
@@ -195,10 +196,10 @@ def write_results(
     """
     folder = Path(results_dir) / config.run_name
     folder.mkdir(parents=True, exist_ok=True)
-    if curve is not None and Path(curve).is_file():
-        (folder / f"{record['config']}.log.jsonl").write_bytes(Path(curve).read_bytes())
+    if curve is not None and Path(curve).is_file():  # each file written whole or not at all (a full disk)
+        write_text_atomic(folder / f"{record['config']}.log.jsonl", Path(curve).read_text(encoding="utf-8"))
     path = folder / f"{record['config']}.json"
-    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(path, json.dumps(record, indent=2) + "\n")
     write_table(folder)
     return path
 
@@ -278,12 +279,12 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
         *_parts_lines(records),
     ]
     md_path, csv_path = folder / "table.md", folder / "table.csv"
-    md_path.write_text("\n".join(md), encoding="utf-8")
+    write_text_atomic(md_path, "\n".join(md))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(headers)
     writer.writerows([_cell(r, read, None) for _, read, _ in TABLE_COLUMNS] for r in records)
-    csv_path.write_text(buffer.getvalue(), encoding="utf-8")
+    write_text_atomic(csv_path, buffer.getvalue())
     return md_path, csv_path
 
 

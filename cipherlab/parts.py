@@ -50,6 +50,8 @@ import contextlib
 import hashlib
 import inspect
 import os
+import signal
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -67,6 +69,7 @@ from cipherlab.models.transformer import (RotaryAdapter, build_own_attention, bu
 
 __all__ = [
     "EDITED_PARTS",
+    "IMPORT_TIME_LIMIT_S",
     "MAX_LEN",
     "PARTS",
     "Part",
@@ -370,7 +373,8 @@ def load_parts(values: Iterable[str] | None, config: Config, *, load: Callable[[
 
     ``load(FILE.py:NAME)`` is :func:`cipherlab.check.load_target` (its errors: one-line ValueError or
     OSError). Each way a value can fail is one line naming it: malformed, an unknown or repeated part,
-    a part ``config`` does not use, a missing file or class, an import error, a class that does not fit.
+    a part ``config`` does not use, a missing file or class, an import error, an import that calls
+    ``sys.exit`` or runs past :data:`IMPORT_TIME_LIMIT_S`, a class that does not fit.
     """
     parts = {}
     for value in values or ():
@@ -382,7 +386,7 @@ def load_parts(values: Iterable[str] | None, config: Config, *, load: Callable[[
         if reason:
             raise PartError(f"{label}: {reason}")
         try:
-            cls = load(target)
+            cls = _load_in_time(load, target)
         except (ValueError, OSError) as e:
             raise PartError(f"{label}: {describe(e)}") from None
         file, name = target.rpartition(":")[::2]
@@ -391,6 +395,44 @@ def load_parts(values: Iterable[str] | None, config: Config, *, load: Callable[[
         parts[part] = cls
     validate_parts(parts, config)
     return parts
+
+
+IMPORT_TIME_LIMIT_S = 60.0
+"""Seconds a ``--part`` file may take to import (its top-level code: a loop there would hang the command)."""
+
+
+class _ImportTooLong(BaseException):
+    """Raised in the importing code when :data:`IMPORT_TIME_LIMIT_S` runs out (not an Exception: a student's
+    ``except Exception`` around the loop does not swallow it)."""
+
+
+def _load_in_time(load: Callable[[str], object], target: str):
+    """``load(target)``; a ValueError naming the file when importing it calls ``sys.exit`` or takes longer than
+    :data:`IMPORT_TIME_LIMIT_S` seconds. The time limit is ``SIGALRM``'s, on the main thread of a POSIX
+    system where no other alarm is running (a test runner's, say); elsewhere the import runs without one."""
+    file = target.rpartition(":")[0]
+    fix = 'importing a part\'s file should only define its classes: put what it runs under `if __name__ == "__main__":`'
+    timed = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+             and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+
+    def too_long(signum, frame):
+        raise _ImportTooLong
+
+    previous = signal.signal(signal.SIGALRM, too_long) if timed else None
+    try:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, IMPORT_TIME_LIMIT_S)
+        return load(target)
+    except SystemExit as e:
+        raise ValueError(f"importing {file} called sys.exit({'' if e.code is None else repr(e.code)}), "
+                         f"which would end cipherlab; {fix}") from None
+    except _ImportTooLong:
+        raise ValueError(f"importing {file} took more than {IMPORT_TIME_LIMIT_S:g} s and was stopped (a loop "
+                         f"or a long computation at its top level?); {fix}") from None
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 # --------------------------------------------------------------------------- loading a trained model again

@@ -11,23 +11,30 @@ Input: one predicted plaintext line per reference line, in order (UTF-8 text; a 
 trailing newline, CRLF line ends and a leading byte-order mark, which Windows Notepad writes and
 which is skipped with a note, are fine). References: ``--plain`` and/or ``--cipher`` files, or by default the
 test split of the data folder in use (``--preset`` picks the same test lines as that preset's
-reference results).
+reference results). A file whose characters are largely control characters (a cipher of another key,
+predictions decrypted with one, the wrong file) gets a note naming it before the numbers.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cipherlab.cipher import DatasetError, check_bits, decrypt, encrypt
-from cipherlab.errors import outside_results, require_file, strip_bom, writable_file
+from cipherlab.cipher import KEY, DatasetError, check_bits, decrypt, encrypt
+from cipherlab.errors import outside_results, require_file, strip_bom, writable_file, write_text_atomic
 from cipherlab.metrics import bit_accuracy, compute_metrics
 
-__all__ = ["read_text_lines", "score_predictions", "register_cli"]
+__all__ = ["control_share", "read_text_lines", "score_predictions", "register_cli"]
 
 DEFAULT_FIRST = (256,)
 DEFAULT_CHUNKS = (32, 128)
+CONTROL_WARNING = 0.10
+"""The share of control characters above which ``score`` warns that a file looks like something else: text
+has next to none, a cipher decrypted with another key about a quarter (the XOR lands many letters on 0-31)."""
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc), tab aside
 
 
 def read_text_lines(path: str | Path, what: str = "file", holds: str = "one line per reference line") -> list[str]:
@@ -108,16 +115,48 @@ def score_predictions(
     }
 
 
+def control_share(lines: Sequence[str]) -> float:
+    """The share of the characters of ``lines`` that are control characters (tab aside): 0 for text."""
+    chars = sum(map(len, lines))
+    return sum(len(_CONTROL.findall(line)) for line in lines) / chars if chars else 0.0
+
+
+def _warn_if_noise(lines: Sequence[str], path, what: str, looks: str) -> None:
+    """A note on stderr, one line naming ``path``, when more than :data:`CONTROL_WARNING` of the characters
+    of ``lines`` are control characters: they cannot be text, and the numbers would compare text with noise."""
+    share = control_share(lines)
+    if share > CONTROL_WARNING:
+        print(f"cipherlab: note: {path}: {100 * share:.0f} % of the characters {what} are control characters, "
+              f"which text has next to none of; {looks}", file=sys.stderr)
+
+
+def _encodable(lines: Sequence[str], path) -> None:
+    """Refuse, naming the file and line, a reference line the cipher cannot encrypt (a code above 255)."""
+    for n, line in enumerate(lines, start=1):
+        if not line.isascii() and max(map(ord, line)) >= 256:
+            i, ch = next((i, ch) for i, ch in enumerate(line) if ord(ch) >= 256)
+            raise DatasetError(f"{path}, line {n}: character {ch!r} (code {ord(ch)}) at position {i} does not "
+                               "fit in one byte, and the cipher covers codes 0-255 only (Latin-1); a reference line "
+                               "must be text the cipher can encrypt: replace or remove that character")
+
+
 def _references(args) -> tuple[list[str], list[str], str]:
     """(plaintext lines, cipher lines, where they came from)."""
     if args.plain or args.cipher:
         plain = read_text_lines(args.plain, "plaintext file") if args.plain else None
+        if plain is not None:
+            _encodable(plain, args.plain)
+            _warn_if_noise(plain, args.plain, "of its lines",
+                           "is it the plaintext the predictions are for, or text decrypted with another key?")
         cipher = read_text_lines(args.cipher, "cipher file") if args.cipher else None
         if cipher is not None:
             for n, bits in enumerate(cipher, start=1):
                 check_bits(bits, path=str(args.cipher), line=n)
         if plain is None:
             plain = [decrypt(bits) for bits in cipher]
+            _warn_if_noise(plain, args.cipher, "it decrypts to",
+                           f"it looks encrypted with another key than cipherlab's ({KEY.decode()}), or it is not "
+                           "the cipher of the lines predicted")
         if cipher is None:
             cipher = [encrypt(line) for line in plain]
         if len(plain) != len(cipher):
@@ -167,10 +206,23 @@ def _report(result: dict, pred: str, where: str) -> str:
     return "\n".join(rows)
 
 
+def _check_sizes(flag: str, values: Sequence[int] | None, what: str, default: str) -> None:
+    """``--first``/``--chunk`` values are whole numbers of characters, 1 or more."""
+    for value in values or ():
+        if value < 1:
+            raise ValueError(f"{flag} {value}: {what}, 1 or more (e.g. {flag} 32); leave {flag} out for {default}")
+
+
 def _cmd_score(args) -> int:
+    _check_sizes("--first", args.first, "N is how many characters each line is cut to",
+                 f"the default, {DEFAULT_FIRST[0]}")
+    _check_sizes("--chunk", args.chunk, "K is how many characters a chunk holds",
+                 f"the defaults, {' and '.join(map(str, DEFAULT_CHUNKS))}")
     if args.json:
         writable_file(outside_results(args.json, "--json"), "--json")  # before the work
     predictions = read_text_lines(args.pred, "prediction file")
+    _warn_if_noise(predictions, args.pred, "predicted",
+                   "were they decrypted with another key, or is it not the file of predictions?")
     plain, cipher, where = _references(args)
     if len(predictions) != len(plain):
         raise DatasetError(
@@ -183,7 +235,7 @@ def _cmd_score(args) -> int:
     result["predictions"] = str(args.pred)
     print(_report(result, str(args.pred), where))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_text_atomic(args.json, json.dumps(result, indent=2) + "\n")  # a reader never sees half of it
         print(f"\nwrote {args.json}")
     return 0
 

@@ -383,7 +383,7 @@ class Trainer:
         )
         raise TrainingDiverged(
             f"{what} at epoch {p.epoch + 1}, step {p.step + 1 if step is None else step}; training stopped before "
-            f"{before} and {kept}. Lower lr (now {self.config.lr}) or raise warmup_steps and train again"
+            f"{before} and {kept}. {_divergence_advice(self)}"
         )
 
     def fit(self, *, resume: bool = False, time_budget_s: float | None = None, max_steps: int | None = None) -> FitResult:
@@ -646,15 +646,82 @@ class own_folder:  # noqa: N801 - used as a context manager, like open()
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half:
-    a temporary file beside it, flushed to disk, then ``os.replace``."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
+    a temporary file beside it, flushed to disk, then ``os.replace`` (:func:`cipherlab.errors.write_text_atomic`,
+    which evaluate and score write with too)."""
+    from cipherlab.errors import write_text_atomic as atomic
+
+    return atomic(path, text)
+
+
+# --------------------------------------------------------------------------- why a run diverged
+
+_PROBE_BATCHES = 64  # validation batches a diverged run is probed on, at most
+
+
+def _finite_rows(trainer: Trainer, batch: dict[str, torch.Tensor]) -> list[bool]:
+    """Whether the model gives finite logits on each chunk of ``batch`` (its real target positions)."""
+    with autocast(trainer.device, trainer.bf16):
+        logits = teacher_forcing_logits(trainer.model, batch)
+    real = (batch["tgt"][:, 1:] != trainer.tgt_pad_id).unsqueeze(-1)
+    return (torch.isfinite(logits.float()) | ~real).flatten(1).all(dim=1).tolist()
+
+
+def _probe(trainer: Trainer) -> tuple[list[tuple[int, bool]], list[tuple[int, bool]]] | None:
+    """What the model as it is gives on the validation chunks (eval mode, no gradients): (length, finite)
+    for each chunk, its source length padded as the model saw it, and (n, finite) for the longest batch cut
+    to its first n tokens, n = 1, 2, 4, ... ; None if that fails (the run has stopped anyway)."""
+    model, was_training = trainer.model, trainer.model.training
+    rows, cut, longest = [], [], None
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        model.eval()
+        with torch.no_grad():
+            for indices in trainer.val_batches.epoch(0)[:_PROBE_BATCHES]:
+                batch = trainer.val_batches.load(indices, trainer.device)
+                rows += [(batch["src"].size(1), ok) for ok in _finite_rows(trainer, batch)]
+                if longest is None or batch["src"].size(1) > longest["src"].size(1):
+                    longest = batch
+            if longest is not None and set(longest) == {"src", "tgt"}:  # a BLT's batch holds more than tokens
+                full, n = longest["src"].size(1), 1
+                while n < full:
+                    piece = {"src": longest["src"][:, :n], "tgt": longest["tgt"][:, :n + 1]}
+                    cut.append((n, all(_finite_rows(trainer, piece))))
+                    n *= 2
+                cut.append((full, all(_finite_rows(trainer, longest))))
+                finite = [n for n, ok in cut if ok]
+                lo, hi = (max(finite), min(n for n, ok in cut if not ok)) if finite and not cut[-1][1] else (0, 0)
+                while hi - lo > 1 and lo < hi:  # finite up to lo, NaN from hi: find where it turns
+                    mid = (lo + hi) // 2
+                    piece = {"src": longest["src"][:, :mid], "tgt": longest["tgt"][:, :mid + 1]}
+                    ok = all(_finite_rows(trainer, piece))
+                    cut.append((mid, ok))
+                    lo, hi = (mid, hi) if ok else (lo, mid)
+    except Exception:
+        return None
     finally:
-        tmp.unlink(missing_ok=True)
-    return path
+        model.train(was_training)
+    return rows, cut
+
+
+def _divergence_advice(trainer: Trainer) -> str:
+    """What to do about a NaN or infinite loss, chosen from what the model as it is does on the validation
+    chunks (:func:`_probe`): lower the learning rate only when nothing points elsewhere. Finite on short
+    inputs and NaN on long ones, or on some chunks and not others, is a computation that fails on some
+    inputs (a part NaN only on long ones), not the learning rate; before any update, it is the model as built."""
+    parts = trainer.artifacts.get("parts") or []
+    yours = " or ".join(f"your {r['part']} ({r['class']} of {r['file']})" for r in parts)
+    culprit = yours or "a layer of the model"
+    lr = f"Lower lr (now {trainer.config.lr}) or raise warmup_steps and train again"
+    rows, cut = _probe(trainer) or ([], [])
+    short, long = [n for n, ok in cut if ok], [n for n, ok in cut if not ok]
+    if short and long and min(long) > max(short):
+        return (f"Not the learning rate: the model as it is gives finite values on the first {max(short)} source "
+                f"tokens of the validation chunks and NaN from {min(long)} on; {culprit} fails on longer inputs "
+                "(e.g. a mask, a table of positions or a sum that overflows): try it on inputs that long")
+    bad, good = [n for n, ok in rows if not ok], [n for n, ok in rows if ok]
+    if bad and good:
+        return (f"Not the learning rate: the model as it is gives NaN on {len(bad)} of {len(rows)} validation chunks "
+                f"and finite values on the others; {culprit} fails on some inputs: try it on those")
+    if trainer.progress.step == 0:
+        return ("Not the learning rate: no update was made yet, so the model as built gives it; "
+                + (f"{yours} is the likely cause" if yours else "check the settings (--set) and the data"))
+    return lr + (f"; if that does not help, look at {yours}" if yours else "")
