@@ -42,7 +42,7 @@ from cipherlab.codec import select_lines
 from cipherlab.data import REPO_DATA_DIR, load_corpus, load_pairs
 from cipherlab.decode import decrypt_lines
 from cipherlab.device import pick_device
-from cipherlab.errors import outside_results, writable_file
+from cipherlab.errors import device_option, outside_results, writable_file
 from cipherlab.metrics import bit_accuracy, sequence_accuracy
 
 __all__ = [
@@ -461,7 +461,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the random strings (default {DEFAULT_SEED})")
     p.add_argument("--attention-chunks", type=int, default=DEFAULT_ATTENTION_CHUNKS,
                    help=f"test chunks for the cross-attention measurement (default {DEFAULT_ATTENTION_CHUNKS})")
-    p.add_argument("--device", help="cpu, cuda, mps (default: cuda if present, then mps, then cpu)")
+    p.add_argument("--device", type=device_option, help="cpu, cuda, mps (default: cuda if present, then mps, then cpu)")
     p.add_argument("--part", action="append", metavar="PART=FILE.py:NAME",
                    help="the class of yours the checkpoint was trained with (as given to train --part); repeatable")
     p.set_defaults(func=_cmd_doctor)

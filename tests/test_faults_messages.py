@@ -222,3 +222,11 @@ def test_a_failing_write_leaves_every_results_file_as_it_was(tmp_path, monkeypat
     with pytest.raises(OSError, match="No space left"):
         write_table(folder)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_doctor_refuses_a_device_cipherlab_does_not_run_on(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["doctor", "--checkpoint", "results/checkpoints/c1.safetensors", "--device", "tpu"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--device: 'tpu' is not a device" in err and "Traceback" not in err
