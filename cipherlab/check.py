@@ -2476,7 +2476,14 @@ PARTS: dict[str, Callable[[object], Report]] = {
 
 
 def load_target(target: str):
-    """The object NAME defined in FILE of ``FILE.py:NAME``; each way it can fail is a one-line ValueError/OSError."""
+    """The object NAME defined in FILE of ``FILE.py:NAME``; each way it can fail is a one-line ValueError/OSError,
+    a file that calls ``sys.exit`` or loops at import too (the time limit of ``--part``: ``parts._load_in_time``)."""
+    from cipherlab.parts import _load_in_time
+
+    return _load_in_time(_import_target, target)
+
+
+def _import_target(target: str):
     path, sep, name = target.rpartition(":")
     if not sep or not path or not name.isidentifier():
         raise ValueError(f"{target}: expected FILE.py:NAME, the file and the class or function in it, "

@@ -83,16 +83,38 @@ def _cmd_train(args) -> int:
     parts = load_parts(args.part, config, load=load_target)  # loaded and tried before anything else
     _note_parts(parts, config)
     out = Path(args.out) if args.out else Path("runs") / config.run_name / config.name
-    writable_folder(outside_results(out, "--out"), "--out")  # both before training, not after it
-    results = writable_folder(_results_folder(args.results_dir, config.run_name), "--results-dir")
-    with own_folder(out, "--out"):  # the run owns --out until its record is written: one writer at a time
-        if (out / "last.pt").exists() and not (args.resume or args.overwrite):
-            raise FileExistsError(
-                f"{out} already holds a training run; pass --resume to continue it, --overwrite to start "
-                "again, or --out to train somewhere else"
-            )
-        _check_records(results)
-        return _train_and_score(args, config, parts, out, started)
+    results_folder = _results_folder(args.results_dir, config.run_name)
+    created = _missing_folders(out, results_folder)  # removed again if the run ends leaving them empty
+    try:
+        writable_folder(outside_results(out, "--out"), "--out")  # both before training, not after it
+        results = writable_folder(results_folder, "--results-dir")
+        with own_folder(out, "--out"):  # the run owns --out until its record is written: one writer at a time
+            if (out / "last.pt").exists() and not (args.resume or args.overwrite):
+                raise FileExistsError(
+                    f"{out} already holds a training run; pass --resume to continue it, --overwrite to start "
+                    "again, or --out to train somewhere else"
+                )
+            _check_records(results)
+            # the first line at once: reading the data and fitting the tokenizers take seconds to minutes
+            print(f"{config.name} ({config.preset} preset, {config.recipe} recipe) -> {out}: reading the data, "
+                  "fitting or loading the tokenizers, building the model ...", flush=True)
+            return _train_and_score(args, config, parts, out, started)
+    finally:
+        _remove_empty(created)
+
+
+def _missing_folders(*folders: Path) -> list[Path]:
+    """The folders (and parents) among ``folders`` that do not exist yet, deepest first."""
+    missing = {f for folder in folders for f in (folder, *folder.parents) if not f.exists()}
+    return sorted(missing, key=lambda f: len(f.absolute().parts), reverse=True)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove each of ``folders`` (this run's own, deepest first) that holds nothing: an interrupted or
+    failed run leaves no empty ``runs/cpu/c1/`` behind. A folder with anything in it stays."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only an empty folder can be removed
 
 
 def _train_and_score(args, config, parts: dict, out: Path, started: float) -> int:
@@ -104,7 +126,12 @@ def _train_and_score(args, config, parts: dict, out: Path, started: float) -> in
     except TrainingDiverged as e:
         return _error(str(e))
     except KeyboardInterrupt:
-        print(f"\ninterrupted; continue from the last saved state ({out / 'last.pt'}) with --resume", file=sys.stderr)
+        if (out / "last.pt").exists():
+            print(f"\ninterrupted; continue from the last saved state ({out / 'last.pt'}) with --resume",
+                  file=sys.stderr)
+        else:
+            print(f"\ninterrupted before the first checkpoint: nothing to resume (an empty {out} is removed)",
+                  file=sys.stderr)
         return 130
     fit = run.fit
     if not run.best_checkpoint.exists():

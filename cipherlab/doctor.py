@@ -44,6 +44,7 @@ from cipherlab.decode import decrypt_lines
 from cipherlab.device import pick_device
 from cipherlab.errors import device_option, outside_results, writable_file
 from cipherlab.metrics import bit_accuracy, sequence_accuracy
+from cipherlab.train import StepBar
 
 __all__ = [
     "CIPHER_MIN_KEPT_SHARE",
@@ -248,12 +249,16 @@ def verdict(random: dict, test: dict, chance: float) -> tuple[float, str, str]:
 
 def diagnose(model, codec, config, corpus, outside: tuple[list[str], list[str]], *, lines: int = DEFAULT_LINES,
              n_random: int = DEFAULT_RANDOM, seed: int = DEFAULT_SEED,
-             attention_chunks: int = DEFAULT_ATTENTION_CHUNKS) -> dict:
-    """Every measurement of the doctor, as a dict (see the module docstring)."""
+             attention_chunks: int = DEFAULT_ATTENTION_CHUNKS, progress=None) -> dict:
+    """Every measurement of the doctor, as a dict (see the module docstring). ``progress``, if given, is
+    called with the name of each of the five steps before it runs (the command line's bar)."""
     device = next(model.parameters()).device
     started = time.perf_counter()
+    steps = iter(("random strings", "outside English", "test lines", "test lines, free", "cross-attention"))
 
     def decode(cipher: Sequence[str], length_aware: bool) -> list[str]:
+        if progress is not None:
+            progress(next(steps))
         return decrypt_lines(model, codec, cipher, chunk_chars=config.chunk_chars, device=device,
                              token_budget=config.token_budget, max_batch_size=config.max_batch_size,
                              length_aware=length_aware)
@@ -270,6 +275,9 @@ def diagnose(model, codec, config, corpus, outside: tuple[list[str], list[str]],
     test_pred = decode(test_cipher, True)
     test_free = decode(test_cipher, False)
 
+    if progress is not None:
+        progress(next(steps))
+    attention = cross_attention_diagonality(model, codec, config, corpus, attention_chunks)
     random_probe = probe(rand_pred, rand_plain, rand_cipher) | {"by_class": _by_class(rand_pred, rand_plain)}
     test_probe = probe(test_pred, test_plain, test_cipher)
     chance = 1 / len(alphabet)
@@ -293,7 +301,7 @@ def diagnose(model, codec, config, corpus, outside: tuple[list[str], list[str]],
         "errors": {"decoding": "length-aware greedy", "lines": len(test_plain),
                    **error_breakdown(test_pred, test_plain, config.chunk_chars)},
         "stopping": {"free greedy": probe(test_free, test_plain, test_cipher), "length-aware greedy": test_probe},
-        "cross_attention": cross_attention_diagonality(model, codec, config, corpus, attention_chunks),
+        "cross_attention": attention,
     }
     result["seconds"] = time.perf_counter() - started
     return result
@@ -390,7 +398,7 @@ def report(result: dict) -> str:
 def diagnose_checkpoint(checkpoint: str | Path, *, data_dir: str | Path | None = None,
                         outside: str | Path | None = None, device: str | None = None, lines: int = DEFAULT_LINES,
                         n_random: int = DEFAULT_RANDOM, seed: int = DEFAULT_SEED,
-                        attention_chunks: int = DEFAULT_ATTENTION_CHUNKS) -> dict:
+                        attention_chunks: int = DEFAULT_ATTENTION_CHUNKS, progress=None) -> dict:
     """:func:`diagnose` a checkpoint file, with what it is under ``"checkpoint"``: the doctor command.
 
     ``print(report(diagnose_checkpoint(CK)))`` prints what ``python -m cipherlab doctor --checkpoint CK``
@@ -404,7 +412,7 @@ def diagnose_checkpoint(checkpoint: str | Path, *, data_dir: str | Path | None =
     check_data(payload, corpus, checkpoint, "its test split would not be held out; pass the --data-dir it was trained with")
     outside_dir = Path(outside) if outside else OUTSIDE_DIR
     result = diagnose(model, codec, config, corpus, load_pairs(outside_dir), lines=lines, n_random=n_random,
-                      seed=seed, attention_chunks=attention_chunks)
+                      seed=seed, attention_chunks=attention_chunks, progress=progress)
     change = [f"{k}={v}" for k, v in config.components().items()
               if v != {"pos_encoding": "sinusoidal", "attn_type": "mha", "norm": "layernorm",
                        "tokenization": "bpe"}[k]]
@@ -428,10 +436,14 @@ def _cmd_doctor(args) -> int:
         writable_file(outside_results(args.json, "--json"), "--json")  # before the work
     from cipherlab.check import load_target  # a student's FILE.py:NAME for --part
 
-    with parts_in_place(args.checkpoint, args.part, load=load_target):
-        result = diagnose_checkpoint(args.checkpoint, data_dir=args.data_dir, outside=args.outside,
-                                     device=args.device, lines=args.lines, n_random=args.random, seed=args.seed,
-                                     attention_chunks=args.attention_chunks)
+    first = (f"doctor: decoding {args.random} random strings, up to {args.lines} lines of outside English and "
+             f"{args.lines} test lines (twice) with {args.checkpoint}, then its cross-attention (2-7 min measured on "
+             "2 shared cores) ...")
+    with StepBar(5, "doctor", first) as step:
+        with parts_in_place(args.checkpoint, args.part, load=load_target):
+            result = diagnose_checkpoint(args.checkpoint, data_dir=args.data_dir, outside=args.outside,
+                                         device=args.device, lines=args.lines, n_random=args.random, seed=args.seed,
+                                         attention_chunks=args.attention_chunks, progress=step)
     print(report(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

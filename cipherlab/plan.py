@@ -47,15 +47,16 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from cipherlab.config import CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOKENIZATIONS, Config, make_config
+from cipherlab.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOKENIZATIONS, Config, make_config,
+                              parse_field)
 from cipherlab.data import BucketBatchSampler, Chunk, load_corpus, make_chunks
 from cipherlab.codec import ByteCodec, SubwordCodec, fit_codec, select_lines, teacher_forcing_logits
 from cipherlab.device import autocast
 from cipherlab.errors import outside_results, writable_file
-from cipherlab.train import make_optimizer, seed_everything, sequence_loss
+from cipherlab.train import StepBar, make_optimizer, seed_everything, sequence_loss
 
 __all__ = ["GPUS", "GPU", "PUBLIC_MEASUREMENT", "collate_seconds", "count_kernels", "gpu_estimate", "measure_step",
-           "plan_config", "plan_preset", "register_cli"]
+           "memory_advice", "plan_config", "plan_preset", "register_cli"]
 
 
 @dataclass(frozen=True)
@@ -409,15 +410,18 @@ def public_comparison(plan: dict) -> dict | None:
 
 def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float = DEFAULT_HOURS,
                 configs=CONFIG_NAMES, data_dir=None, tokenize: bool = False, recipe: str = DEFAULT_RECIPE,
-                launch_us: float | None = None, overrides: dict | None = None) -> dict:
+                launch_us: float | None = None, overrides: dict | None = None, progress=None) -> dict:
     """The planner's estimate for every configuration of ``preset`` on ``gpu``, trained by ``recipe``,
-    with ``overrides`` (Config fields, e.g. ``TOKENIZATIONS["notes"]``) for all of them."""
+    with ``overrides`` (Config fields, e.g. ``TOKENIZATIONS["notes"]``) for all of them. ``progress``, if
+    given, is called with each configuration's name before it is measured (the command line's bar)."""
     overrides = dict(overrides or {})
     base = make_config(configs[0], preset, recipe, **overrides)
     corpus = select_lines(load_corpus(data_dir), base)
     shared: dict[tuple, tuple] = {}  # C1-C4 share one pair of BPEs: learn and measure it once
     records = []
     for name in configs:
+        if progress is not None:
+            progress(name)
         config = make_config(name, preset, recipe, **overrides)
         extra = {}
         if config.tokenization == "bpe":
@@ -496,17 +500,21 @@ def report(plan: dict) -> str:
         f"{s['ffn_dim']}; chunks of {s['chunk_chars']} characters; at most {s['token_budget']} source tokens "
         f"and {s['max_batch_size']} chunks per batch",
         "",
-        f"{'config':8}{'params':>11}{'steps/ep':>10}{'src tok/ep':>12}{'tgt tok/ep':>12}{'FLOP/step':>11}"
-        f"{'kernels/step':>14}{'epoch: floor':>14}{'estimate':>10}{'dominant':>10}{'peak GB':>9}{session:>14}",
     ]
+    header = ["config", "params", "steps/ep", "src tok/ep", "tgt tok/ep", "FLOP/step", "kernels/step", "epoch: floor",
+              "estimate", "dominant", "peak GB", session]
+    cells = []
     for r in plan["configs"]:
         e, est = r["train_epoch"], r["gpu"]
-        fits = "" if est["fits"] else " (!)"
-        rows.append(f"{r['config']:8}{r['params']:>11,}{e['steps']:>10,}{e['source_tokens']:>12,}{e['target_tokens']:>12,}"
-                    f"{_flops(r['typical_batch']['flops']):>11}{r['per_step']['kernels']['train_step']:>14,}"
-                    f"{_duration(est['flop_epoch_seconds']):>14}{_duration(est['epoch_seconds']):>10}"
-                    f"{est['dominant']:>10}{_gb(est['peak_bytes']) + fits:>9}"
-                    f"{_epochs(est['epochs_in_session']):>14}")
+        cells.append([r["config"], f"{r['params']:,}", f"{e['steps']:,}", f"{e['source_tokens']:,}",
+                      f"{e['target_tokens']:,}", _flops(r["typical_batch"]["flops"]),
+                      f"{r['per_step']['kernels']['train_step']:,}", _duration(est["flop_epoch_seconds"]),
+                      _duration(est["epoch_seconds"]), est["dominant"],
+                      _gb(est["peak_bytes"]) + ("" if est["fits"] else " (!)"), _epochs(est["epochs_in_session"])])
+    rows += _columns([header, *cells])
+    advice = memory_advice(plan)
+    if advice:
+        rows.append(advice)
     first = plan["configs"][0]
     t = first["typical_batch"]
     slowest = max(plan["configs"], key=lambda r: r["gpu"]["epoch_seconds"])
@@ -558,6 +566,47 @@ def report(plan: dict) -> str:
     return "\n".join(rows)
 
 
+def _columns(table: list[list[str]]) -> list[str]:
+    """Rows of cells as text columns two spaces apart, each as wide as its widest cell: the first left-aligned,
+    the others right-aligned (a long cell widens its column instead of running into the next one)."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            .rstrip() for row in table]
+
+
+CUDA_CONTEXT_BYTES = 0.5e9  # what the CUDA context and the allocator take besides the estimate (a few hundred MB)
+
+
+def memory_advice(plan: dict) -> str:
+    """One line for a plan with a configuration over the GPU's memory: what to change, with the ``--set``
+    that fits (the batch halved until it does: activations are linear in the rows), or "" when all fit."""
+    over = [r for r in plan["configs"] if not r["gpu"]["fits"]]
+    if not over:
+        return ""
+    g, s = plan["gpu"], plan["sizes"]
+    worst = max(over, key=lambda r: r["gpu"]["peak_bytes"])
+    fixed = worst["state_bytes"] + worst["autocast_bytes"]
+    activations = worst["train_epoch"]["max_activation_bytes"]
+    room = g["memory_gb"] * 1e9 - CUDA_CONTEXT_BYTES
+    names = ", ".join(r["config"].upper() for r in over)
+    head = (f"  (!) {names} need{'s' if len(over) == 1 else ''} up to {_gb(worst['gpu']['peak_bytes'])} GB, over the "
+            f"{g['memory_gb']:g} GB of the {g['name']}: ")
+    if fixed >= room:
+        return head + ("the weights and AdamW's state alone do not fit: a smaller model (--set d_model=..., "
+                       "--set enc_layers=... --set dec_layers=...) or a larger GPU")
+    share = 1.0
+    while fixed + activations * share > room and share > 1 / 64:
+        share /= 2
+    fix = [f"--set token_budget={max(int(s['token_budget'] * share), 1)}"]
+    rows = worst["typical_batch"]["rows"]
+    if rows >= s["max_batch_size"] and s["max_batch_size"] * share >= 1:  # the row limit binds: halve it too
+        fix.append(f"--set max_batch_size={max(int(s['max_batch_size'] * share), 1)}")
+    return head + (f"train with a smaller batch, {' '.join(fix)} (about {_gb(fixed + activations * share)} GB; "
+                   f"plan again with the same --set to check), or shorter chunks (--set chunk_chars="
+                   f"{max(s['chunk_chars'] // 2, 1)}); activations are counted in fp32 here and bf16 autocast keeps "
+                   "many in half that, so the first steps measured on the GPU may fit as they are")
+
+
 # --------------------------------------------------------------------------- command line
 
 
@@ -591,9 +640,21 @@ def _cmd_plan(args) -> int:
     if args.json:
         writable_file(outside_results(args.json, "--json"), "--json")  # before the work
     configs = tuple(c.lower() for c in args.config) if args.config else CONFIG_NAMES
-    plan = plan_preset(args.preset.lower(), gpu, mfu=args.mfu, hours=args.hours, configs=configs,
-                       data_dir=args.data_dir, tokenize=args.tokenize, recipe=args.recipe, launch_us=args.launch_us,
-                       overrides=TOKENIZATIONS[args.tokens] if args.tokens else None)
+    overrides = dict(TOKENIZATIONS[args.tokens]) if args.tokens else {}
+    for item in args.set or []:
+        field, sep, value = item.partition("=")
+        if not sep or not field.strip():
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set token_budget=4096")
+        overrides[field.strip()] = parse_field(field.strip(), value)
+    for name in configs:
+        make_config(name, args.preset.lower(), args.recipe, **overrides)  # an unknown name or field: now, not later
+    first = (f"plan: measuring {len(configs)} configuration{'s' if len(configs) != 1 else ''} of the "
+             f"{args.preset.lower()} preset on this CPU (FLOPs, saved tensors, kernels; the assignment preset takes "
+             "about 1 min each on 2 shared cores) ...")
+    with StepBar(len(configs), "plan", first) as measuring:
+        plan = plan_preset(args.preset.lower(), gpu, mfu=args.mfu, hours=args.hours, configs=configs,
+                           data_dir=args.data_dir, tokenize=args.tokenize, recipe=args.recipe,
+                           launch_us=args.launch_us, overrides=overrides or None, progress=measuring)
     print(report(plan))
     if args.json:
         Path(args.json).write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
@@ -630,5 +691,8 @@ def register_cli(subparsers) -> None:
     p.add_argument("--data-dir", help="data folder (default: $CIPHERLAB_DATA_DIR or the repository's data/)")
     p.add_argument("--tokenize", action="store_true",
                    help="learn (and cache) the real BPEs when they are not cached, instead of stand-ins (about a minute)")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                   help="override one Config field for every configuration, as train --set does, e.g. --set "
+                   "token_budget=4096 (repeatable)")
     p.add_argument("--json", metavar="OUT", help="also write every number to OUT")
     p.set_defaults(func=_cmd_plan)

@@ -84,7 +84,7 @@ __all__ = [
     "Trainer",
     "TrainingDiverged",
     "WarmupInverseSqrt",
-    "FolderInUse", "fused_attention_on",
+    "FolderInUse", "StepBar", "fused_attention_on",
     "make_optimizer",
     "make_scheduler", "own_folder",
     "peak_memory_bytes",
@@ -557,6 +557,7 @@ def train_config(
     (:mod:`cipherlab.parts`). They are validated first, before any data is read, and the checkpoints
     record them (``artifacts["parts"]``); the model loads again only with the same parts.
     """
+    prepared = time.monotonic()
     parts = dict(parts or {})
     validate_parts(parts, config)  # one line, before anything else, for a part that does not fit
     records = part_records(parts)
@@ -593,6 +594,8 @@ def train_config(
         verbose=verbose,
         progress=progress,
     )
+    if verbose:  # the command line: what is about to run, and progress where no bar shows (a log, `| tee`)
+        _announce(trainer, time.monotonic() - prepared, progress)
     fit = trainer.fit(resume=resume, time_budget_s=time_budget_s, max_steps=max_steps)
     return RunResult(
         fit=fit,
@@ -725,3 +728,74 @@ def _divergence_advice(trainer: Trainer) -> str:
         return ("Not the learning rate: no update was made yet, so the model as built gives it; "
                 + (f"{yours} is the likely cause" if yours else "check the settings (--set) and the data"))
     return lr + (f"; if that does not help, look at {yours}" if yours else "")
+
+
+# --------------------------------------------------------------------------- progress on the command line
+
+HEARTBEAT_S = 60.0
+"""Seconds between two progress lines of a verbose run whose output is not a terminal (no bar there)."""
+
+
+def _announce(trainer: Trainer, seconds: float, progress: bool | None) -> None:
+    """One line before the first epoch: its batches, the model, the device and the limits. Where no bar will
+    show (stderr not a terminal, ``progress`` not forced on), a progress line every :data:`HEARTBEAT_S` too."""
+    config = trainer.config
+    steps = len(trainer.train_batches.epoch(trainer.progress.epoch))
+    params = sum(p.numel() for p in trainer.model.parameters())
+    budget = f", a time budget of {config.time_budget_s / 60:.0f} min" if config.time_budget_s else ""
+    print(f"{config.name}: ready in {seconds:.0f} s; {len(trainer.train_batches.dataset):,} training chunks in "
+          f"{steps:,} batches an epoch, {params:,} parameters, on {trainer.device}; at most {config.max_epochs} "
+          f"epoch{'s' if config.max_epochs != 1 else ''}{budget}", flush=True)
+    if progress is None and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        trainer.train_batches = _Heartbeat(trainer.train_batches, trainer)
+
+
+class _Heartbeat:
+    """Training batches that print where the epoch is every ``every_s`` seconds (the bar's job on a terminal)."""
+
+    def __init__(self, batches: Batches, trainer: Trainer, every_s: float = HEARTBEAT_S):
+        self._batches, self._trainer, self._every = batches, trainer, every_s
+        self._last, self._steps = time.monotonic(), 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._batches, name)
+
+    def epoch(self, epoch: int) -> list[list[int]]:
+        batches = self._batches.epoch(epoch)
+        self._steps = len(batches)
+        return batches
+
+    def load(self, indices: Sequence[int], device: torch.device) -> dict[str, torch.Tensor]:
+        now = time.monotonic()
+        if now - self._last >= self._every:
+            self._last, p = now, self._trainer.progress
+            left = (f", train loss {p.epoch_loss_sum / max(p.epoch_tokens, 1):.3f}, about "
+                    f"{p.epoch_seconds / p.batch * (self._steps - p.batch) / 60:.1f} min left in the epoch"
+                    if p.batch else "")
+            print(f"{self._trainer.config.name} epoch {p.epoch + 1}: batch {p.batch:,}/{self._steps:,}{left}",
+                  flush=True)
+        return self._batches.load(indices, device)
+
+
+class StepBar:
+    """``with StepBar(total, "plan", first_line) as step:`` ... ``step(name)`` before each of ``total`` steps:
+    ``first_line`` on stderr at the first step, then a bar on a terminal or in a notebook that counts the steps
+    done and names the current one (the progress of ``plan`` and ``doctor``, whose stdout is their report)."""
+
+    def __init__(self, total: int, desc: str, first_line: str):
+        self.desc, self.first_line, self.done = desc, first_line, -1
+        self.bar = tqdm(total=total, desc=desc, unit="step", disable=None, leave=False, file=sys.stderr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.close()
+
+    def __call__(self, name: str) -> None:
+        if self.done < 0:  # the first line once the inputs are read: a bad one is still a one-line error
+            self.bar.write(self.first_line, file=sys.stderr)
+        else:
+            self.bar.update(1)
+        self.done += 1
+        self.bar.set_description(f"{self.desc}: {name}")
