@@ -102,9 +102,13 @@ def test_the_readme_commands_run_in_order_in_a_fresh_folder(tmp_path, monkeypatc
     assert {"train", "ablate", "evaluate", "export", "decrypt", "score", "doctor", "plan", "data", "check",
             "report"} <= set(ran)
     # what the commands wrote stayed in the fresh folder
-    assert (tmp_path / "runs" / "smoke" / "c2" / "best.pt").is_file() and (tmp_path / "c2.safetensors").is_file()
-    own = json.loads((tmp_path / "runs" / "own-norm" / "smoke" / "c1.json").read_text(encoding="utf-8"))
+    runs = tmp_path / "runs"
+    assert (runs / "smoke" / "c2" / "best.pt").is_file() and (runs / "c2.safetensors").is_file()
+    own = json.loads((runs / "own-norm" / "smoke" / "c1.json").read_text(encoding="utf-8"))
     assert [p["part"] for p in own["parts"]] == ["norm"]  # the record names the replaced part
-    assert "| C1 |" in (tmp_path / "reference_report" / "report.md").read_text(encoding="utf-8")
-    predictions = (tmp_path / "my_predictions.txt").read_text(encoding="utf-8").splitlines()
-    assert predictions == (tmp_path / "my_test" / "test_plain.txt").read_text(encoding="utf-8").splitlines()
+    assert "| C1 |" in (runs / "reference_report" / "report.md").read_text(encoding="utf-8")
+    predictions = (runs / "my_predictions.txt").read_text(encoding="utf-8").splitlines()
+    assert predictions == (runs / "my_test" / "test_plain.txt").read_text(encoding="utf-8").splitlines()
+    assert (runs / "doctor_c2.json").is_file() and (runs / "my_report" / "report.md").is_file()
+    # nothing beside runs/ in the folder the commands ran in (the repository's root): default outputs go under runs/
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cipherlab", "results", "runs"]
