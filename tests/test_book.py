@@ -217,6 +217,8 @@ def _unfolded(path):
                 found.append((cell.id, "not collapsed (jupyter.source_hidden, outputs_hidden)"))
             if meta.get("collapsed") is not True:  # the classic Notebook's outputs flag, which JupyterLab writes too
                 found.append((cell.id, "output not collapsed (collapsed)"))
+            if "solution" not in meta.get("mystnb", {}).get("code_prompt_show", "").lower():  # the site's toggle
+                found.append((cell.id, "the site's toggle does not say it shows the solution (mystnb.code_prompt_show)"))
     return found
 
 
@@ -239,8 +241,9 @@ def test_the_fold_check_sees_an_unfolded_solution(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[question, shown, nbformat.v4.new_markdown_cell("next")])
     path = tmp_path / "99_x.ipynb"
     nbformat.write(nb, path)
-    assert [cell for cell, _ in _unfolded(path)] == ["shown"] * 3
-    shown.metadata.update(tags=["hide-cell"], jupyter={"source_hidden": True, "outputs_hidden": True}, collapsed=True)
+    assert [cell for cell, _ in _unfolded(path)] == ["shown"] * 4
+    shown.metadata.update(tags=["hide-cell"], jupyter={"source_hidden": True, "outputs_hidden": True}, collapsed=True,
+                          mystnb={"code_prompt_show": "Show the solution's code and output"})
     nbformat.write(nb, path)
     assert _unfolded(path) == []
 
