@@ -313,6 +313,7 @@ def test_spoken_words_count_a_formula_as_one_word_and_skip_code_blocks_and_table
     text = "Two words $x^2 + y$ and\n\n$$a = b$$\n\n```python\nx = 1\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
     assert viva.spoken_words(text) == 5
     assert viva.spoken_words("call `torch.softmax(x, dim=-1)` here") == 3
+    assert viva.spoken_words(text, tables=True) == 5 + 4  # and the table's four cells
     assert viva.spoken_words("chunks of {fact}`task_chunk_chars` characters") == 4
 
 

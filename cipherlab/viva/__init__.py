@@ -259,14 +259,15 @@ def _markdown(source: str, cell_id: str):
     return cell
 
 
-def spoken_words(text: str) -> int:
+def spoken_words(text: str, tables: bool = False) -> int:
     """How many words a student would say: a formula counts as one word, a code span as one, a
-    fact placeholder as one; code blocks and tables are not counted (they are pointed at, not
-    read out word by word)."""
+    fact placeholder as one; code blocks are not counted, and tables only with ``tables=True``
+    (a viva answer points at its table; a chapter's teaching body counts the tables it shows)."""
     text = re.sub(r"```.*?```", " ", text, flags=re.S)
     text = re.sub(r"\$\$.*?\$\$", " M ", text, flags=re.S)
     text = re.sub(r"\$[^$\n]+\$", "M", text)
-    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))
+    if not tables:  # a table in a viva answer is pointed at; one in the teaching body is read
+        text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))
     text = FACT_ROLE.sub("N", text)
     text = re.sub(r"`[^`]*`", "X", text)
     return len(re.findall(r"[A-Za-z0-9][\w'’.,%-]*", text))
@@ -330,7 +331,7 @@ def teaching_words(notebook: Path) -> int:
         parts.append(re.sub(r"<[^>]+>", " ", text))
         if end:
             break
-    return spoken_words("\n\n".join(parts))
+    return spoken_words("\n\n".join(parts), tables=True)
 
 
 def teaching_budget(notebook: Path) -> int | None:
