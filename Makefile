@@ -3,6 +3,9 @@
 #   make test   -- set everything up, run the whole test suite (notebooks included), build the book
 #                  and open every page in Chromium (tests/test_browser.py; as root, `make test`
 #                  installs Debian's chromium when it is missing; otherwise those tests are skipped)
+#   make unit   -- the edit-test loop: the unit tests only (no notebooks, no book build, no browser),
+#                  then ruff check
+#   make lint   -- ruff check (its settings are in pyproject.toml)
 #   make lab    -- also install JupyterLab and open the chapters with a live kernel
 #   make outputs [NB=book/03_mha.ipynb] -- rewrite the chapters' generated cells, then run each in a
 #                  fresh kernel on one thread and store its outputs (CONTRIBUTING.md)
@@ -16,7 +19,7 @@ TORCH_INDEX ?=
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup data book test browser browser-test lab outputs clean
+.PHONY: setup data book test unit lint browser browser-test lab outputs clean
 
 setup: $(STAMP)
 
@@ -42,6 +45,13 @@ test: data
 	$(BIN)/jupyter-book build . -W --keep-going
 	@$(MAKE) --no-print-directory browser-test
 
+unit: data
+	$(BIN)/python -m pytest tests -q --ignore=tests/test_browser.py -p no:nbval -o addopts="-p no:cacheprovider"
+	@$(MAKE) --no-print-directory lint
+
+lint: setup
+	$(BIN)/ruff check .
+
 # Debian's chromium for the browser tests, when it is missing and we may install it (root with apt).
 browser:
 	@if [ ! -x "$(CHROMIUM)" ] && [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
@@ -59,8 +69,8 @@ browser-test: setup browser
 	CIPHERLAB_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_browser.py -rs
 
 outputs: data
-	$(BIN)/python -m cipherlab.viva sync $(NB)
-	$(BIN)/python -m cipherlab.viva outputs $(NB)
+	$(BIN)/python -m cipherbook.viva sync $(NB)
+	$(BIN)/python -m cipherbook.viva outputs $(NB)
 
 lab: data
 	$(BIN)/python -m pip install --progress-bar off -r requirements-lab.txt

@@ -8,7 +8,7 @@ notes' sizes, the default recipe and the preset's own tokenisation) for ``--step
 steps on the CPU, validating every ``--eval-every`` steps on the first ``--eval-lines``
 validation lines (``Config.eval_every``: teacher-forced token accuracy, exact chunks, loss). The
 record holds each configuration's learning curve, its measured seconds per step, and beside them
-what ``cipherlab.plan`` estimates for the same configuration (its FLOPs per step, the steps of
+what ``cipherlab.analysis.plan`` estimates for the same configuration (its FLOPs per step, the steps of
 one epoch), so that a first GPU run starts from a configuration measured to learn and a time
 plan whose inputs were checked. Nothing is written into ``results/``; runs go to a temporary
 folder unless ``--runs-dir`` names one.
@@ -31,13 +31,13 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from cipherlab.checkpoint import read_log  # noqa: E402
-from cipherlab.codec import select_lines  # noqa: E402
-from cipherlab.config import CONFIG_NAMES, make_config  # noqa: E402
-from cipherlab.data import load_corpus  # noqa: E402
-from cipherlab.evaluate import versions  # noqa: E402
-from cipherlab.plan import plan_config  # noqa: E402
-from cipherlab.train import train_config  # noqa: E402
+from cipherlab.pipeline.checkpoint import read_log  # noqa: E402
+from cipherlab.pipeline.codec import select_lines  # noqa: E402
+from cipherlab.base.config import CONFIG_NAMES, make_config  # noqa: E402
+from cipherlab.data.corpus import load_corpus  # noqa: E402
+from cipherlab.pipeline.evaluate import versions  # noqa: E402
+from cipherlab.analysis.plan import plan_config  # noqa: E402
+from cipherlab.pipeline.train import train_config  # noqa: E402
 
 PRESET = "assignment"
 
@@ -87,7 +87,7 @@ def run_one(name: str, args, overrides: dict, runs: Path) -> dict:
         "curve": curve,
         "learned": {"val_accuracy": [first["val_accuracy"], last["val_accuracy"]],
                     "val_loss": [first["val_loss"], last["val_loss"]]},
-        # cipherlab.plan's figures for the same configuration: what a GPU estimate starts from
+        # cipherlab.analysis.plan's figures for the same configuration: what a GPU estimate starts from
         "plan": {"params": plan["params"], "steps_per_epoch": plan["train_epoch"]["steps"],
                  "train_flops_per_epoch": plan["train_epoch"]["train_flops"],
                  "typical_batch": plan["typical_batch"], "units": plan["units"]},
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     overrides = {}
-    from cipherlab.config import parse_field
+    from cipherlab.base.config import parse_field
     for item in args.set:
         field, _, value = item.partition("=")
         overrides[field] = parse_field(field, value)

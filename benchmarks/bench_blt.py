@@ -35,15 +35,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from cipherlab.cipher import bits_to_bytes
-from cipherlab.codec import collate_bytes
-from cipherlab.config import Config
-from cipherlab.data import CHUNK_CHARS, SubwordChunkDataset, collate, load_corpus, make_chunks
+from cipherlab.data.cipher import bits_to_bytes
+from cipherlab.pipeline.codec import collate_bytes
+from cipherlab.base.config import Config
+from cipherlab.data.corpus import CHUNK_CHARS, SubwordChunkDataset, collate, load_corpus, make_chunks
 from cipherlab.models.attention import ScaledDotProductAttention
 from cipherlab.models.blt import BLTModel, ByteEntropyModel
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
-from cipherlab.tokenizers.cipher_task import get_tokenizers
+from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
+from cipherlab.data.tokenizers.cipher_task import get_tokenizers
 
 RESULTS = Path(__file__).parent / "results" / "blt.json"
 SIZES = dict(d_model=256, n_heads=8, enc_layers=4, dec_layers=4, ffn_dim=1024, dropout=0.1)

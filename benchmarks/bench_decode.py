@@ -9,13 +9,13 @@ ablation (``results/learn/ablation/checkpoints/c1..c5.safetensors``, seed 0):
    completed patch) and without it (the decoder recomputed over the whole prefix at every step).
    Both must give the same bytes. C1 is measured the same way beside it.
 2. **Batched beam search.** Beam ``--beam`` on the first ``--beam-lines`` test lines, decoded by
-   :func:`cipherlab.decode.decrypt_lines` as the evaluation does (length-bucketed batches of
+   :func:`cipherlab.pipeline.decode.decrypt_lines` as the evaluation does (length-bucketed batches of
    chunks), against the same call with ``max_batch_size=1``, one chunk at a time. Both must give
    the same lines.
 3. **Lines per second** of each configuration on the first ``--lines`` test lines: free greedy,
    length-aware greedy and beam ``--beam``, batched.
 4. **Autograd off.** Length-aware greedy decoding of the first ``--lines`` test lines by C1 and C5,
-   each in a fresh process, as shipped (``cipherlab.decode`` runs under ``torch.inference_mode()``)
+   each in a fresh process, as shipped (``cipherlab.pipeline.decode`` runs under ``torch.inference_mode()``)
    and with autograd on as before (the undecorated functions, under ``torch.enable_grad()``):
    seconds, the peak resident memory, and what decoding adds to it (the high-water mark is reset
    to the resident memory just before decoding, through ``/proc/self/clear_refs``, so loading the
@@ -41,10 +41,10 @@ from pathlib import Path
 
 import torch
 
-from cipherlab.checkpoint import load_trained
-from cipherlab.codec import select_lines
-from cipherlab.data import load_corpus
-from cipherlab.decode import decrypt_lines, greedy_decode
+from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.pipeline.codec import select_lines
+from cipherlab.data.corpus import load_corpus
+from cipherlab.pipeline.decode import decrypt_lines, greedy_decode
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINTS = ROOT / "results" / "checkpoints"  # the reference ablation's seed-0 models
@@ -111,10 +111,10 @@ def cache_benchmark(model, codec, n_bytes, batch, repeats):
 
 _ONE_RUN = """
 import gc, json, resource, sys, time, torch
-import cipherlab.decode as D
-from cipherlab.checkpoint import load_trained
-from cipherlab.codec import select_lines
-from cipherlab.data import load_corpus
+import cipherlab.pipeline.decode as D
+from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.pipeline.codec import select_lines
+from cipherlab.data.corpus import load_corpus
 torch.set_num_threads(1)
 checkpoint, lines, autograd = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 model, codec, config = load_trained(checkpoint, "cpu")

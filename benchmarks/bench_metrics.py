@@ -1,11 +1,11 @@
-"""Edit distance at library speed: cipherlab.metrics.edit_distance (rapidfuzz) against the taught levenshtein.
+"""Edit distance at library speed: cipherlab.pipeline.metrics.edit_distance (rapidfuzz) against the taught levenshtein.
 
     .venv/bin/python benchmarks/bench_metrics.py                 # -> benchmarks/results/metrics.json
     .venv/bin/python benchmarks/bench_metrics.py --out /tmp/metrics.json
 
 For line pairs of several lengths (a random line of letters and spaces, and a copy of it with 1 %
-of its characters replaced), times :func:`cipherlab.metrics.levenshtein` (the plain-Python
-dynamic programme the book teaches, O(n*m)) and :func:`cipherlab.metrics.edit_distance`
+of its characters replaced), times :func:`cipherlab.pipeline.metrics.levenshtein` (the plain-Python
+dynamic programme the book teaches, O(n*m)) and :func:`cipherlab.pipeline.metrics.edit_distance`
 (rapidfuzz, what ``compute_metrics`` uses), checks that they agree, and records the median of
 ``--repeats`` calls. The longest pair (50,000 characters) is timed on the fast path only: the
 taught table would fill 2.5e9 cells. Not a test: the tests check the numbers, never the time.
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cipherlab.metrics import edit_distance, levenshtein  # noqa: E402
+from cipherlab.pipeline.metrics import edit_distance, levenshtein  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "metrics.json"
 TAUGHT_LENGTHS = (100, 500, 2600)  # 2600: about the longest Brown line (2670 characters)

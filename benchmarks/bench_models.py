@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cipherlab.decode import greedy_decode
-from cipherlab.models import Seq2SeqTransformer, SinusoidalPositionalEncoding, causal_mask, padding_mask
+from cipherlab.pipeline.decode import greedy_decode
+from cipherlab.models import Seq2SeqTransformer, SinusoidalPositionalEncoding, causal_mask
 
 PAD, BOS = 0, 1
 RESULTS = Path(__file__).parent / "results" / "models.json"

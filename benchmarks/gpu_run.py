@@ -16,7 +16,7 @@ stays a small part of a short budget. Each ``results/assignment/c*.json`` names 
 the plan, what each configuration took and the command (a configuration whose budget ended
 inside its first epoch has no best.pt, hence no record, and is reported as failed), with each
 configuration's measured seconds per epoch (from its ``log.jsonl``). Every configuration trains
-with the default recipe (``cipherlab.config.RECIPES``) unless ``--recipe`` names another.
+with the default recipe (``cipherlab.base.config.RECIPES``) unless ``--recipe`` names another.
 Refuses to start without CUDA: on a CPU use ``python -m cipherlab ablate --preset cpu``, or
 ``--cpu-check``, which runs every step of this script on the CPU with the ``smoke`` preset's
 sizes, 40 training lines, one epoch and 4 evaluation lines, so that the first GPU run cannot fail
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cipherlab.config import DEFAULT_RECIPE, RECIPES  # noqa: E402
+from cipherlab.base.config import DEFAULT_RECIPE, RECIPES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("c1", "c2", "c3", "c4", "c5")

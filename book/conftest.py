@@ -4,8 +4,8 @@ nbval waits a hard-coded 5 seconds for each output message after a cell has fini
 machine the kernel can take longer to report that it is idle after a long cell (the training in
 chapter 2), and the cell then fails although it ran. Give it a minute.
 
-Each chapter's kernel runs on one thread with no progress bars, as ``python -m cipherlab.viva outputs`` ran it when it
-stored the outputs nbval compares with (``cipherlab.viva.outputs.KERNEL_ENV``).
+Each chapter's kernel runs on one thread with no progress bars, as ``python -m cipherbook.viva outputs`` ran it when it
+stored the outputs nbval compares with (``cipherbook.viva.outputs.KERNEL_ENV``).
 
 Every executed cell's Markdown outputs are also checked the way Colab would show them: a MyST
 role or directive in them (``show_source``, the drill's answer list, a table) fails the cell,
@@ -17,8 +17,8 @@ import os
 import pytest
 from nbval.plugin import IPyNbCell
 
-from cipherlab.viva import myst_markup
-from cipherlab.viva.outputs import KERNEL_ENV
+from cipherbook.viva import myst_markup
+from cipherbook.viva.outputs import KERNEL_ENV
 
 OUTPUT_TIMEOUT_S = 60
 

@@ -1,9 +1,10 @@
 """The command line: ``python -m cipherlab COMMAND ...`` (or the ``cipherlab`` script).
 
-Each module that owns commands adds them with its own ``register_cli(subparsers)``. A user error
-(bad data, a missing file, an unknown configuration, an unwritable output) and any other error end
-with one line on stderr that names the problem and a non-zero exit, never a traceback
-(:func:`cipherlab.errors.run_command`); set CIPHERLAB_DEBUG=1 to see the traceback.
+Each module of :mod:`cipherlab.cli` adds its commands with its own ``register_cli(subparsers)``, in the
+order ``--help`` lists them: data, pipeline (train, evaluate, export, decrypt, ablate), score, doctor,
+plan, check, report. A user error (bad data, a missing file, an unknown configuration, an unwritable
+output) and any other error end with one line on stderr that names the problem and a non-zero exit,
+never a traceback (:func:`cipherlab.base.errors.run_command`); set CIPHERLAB_DEBUG=1 to see the traceback.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import check, cli, data, doctor, plan, report, score
-from .errors import OneLineParser, run_command
+from cipherlab.base.errors import run_command
+from cipherlab.cli import check, data, doctor, pipeline, plan, report, score
+from cipherlab.cli.common import OneLineParser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     data.register_cli(sub)
-    cli.register_cli(sub)
+    pipeline.register_cli(sub)
     score.register_cli(sub)
     doctor.register_cli(sub)
     plan.register_cli(sub)
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv  # results record the command that made them
-    return run_command("cipherlab", args.func, args)  # any error: one line on stderr (cipherlab/errors.py)
+    return run_command("cipherlab", args.func, args)  # any error: one line on stderr (cipherlab/base/errors.py)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ import math
 import sys
 from pathlib import Path
 
-from cipherlab import results as R
-from cipherlab.tables import markdown_table
+from cipherlab.analysis import ablation as R
+from cipherlab.base.markdown import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "README.md"
@@ -26,7 +26,7 @@ def pct(x, digits=1):
 
 
 def target(name: str) -> dict[str, float]:
-    """The strictest of :data:`cipherlab.results.TARGETS` on each metric for one configuration."""
+    """The strictest of :data:`cipherlab.analysis.ablation.TARGETS` on each metric for one configuration."""
     want: dict[str, float] = {}
     for t in R.TARGETS:
         if name in t.configs:
@@ -110,8 +110,8 @@ def main() -> int:
       f"{hp['max_train_lines']} training lines, {any_record['test']['lines']} whole test lines, greedy decoding, "
       f"C1–C4 reading whole cipher bytes with merge-free vocabularies, "
       f"a {hp['time_budget_s'] / 60:.0f}-minute wall-clock budget per configuration, seed {hp['seed']}.")
-    w(f"- **Bits mode** (`results/notes/cpu-bits/`): the same with the course notes' tokenization, "
-      f"`--source-mode bits --set src_vocab=512` (C1–C4).")
+    w("- **Bits mode** (`results/notes/cpu-bits/`): the same with the course notes' tokenization, "
+      "`--source-mode bits --set src_vocab=512` (C1–C4).")
     w("- **Equal epochs** (`results/notes/equal-epochs/cpu/`): each controlled run continued to five epochs "
       "(`train --resume --set max_epochs=5 --time-budget 0`).")
     w("- **Extended C2 and C5** (`results/notes/extended/cpu/`): the five-epoch runs continued for 15 more minutes "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cipherlab.cipher import encrypt
-from cipherlab.data import CIPHER_FILE, PLAIN_FILE
+from cipherlab.data.cipher import encrypt
+from cipherlab.data.corpus import CIPHER_FILE, PLAIN_FILE
 from samples import SAMPLE_LINES  # tests/ is on sys.path under pytest
 
 torch.set_num_threads(1)  # tests use tiny tensors; threads only add contention on 2 cores

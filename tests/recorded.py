@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from cipherlab import results
-from cipherlab.cipher import encrypt
-from cipherlab.data import load_corpus
-from cipherlab.decode import decrypt_lines
-from cipherlab.probes import probe_sets
+from cipherlab.analysis import ablation
+from cipherlab.data.cipher import encrypt
+from cipherlab.data.corpus import load_corpus
+from cipherlab.pipeline.decode import decrypt_lines
+from cipherlab.analysis.probes import probe_sets
 
 
 def outcomes(pred: list[str], plain: list[str]) -> tuple[str, list[int]]:
@@ -24,7 +24,7 @@ def assert_decodes_as_recorded(model, codec, config, record: dict, first: dict[s
                   max_batch_size=config.max_batch_size)
     sets = probe_sets(config, n_random=record["random_strings"]["lines"])  # over the model's own alphabet
     for set_name, n in first.items():
-        part = results.section(record, set_name)
+        part = ablation.section(record, set_name)
         assert part["lines"] == len(sets[set_name])
         plain = sets[set_name][:n]
         exact, right = outcomes(decrypt_lines(model, codec, [encrypt(t) for t in plain], length_aware=True,

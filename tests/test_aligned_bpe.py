@@ -7,14 +7,14 @@ import json
 import pytest
 import torch
 
-from cipherlab.cipher import encrypt
-from cipherlab.codec import codec_from_artifacts, fit_codec, select_lines
-from cipherlab.config import TOKENIZATIONS, ConfigError, make_config, tokenization_of
-from cipherlab.data import load_corpus, make_chunks, shuffle_chunks
+from cipherlab.data.cipher import encrypt
+from cipherlab.pipeline.codec import codec_from_artifacts, fit_codec, select_lines
+from cipherlab.base.config import TOKENIZATIONS, ConfigError, make_config, tokenization_of
+from cipherlab.data.corpus import load_corpus, make_chunks, shuffle_chunks
 from cipherlab.models.embedding import bit_features
-from cipherlab.tokenizers import BPETokenizer
-from cipherlab.tokenizers.cipher_task import aligned_target, aligned_target_ids, get_tokenizers
-from cipherlab.tokenizers.pretokenize import PhaseByte8Unit, phase_symbols
+from cipherlab.data.tokenizers import BPETokenizer
+from cipherlab.data.tokenizers.cipher_task import aligned_target, aligned_target_ids, get_tokenizers
+from cipherlab.data.tokenizers.pretokenize import PhaseByte8Unit, phase_symbols
 
 # a source vocabulary a little above the 2,048 phase-tagged bytes and the specials: a few dozen merges
 SMALL = dict(source_mode="phase", src_vocab=2051 + 40, tgt_vocab=None, target_tokens="aligned")
@@ -97,9 +97,9 @@ def test_composed_bit_features_build_a_merged_token_from_its_characters():
 
 
 def test_an_aligned_model_trains_saves_and_reloads_with_its_codec(sample_dir, tmp_path):
-    from cipherlab.checkpoint import load_trained
-    from cipherlab.decode import decrypt_lines
-    from cipherlab.train import train_config
+    from cipherlab.pipeline.checkpoint import load_trained
+    from cipherlab.pipeline.decode import decrypt_lines
+    from cipherlab.pipeline.train import train_config
 
     config = make_config("c1", "smoke", **SMALL, max_epochs=1)
     run = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu")
@@ -111,7 +111,7 @@ def test_an_aligned_model_trains_saves_and_reloads_with_its_codec(sample_dir, tm
     assert [len(o) for o in out] == [len(p) for p in plain]  # the cipher's length, in characters
     rebuilt = codec_from_artifacts(loaded, codec.artifacts())
     assert rebuilt.aligned and rebuilt.tgt.merges == codec.tgt.merges
-    from cipherlab.attention_maps import attention_view  # weights mapped back to characters (doctor, chapter 2)
+    from cipherlab.analysis.attention_maps import attention_view  # weights mapped back to characters (doctor, chapter 2)
 
     corpus = load_corpus(sample_dir)
     chunks = [c for c in make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)
@@ -124,7 +124,7 @@ def test_an_aligned_model_trains_saves_and_reloads_with_its_codec(sample_dir, tm
 
 
 def test_eval_every_writes_a_learning_curve_and_changes_nothing_of_the_run(sample_dir, tmp_path):
-    from cipherlab.train import train_config
+    from cipherlab.pipeline.train import train_config
 
     base = make_config("c1", "smoke", max_epochs=2, warmup_steps=4)
     plain = train_config(base, tmp_path / "plain", data_dir=sample_dir, device="cpu")
@@ -139,7 +139,7 @@ def test_eval_every_writes_a_learning_curve_and_changes_nothing_of_the_run(sampl
 
 
 def test_max_steps_stops_training_mid_epoch_and_resumes(sample_dir, tmp_path):
-    from cipherlab.train import train_config
+    from cipherlab.pipeline.train import train_config
 
     config = make_config("c1", "smoke", max_epochs=2, warmup_steps=4)
     full = train_config(config, tmp_path / "full", data_dir=sample_dir, device="cpu")
@@ -152,7 +152,7 @@ def test_max_steps_stops_training_mid_epoch_and_resumes(sample_dir, tmp_path):
 
 
 def test_each_phase_tagged_token_gets_its_first_characters_key_phase(sample_dir):
-    from cipherlab.decode import greedy_decode
+    from cipherlab.pipeline.decode import greedy_decode
 
     config = make_config("c1", "smoke", **SMALL)
     codec = fit_codec(config, select_lines(load_corpus(sample_dir), config))
@@ -202,7 +202,7 @@ def test_assignment_steps_records_a_learning_curve_for_each_configuration(tmp_pa
 
 
 def test_every_part_of_the_default_recipe_says_what_it_knows():
-    from cipherlab.config import RECIPE_KNOWLEDGE, RECIPES
+    from cipherlab.base.config import RECIPE_KNOWLEDGE, RECIPES
 
     changed = {k for k, v in RECIPES["cipher"].items() if v != RECIPES["notes"][k]}
     assert changed <= set(RECIPE_KNOWLEDGE)
@@ -227,7 +227,7 @@ def test_bpe_dropout_cuts_training_chunks_finer_and_keeps_the_alignment(sample_d
 def test_the_tokens_flag_sets_the_whole_tokenisation():
     import argparse
 
-    from cipherlab.cli import _mode
+    from cipherlab.cli.pipeline import _mode
 
     args = argparse.Namespace(source_mode=None, tokens="notes", set=["src_vocab=512"])
     assert _mode(args) == {**TOKENIZATIONS["notes"], "src_vocab": 512}  # --set still wins

@@ -7,10 +7,10 @@ import json
 import pytest
 import torch
 
-from cipherlab import results
-from cipherlab.checkpoint import load_trained
-from cipherlab.config import TOKENIZATIONS, config_from_dict, tokenization_of
-from cipherlab.viva import REPO_ROOT
+from cipherlab.analysis import ablation
+from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.base.config import TOKENIZATIONS, config_from_dict, tokenization_of
+from cipherbook.viva import REPO_ROOT
 from recorded import assert_decodes_as_recorded, assert_readme_is_generated  # tests/ is on sys.path under pytest
 
 FOLDER = REPO_ROOT / "results" / "aligned"
@@ -30,7 +30,7 @@ def test_each_committed_aligned_model_decodes_as_recorded(path):
 
 
 def test_the_aligned_records_are_one_controlled_ablation_and_their_readme_is_generated(tmp_path, monkeypatch):
-    runs = results.load_learn_runs(FOLDER)
+    runs = ablation.load_learn_runs(FOLDER)
     assert {seed for _, seed in runs} == {0, 1} and len({r["epochs"] for r in runs.values()}) == 1
     assert all(r["recipe"] == "cipher" and r["hyperparameters"]["bpe_dropout"] == TOKENIZATIONS["aligned"]["bpe_dropout"]
                for r in runs.values())

@@ -1,7 +1,7 @@
 """Every command against the bad inputs a student's laptop produces: one line on stderr, never a traceback.
 
 A table of cases runs each command of ``python -m cipherlab`` (train, evaluate, decrypt, score,
-export, doctor, plan, data ...) and of ``python -m cipherlab.viva`` on a missing file, an empty
+export, doctor, plan, data ...) and of ``python -m cipherbook.viva`` on a missing file, an empty
 file, a folder given as a file, bytes that are not UTF-8, a truncated or damaged checkpoint, a file
 of the wrong kind and an output location that cannot be written. Each must exit non-zero with one
 line on stderr that names the path. Then the defects of issue 27, one test each, and a Hypothesis
@@ -25,12 +25,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cipherlab.__main__ import main
-from cipherlab.cipher import encrypt
-from cipherlab.config import make_config
-from cipherlab.data import CIPHER_FILE, PLAIN_FILE, SPLITS_FILE
-from cipherlab.errors import UTF8_BOM
-from cipherlab.train import train_config
-from cipherlab.viva.__main__ import main as viva_main
+from cipherlab.data.cipher import encrypt
+from cipherlab.base.config import make_config
+from cipherlab.data.corpus import CIPHER_FILE, PLAIN_FILE, SPLITS_FILE
+from cipherlab.base.errors import UTF8_BOM
+from cipherlab.pipeline.train import train_config
+from cipherbook.viva.__main__ import main as viva_main
 from samples import SAMPLE_LINES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,12 +204,12 @@ def test_the_table_covers_every_command_and_at_least_30_cases():
     assert len(CASES) + len(VIVA_CASES) >= 30
 
 
-ENTRY_POINTS = {"cipherlab": main, "cipherlab.viva": viva_main}
+ENTRY_POINTS = {"cipherlab": main, "cipherbook.viva": viva_main}
 
 
 @pytest.mark.parametrize(
     "prog, argv, names",
-    [("cipherlab", argv, names) for argv, names in CASES] + [("cipherlab.viva", argv, names) for argv, names in VIVA_CASES],
+    [("cipherlab", argv, names) for argv, names in CASES] + [("cipherbook.viva", argv, names) for argv, names in VIVA_CASES],
     ids=lambda x: " ".join(x[:2]) if isinstance(x, list) else x if x.startswith("cipherlab") else None,
 )
 def test_a_bad_input_is_one_line_naming_the_path(prog, argv, names, zoo, capsys):
@@ -238,7 +238,7 @@ def test_export_onto_a_read_only_disk_is_one_line(zoo, monkeypatch, capsys):
         raise SafetensorError('Error while serializing: IoError(Os { code: 30, kind: ReadOnlyFilesystem, '
                               'message: "Read-only file system" })')
 
-    monkeypatch.setattr("cipherlab.checkpoint.save_file", read_only)
+    monkeypatch.setattr("cipherlab.pipeline.checkpoint.save_file", read_only)
     out = zoo["root"] / "ro" / "c1.safetensors"
     assert main(["export", "--checkpoint", str(zoo["best"]), "--out", str(out)]) == 1
     err = capsys.readouterr().err
@@ -250,7 +250,7 @@ def test_an_error_nobody_foresaw_is_one_line_too(zoo, monkeypatch, capsys):
     def broken(*args, **kwargs):
         raise RuntimeError("something inside torch\nwith a second line")
 
-    monkeypatch.setattr("cipherlab.cli.load_trained", broken)
+    monkeypatch.setattr("cipherlab.cli.pipeline.load_trained", broken)
     assert main(["decrypt", "--checkpoint", str(zoo["best"]), "01000001"]) == 1
     err = capsys.readouterr().err
     _one_clear_line(err, "unexpected RuntimeError: something inside torch")
@@ -268,7 +268,7 @@ def test_a_damaged_training_checkpoint_is_refused(zoo, capsys):
 def test_a_training_checkpoint_carries_the_exports_checksum(zoo):
     import torch
 
-    from cipherlab.checkpoint import payload_tensors, tensors_sha256
+    from cipherlab.pipeline.checkpoint import payload_tensors, tensors_sha256
 
     payload = torch.load(zoo["best"], map_location="cpu", weights_only=True)  # never pickled code
     assert payload["sha256"] == tensors_sha256(payload_tensors(payload))
@@ -318,7 +318,7 @@ def test_train_checks_its_output_folders_before_training(zoo, monkeypatch, capsy
     def must_not_train(*args, **kwargs):
         raise AssertionError("trained before checking where the results go")
 
-    monkeypatch.setattr("cipherlab.cli.train_config", must_not_train)
+    monkeypatch.setattr("cipherlab.cli.pipeline.train_config", must_not_train)
     code = main(["train", "--config", "c1", "--preset", "smoke", "--data-dir", str(zoo["data"]),
                  "--out", str(zoo["root"] / "t2"), "--results-dir", str(zoo["file"] / "results")])  # fmt: skip
     assert code == 1
@@ -368,14 +368,14 @@ def test_a_read_only_data_folder_still_evaluates(zoo, tmp_path, monkeypatch, cap
 
 
 def test_the_real_entry_points_print_one_line(zoo):
-    for module, argv in (("cipherlab.viva", ["view", str(zoo["missing"])]),
+    for module, argv in (("cipherbook.viva", ["view", str(zoo["missing"])]),
                          ("cipherlab", ["export", "--checkpoint", str(zoo["best"]), "--out",
                                         str(zoo["file"] / "c1.safetensors")])):
         done = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, timeout=120,
                               cwd=ROOT, env={k: v for k, v in __import__("os").environ.items()
                                              if k != "CIPHERLAB_DEBUG"})
         assert done.returncode == 1, done.stderr
-        _one_clear_line(done.stderr, str(zoo["missing"]) if module == "cipherlab.viva" else str(zoo["file"]))
+        _one_clear_line(done.stderr, str(zoo["missing"]) if module == "cipherbook.viva" else str(zoo["file"]))
 
 
 # --------------------------------------------------------------------------- random bytes

@@ -8,11 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from cipherlab.cipher import bits_to_bytes
-from cipherlab.codec import collate_bytes, collate_source
-from cipherlab.config import Config
-from cipherlab.data import load_corpus
-from cipherlab.decode import begin_decoding, decode_step, greedy_decode
+from cipherlab.data.cipher import bits_to_bytes
+from cipherlab.pipeline.codec import collate_bytes, collate_source
+from cipherlab.base.config import Config
+from cipherlab.data.corpus import load_corpus
+from cipherlab.pipeline.decode import begin_decoding, decode_step, greedy_decode
 from cipherlab.models import blt
 from cipherlab.models.attention import MultiHeadAttention
 from cipherlab.models.blt import (BLTModel, ByteEntropyModel, PatchPooling, WindowedSelfAttention,
@@ -20,7 +20,7 @@ from cipherlab.models.blt import (BLTModel, ByteEntropyModel, PatchPooling, Wind
 from cipherlab.models.norm import LayerNorm
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.models.transformer import Decoder, Encoder
-from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
+from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
 
 WINDOW, PATCH = 8, 3  # small, so that every test crosses window and patch edges
 TINY = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=2, ffn_dim=64, dropout=0.0, window=WINDOW,

@@ -10,14 +10,14 @@ import math
 import pytest
 import torch
 
-from cipherlab import broken
-from cipherlab.data import load_corpus, make_chunks
+from cipherbook import broken
+from cipherlab.data.corpus import load_corpus, make_chunks
 from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention
 from cipherlab.models.blt import PatchPooling
 from cipherlab.models.positional import RotaryPositionalEmbedding
-from cipherlab.tokenizers.bytes import PAD_ID, VOCAB_SIZE
-from cipherlab.train import sequence_loss
-from cipherlab.viva import REPO_ROOT, notebook_in_sync
+from cipherlab.data.tokenizers.bytes import PAD_ID, VOCAB_SIZE
+from cipherlab.pipeline.train import sequence_loss
+from cipherbook.viva import REPO_ROOT, notebook_in_sync
 
 
 @pytest.fixture(autouse=True)
@@ -138,4 +138,4 @@ def test_decoding_without_eval_does_not_repeat():
 
 def test_the_chapter_is_what_sync_writes():
     path = REPO_ROOT / "book" / "11_broken.ipynb"
-    assert notebook_in_sync(path), "run: python -m cipherlab.viva sync book/11_broken.ipynb"
+    assert notebook_in_sync(path), "run: python -m cipherbook.viva sync book/11_broken.ipynb"

@@ -4,7 +4,7 @@
 - no JavaScript error in the console;
 - no raw TeX left: MathJax typeset every formula;
 - every viva answer (``<details>``) starts closed and opens on a click;
-- every explorer (cipherlab/explorers.py) draws its chart, and each of its controls changes the
+- every explorer (book/cipherbook/explorers.py) draws its chart, and each of its controls changes the
   picture; screenshots of each explorer at two settings go to ``_build/screenshots/``;
 - the chapter-10 flashcards reveal, mark and shuffle on the page;
 - each chapter has its launch (Colab) and download buttons.
@@ -246,7 +246,7 @@ def test_the_animation_player_is_on_chapter_4():
 
 @pytest.mark.parametrize("path", PLAYER_PAGES, ids=_id)
 def test_every_player_replaces_its_still_and_steps_through_its_frames(open_page, path):
-    """cipherlab.explorers.Player: the page's script inserts matplotlib's player, whose script draws the
+    """cipherbook.explorers.Player: the page's script inserts matplotlib's player, whose script draws the
     first frame; the still picture (what GitHub shows) gives way; Next frame moves the slider and the picture."""
     page = open_page(path).page
     players = page.locator(".cipherlab-player")
@@ -271,7 +271,7 @@ def test_every_player_replaces_its_still_and_steps_through_its_frames(open_page,
 def test_chapters_have_launch_and_download_buttons(path):
     html = path.read_text(encoding="utf-8")
     assert "colab.research.google.com" in html, f"{_id(path)}: no Colab launch button"
-    from cipherlab.viva import repository  # the tag the setup cells clone: Colab opens the same release
+    from cipherbook.viva import repository  # the tag the setup cells clone: Colab opens the same release
 
     url, branch = repository()
     owner_repo = url.removeprefix("https://github.com/")

@@ -1,13 +1,13 @@
-"""Chapter 7's measurements that live in ``cipherlab.experiments.blt``: each must tell a right
+"""Chapter 7's measurements that live in ``cipherbook.experiments.blt``: each must tell a right
 answer from a wrong one, or the chapter's asserts would prove nothing."""
 
 import pytest
 import torch
 
-import cipherlab.experiments.blt as blt_facts
-from cipherlab.config import Config
+import cipherbook.experiments.blt as blt_facts
+from cipherlab.base.config import Config
 from cipherlab.models.blt import BLTModel, patch_causal_mask, patch_membership
-from cipherlab.tokenizers.bytes import BOS_ID, SPECIAL_IDS
+from cipherlab.data.tokenizers.bytes import BOS_ID, SPECIAL_IDS
 
 PATCH = 3
 TINY = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, window=8,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from cipherlab import plan as planner
-from cipherlab.experiments import training as training_facts
+from cipherlab.analysis import plan as planner
+from cipherbook.experiments import training as training_facts
 
 
 def test_an_unclipped_spike_stays_in_adams_second_moment_after_the_first_has_forgotten_it():

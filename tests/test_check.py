@@ -1,4 +1,4 @@
-"""``cipherlab.check``: cipherlab's own parts pass every check; the broken variants of chapter 11 and the
+"""``cipherlab.student.check``: cipherlab's own parts pass every check; the broken variants of chapter 11 and the
 slips students make are caught with a message that names the bug; ``python -m cipherlab check`` loads a
 student's file and fails on it in one line when it cannot."""
 
@@ -8,14 +8,15 @@ import pytest
 import torch
 
 import student_mistakes as mistakes
-from cipherlab import broken, check
+from cipherbook import broken
+from cipherlab.student import check
 from cipherlab.__main__ import main
 from cipherlab.models.attention import GroupedQueryAttention, MultiHeadAttention, ScaledDotProductAttention
 from cipherlab.models.blt import BLTModel, ByteEntropyModel, PatchPooling, patch_causal_mask
 from cipherlab.models.norm import LayerNorm, RMSNorm
 from cipherlab.models.positional import RotaryPositionalEmbedding, SinusoidalPositionalEncoding
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.tokenizers import BPETokenizer
+from cipherlab.data.tokenizers import BPETokenizer
 
 
 @pytest.fixture(autouse=True)
@@ -498,7 +499,7 @@ def test_a_stub_of_each_new_part_is_not_written(tmp_path, part):
 
 
 def test_the_command_checks_the_new_parts(tmp_path, capsys):
-    mine = _student(tmp_path, "mine.py", "from cipherlab.tokenizers import BPETokenizer as MyBPE\n"
+    mine = _student(tmp_path, "mine.py", "from cipherlab.data.tokenizers import BPETokenizer as MyBPE\n"
                     "from cipherlab.models.blt import patch_causal_mask\n\n\n"
                     "def own_patch(Lt, K, patch):\n    import torch\n"
                     "    return (torch.arange(K)[None, :] > torch.arange(Lt)[:, None] // patch + 1)[None, None]\n")

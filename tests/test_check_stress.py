@@ -1,4 +1,4 @@
-"""``cipherlab.check`` on issue 37's cases: RoPE's keys and offsets, stress inputs (large scores, all-zero and
+"""``cipherlab.student.check`` on issue 37's cases: RoPE's keys and offsets, stress inputs (large scores, all-zero and
 constant tokens, long positions, float64, eval mode), the state at construction, BPE on runs of one symbol and
 bit strings, the MHA mistakes the book names, nn.Module names a part must not override; and the conventions the
 book allows pass. The one-bug variants are tests/student_mistakes.py's ONE_BUG, written in a student's style."""
@@ -6,7 +6,7 @@ book allows pass. The one-bug variants are tests/student_mistakes.py's ONE_BUG, 
 import pytest
 
 import student_mistakes as mistakes
-from cipherlab import check
+from cipherlab.student import check
 from cipherlab.models.norm import LayerNorm
 
 

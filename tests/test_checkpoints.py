@@ -13,13 +13,13 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from cipherlab.checkpoint import EXPORT_FORMAT, CheckpointError, export_checkpoint, load_trained
-from cipherlab.codec import select_lines
-from cipherlab.config import make_config
-from cipherlab.data import load_corpus
-from cipherlab.decode import decrypt_lines
-from cipherlab.metrics import bit_accuracy
-from cipherlab.train import train_config
+from cipherlab.pipeline.checkpoint import EXPORT_FORMAT, CheckpointError, export_checkpoint, load_trained
+from cipherlab.pipeline.codec import select_lines
+from cipherlab.base.config import make_config
+from cipherlab.data.corpus import load_corpus
+from cipherlab.pipeline.decode import decrypt_lines
+from cipherlab.pipeline.metrics import bit_accuracy
+from cipherlab.pipeline.train import train_config
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = sorted((ROOT / "results" / "notes" / "checkpoints").glob("*.safetensors"))

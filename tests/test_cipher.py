@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cipherlab.cipher import (
+from cipherlab.data.cipher import (
     KEY,
     DatasetError,
     bits_to_bytes,

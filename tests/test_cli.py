@@ -5,7 +5,7 @@ import json
 import pytest
 
 from cipherlab.__main__ import main
-from cipherlab.cipher import encrypt
+from cipherlab.data.cipher import encrypt
 
 RESULT_KEYS = {
     "config", "preset", "test", "params", "peak_memory_bytes", "seconds_per_epoch",
@@ -174,7 +174,7 @@ def test_user_runs_write_results_under_runs_not_into_the_committed_results():
 
 
 def test_typed_set_values_reach_the_config():
-    from cipherlab.config import parse_field
+    from cipherlab.base.config import parse_field
 
     assert parse_field("src_vocab", "null") is None and parse_field("src_vocab", "512") == 512
     assert parse_field("lr", "1e-3") == 1e-3 and parse_field("rope_cross_attention", "false") is False
@@ -188,7 +188,7 @@ def _flip_last_byte(path):
 
 
 def test_a_damaged_export_is_refused_with_a_clear_error(tmp_path, capsys):
-    from cipherlab.viva import REPO_ROOT
+    from cipherbook.viva import REPO_ROOT
 
     damaged = tmp_path / "c2.safetensors"
     damaged.write_bytes((REPO_ROOT / "results" / "notes" / "checkpoints" / "c2.safetensors").read_bytes())
@@ -202,7 +202,7 @@ def test_an_export_without_a_checksum_is_refused(tmp_path, capsys):
     from safetensors import safe_open
     from safetensors.torch import save_file
 
-    from cipherlab.viva import REPO_ROOT
+    from cipherbook.viva import REPO_ROOT
 
     with safe_open(str(REPO_ROOT / "results" / "notes" / "checkpoints" / "c2.safetensors"), framework="pt") as f:
         meta = {k: v for k, v in f.metadata().items() if k != "sha256"}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from cipherlab.codec import build_model
-from cipherlab.config import CONFIG_NAMES, make_config
-from cipherlab.data import make_chunks
+from cipherlab.pipeline.codec import build_model
+from cipherlab.base.config import CONFIG_NAMES, make_config
+from cipherlab.data.corpus import make_chunks
 from cipherlab.models import Seq2SeqTransformer
 from cipherlab.models.blt import BLTModel
-from cipherlab.tokenizers.bytes import PAD_ID, VOCAB_SIZE
+from cipherlab.data.tokenizers.bytes import PAD_ID, VOCAB_SIZE
 
 
 @pytest.mark.parametrize("name", CONFIG_NAMES)

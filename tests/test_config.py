@@ -1,11 +1,11 @@
-"""Tests for cipherlab.config: the ablation changes one component at a time; presets scale all alike."""
+"""Tests for cipherlab.base.config: the ablation changes one component at a time; presets scale all alike."""
 
 import dataclasses
 import re
 
 import pytest
 
-from cipherlab.config import (COMPONENTS, CONFIG_NAMES, PRESETS, TOKENIZATIONS, Config, ConfigError, config_from_dict,
+from cipherlab.base.config import (COMPONENTS, CONFIG_NAMES, PRESETS, TOKENIZATIONS, Config, ConfigError, config_from_dict,
                               make_config)
 
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cipherlab.__main__ import main
-from cipherlab.cipher import DatasetError, encrypt
-from cipherlab.data import (
+from cipherlab.data.cipher import DatasetError, encrypt
+from cipherlab.data.corpus import (
     CIPHER_FILE,
     PLAIN_FILE,
     SPLITS_FILE,
@@ -178,7 +178,7 @@ def test_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
 
 
 def test_reduce_to_letters_keeps_word_boundaries_and_drops_the_rest():
-    from cipherlab.letters import reduce_to_letters
+    from cipherlab.data.sources.letters import reduce_to_letters
 
     assert reduce_to_letters("The mayor's term -- Jan. 1, 1962 -- ended.") == "The mayors term Jan ended"
     assert reduce_to_letters("a well-known 'quote' (and $5)") == "a well known quote and"
@@ -186,7 +186,7 @@ def test_reduce_to_letters_keeps_word_boundaries_and_drops_the_rest():
 
 
 def test_join_paragraphs_never_cuts_or_reorders_and_respects_the_maximum():
-    from cipherlab.letters import MAX_CHARS, join_paragraphs
+    from cipherlab.data.sources.letters import MAX_CHARS, join_paragraphs
 
     paragraphs = [("word " * n).strip() for n in [3, 500, 1, 200, 80, 530, 2, 7, 400, 60] * 5]
     lines = join_paragraphs(paragraphs)
@@ -199,8 +199,8 @@ def test_letters_dataset_rebuilds_byte_for_byte_in_the_official_format(tmp_path,
     import re
     import statistics
 
-    from cipherlab.data import REPO_DATA_DIR
-    from cipherlab.letters import MAX_CHARS, OFFICIAL_MEDIAN
+    from cipherlab.data.corpus import REPO_DATA_DIR
+    from cipherlab.data.sources.letters import MAX_CHARS, OFFICIAL_MEDIAN
 
     out = tmp_path / PLAIN_FILE
     assert main(["data", "build-letters", "--out", str(out)]) == 0

@@ -11,8 +11,8 @@ import dataclasses
 import pytest
 
 from cipherlab.__main__ import main
-from cipherlab.cipher import DatasetError, encrypt
-from cipherlab.data import CIPHER_FILE, MIN_LINES, PLAIN_FILE, SPLITS_FILE, load_corpus, split_lines
+from cipherlab.data.cipher import DatasetError, encrypt
+from cipherlab.data.corpus import CIPHER_FILE, MIN_LINES, PLAIN_FILE, SPLITS_FILE, load_corpus, split_lines
 
 LINES = [f"Line {i} of a small corpus." for i in range(12)]
 
@@ -129,7 +129,7 @@ def test_train_on_empty_files_is_one_line_error_not_a_traceback(tmp_path, capsys
 
 def test_load_pairs_scores_a_file_too_small_to_split_but_refuses_bad_lines(tmp_path):
     """For `evaluate --split all`: every line of a small file, no split needed; bad data still refused."""
-    from cipherlab.data import load_pairs
+    from cipherlab.data.corpus import load_pairs
 
     write(tmp_path, LINES[:3], cipher=False)
     assert load_pairs(tmp_path) == (LINES[:3], [encrypt(line) for line in LINES[:3]])

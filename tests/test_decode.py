@@ -1,14 +1,14 @@
-"""Tests for cipherlab.decode: greedy and beam decoding, chunked decryption of whole lines."""
+"""Tests for cipherlab.pipeline.decode: greedy and beam decoding, chunked decryption of whole lines."""
 
 import pytest
 import torch
 from torch import nn
 
-from cipherlab.cipher import KEY, DatasetError, encrypt
-from cipherlab.codec import SubwordCodec, teacher_forcing_logits
-from cipherlab.decode import beam_search, decode_batch, decrypt_lines, greedy_decode
+from cipherlab.data.cipher import KEY, DatasetError, encrypt
+from cipherlab.pipeline.codec import SubwordCodec, teacher_forcing_logits
+from cipherlab.pipeline.decode import beam_search, decode_batch, decrypt_lines, greedy_decode
 from cipherlab.models import Seq2SeqTransformer
-from cipherlab.train import sequence_loss
+from cipherlab.pipeline.train import sequence_loss
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -197,10 +197,10 @@ def test_decrypting_something_that_is_not_bits_names_the_line():
 
 @pytest.mark.parametrize("source_memory", ["patches", "bytes"])
 def test_beam_search_on_the_byte_latent_transformer_batched_and_alone(source_memory):
-    from cipherlab.codec import collate_source
+    from cipherlab.pipeline.codec import collate_source
     from cipherlab.models.blt import BLTModel
     from cipherlab.models.blt_patching import ByteEntropyModel
-    from cipherlab.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
+    from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
 
     torch.manual_seed(0)
     model = BLTModel(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, window=8,
@@ -220,7 +220,7 @@ def test_beam_search_on_the_byte_latent_transformer_batched_and_alone(source_mem
 
 
 def test_length_constraint_forbids_an_early_eos_and_forces_eos_at_the_length():
-    from cipherlab.decode import LengthConstraint
+    from cipherlab.pipeline.decode import LengthConstraint
 
     EOS_, BOS_ = 2, 1
     token_chars = [0, 0, 0, 1, 1, 2]  # pad, bos, eos, 'a', 'b', 'ab'
@@ -235,9 +235,9 @@ def test_length_constraint_forbids_an_early_eos_and_forces_eos_at_the_length():
 
 @pytest.mark.parametrize("name", ["c1", "c5"])
 def test_length_aware_decoding_returns_lines_of_the_cipher_length(name, sample_dir):
-    from cipherlab.config import make_config
-    from cipherlab.data import load_corpus
-    from cipherlab.codec import fit_codec, select_lines
+    from cipherlab.base.config import make_config
+    from cipherlab.data.corpus import load_corpus
+    from cipherlab.pipeline.codec import fit_codec, select_lines
 
     config = make_config(name, "smoke", source_mode="bytes", src_vocab=None, tgt_vocab=None)
     corpus = select_lines(load_corpus(sample_dir), config)
@@ -255,7 +255,7 @@ def test_length_aware_decoding_returns_lines_of_the_cipher_length(name, sample_d
 def test_length_constraint_forbids_a_subword_that_would_run_past_the_known_length():
     import torch
 
-    from cipherlab.decode import LengthConstraint
+    from cipherlab.pipeline.decode import LengthConstraint
 
     # ids: 0 pad, 1 bos, 2 eos (no characters), 3 a one-character token, 4 a two-character token
     hook = LengthConstraint([0, 0, 0, 1, 2], target_chars=[3, 4], eos_id=2, device=torch.device("cpu"))

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 import pytest
 
 from cipherlab.__main__ import main
-from cipherlab.attention_maps import committed_checkpoint
-from cipherlab.doctor import (CIPHER_MIN_KEPT_SHARE, CLASSES, LEARNED_MIN_CHAR_ACCURACY, PARTLY_MIN_KEPT_SHARE,
+from cipherlab.analysis.attention_maps import committed_checkpoint
+from cipherlab.analysis.doctor import (CIPHER_MIN_KEPT_SHARE, CLASSES, LEARNED_MIN_CHAR_ACCURACY, PARTLY_MIN_KEPT_SHARE,
                               char_class, diagnose_checkpoint, error_breakdown, probe, random_strings, report,
                               training_alphabet, verdict)
-from cipherlab.cipher import encrypt
+from cipherlab.data.cipher import encrypt
 
 C2 = committed_checkpoint("c2")
 FAST = ["--lines", "12", "--random", "4", "--attention-chunks", "2"]
@@ -108,8 +108,8 @@ def test_three_verdicts_cipher_corpus_or_neither(test_acc, random_acc, learned, 
 def test_an_untrained_model_learned_neither(name, sample_dir, tmp_path):
     """C1: a BPE over bits whose target vocabulary lacks some of the sample's characters (an <unk>
     token covers one character, not the five of its text: the attention map stays square)."""
-    from cipherlab.config import make_config
-    from cipherlab.train import train_config
+    from cipherlab.base.config import make_config
+    from cipherlab.pipeline.train import train_config
 
     run = train_config(make_config(name, "smoke", max_epochs=1), tmp_path / "run", data_dir=sample_dir, device="cpu")
     result = diagnose_checkpoint(run.best_checkpoint, data_dir=sample_dir, outside=sample_dir, device="cpu",

@@ -1,4 +1,4 @@
-"""The explorers' output bundle and the data behind them (cipherlab/explorers.py); no browser here
+"""The explorers' output bundle and the data behind them (book/cipherbook/explorers.py); no browser here
 (tests/test_browser.py opens the built pages)."""
 
 import base64
@@ -15,7 +15,7 @@ import torch
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from cipherlab import explorers  # noqa: E402
+from cipherbook import explorers  # noqa: E402
 from cipherlab.models.positional import RotaryPositionalEmbedding  # noqa: E402
 
 HEAD_DIM, HALF = 16, 8
@@ -127,7 +127,7 @@ def test_heatmap_refuses_a_default_that_is_not_a_map():
 
 
 def test_committed_models_give_the_chapter_9_explorer_under_two_megabytes():
-    from cipherlab import attention_maps
+    from cipherlab.analysis import attention_maps
 
     torch.set_num_threads(1)
     model, codec, config = attention_maps.load_committed_model("c2")
@@ -261,7 +261,7 @@ def _frame_size():
 def test_a_player_shows_its_still_and_caption_where_no_script_runs():
     from PIL import Image
 
-    from cipherlab.viva.view import without_scripts
+    from cipherbook.viva.view import without_scripts
 
     fig, player = _animation()
     assert not plt.fignum_exists(fig.number)

@@ -18,11 +18,11 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from cipherlab.__main__ import main
-from cipherlab.checkpoint import (CheckpointError, export_checkpoint, export_sha256, load_checkpoint, load_trained,
+from cipherlab.pipeline.checkpoint import (CheckpointError, export_checkpoint, export_sha256, load_checkpoint, load_trained,
                                   payload_sha256, tensors_sha256)
-from cipherlab.cipher import encrypt
-from cipherlab.config import make_config
-from cipherlab.train import train_config
+from cipherlab.data.cipher import encrypt
+from cipherlab.base.config import make_config
+from cipherlab.pipeline.train import train_config
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED_C1 = ROOT / "results" / "checkpoints" / "c1.safetensors"
@@ -39,7 +39,7 @@ def tiny(tmp_path_factory):
     """One smoke epoch of C1 (chunk_chars 32) and its export."""
     from samples import SAMPLE_LINES
 
-    from cipherlab.data import CIPHER_FILE, PLAIN_FILE
+    from cipherlab.data.corpus import CIPHER_FILE, PLAIN_FILE
 
     root = tmp_path_factory.mktemp("tiny")
     data = root / "data"
@@ -161,7 +161,7 @@ def _crafted_export(tiny, tmp_path: Path, **changes) -> Path:
 
 
 def test_a_crafted_configuration_is_refused_before_any_weight_is_allocated(tiny, tmp_path, monkeypatch):
-    import cipherlab.checkpoint as checkpoint
+    import cipherlab.pipeline.checkpoint as checkpoint
 
     def no_real_model(*args, **kwargs):
         assert torch.empty(0).device.type == "meta", "a model was built outside the meta device"

@@ -24,14 +24,14 @@ import pytest
 import torch
 from torch import nn
 
-import cipherlab.parts
+import cipherlab.student.parts
 from cipherlab.__main__ import main
-from cipherlab.cipher import encrypt
-from cipherlab.config import make_config
-from cipherlab.errors import SIGPIPE_EXIT, run_command
-from cipherlab.evaluate import write_results
-from cipherlab.train import Trainer, TrainingDiverged, seed_everything
-from test_train import BOS, PAD, VOCAB, batches
+from cipherlab.data.cipher import encrypt
+from cipherlab.base.config import make_config
+from cipherlab.base.errors import SIGPIPE_EXIT, run_command
+from cipherlab.pipeline.evaluate import write_results
+from cipherlab.pipeline.train import Trainer, TrainingDiverged, seed_everything
+from test_train import PAD, VOCAB, batches
 
 ROOT = Path(__file__).resolve().parents[1]
 LINES = ["The quick brown fox jumps over the lazy dog.", "It was a dark and stormy night;", "Hello, world!"]
@@ -142,7 +142,7 @@ def test_a_part_that_exits_at_import_is_named(capsys, tmp_path):
 
 
 def test_a_part_that_loops_at_import_is_stopped_by_a_time_limit(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(cipherlab.parts, "IMPORT_TIME_LIMIT_S", 0.5)
+    monkeypatch.setattr(cipherlab.student.parts, "IMPORT_TIME_LIMIT_S", 0.5)
     part = tmp_path / "loops.py"
     part.write_text("import time\nstart = time.time()\nwhile time.time() - start < 8:\n    pass\n", encoding="utf-8")
     started = time.monotonic()
@@ -217,7 +217,7 @@ def test_a_failing_write_leaves_every_results_file_as_it_was(tmp_path, monkeypat
     curve.write_text('{"epoch": 1}\n{"epoch": 2}\n', encoding="utf-8")
     with pytest.raises(OSError, match="No space left"):
         write_results(config, {**record, "seed": 12345}, tmp_path, curve=curve)
-    from cipherlab.evaluate import write_table
+    from cipherlab.pipeline.evaluate import write_table
 
     with pytest.raises(OSError, match="No space left"):
         write_table(folder)

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from cipherlab.__main__ import main
-from cipherlab.cipher import encrypt
-from cipherlab.data import CIPHER_FILE, PLAIN_FILE
+from cipherlab.data.cipher import encrypt
+from cipherlab.data.corpus import CIPHER_FILE, PLAIN_FILE
 from samples import SAMPLE_LINES
 from test_train import make_trainer
 
@@ -72,7 +72,7 @@ def test_a_second_train_into_a_folder_in_use_is_refused_with_one_line(data, tmp_
 
 
 def test_the_folder_lock_is_released_when_the_run_ends(tmp_path):
-    from cipherlab.train import FolderInUse, own_folder
+    from cipherlab.pipeline.train import FolderInUse, own_folder
 
     with own_folder(tmp_path / "run"):
         with pytest.raises(FolderInUse, match="another cipherlab run"), own_folder(tmp_path / "run"):

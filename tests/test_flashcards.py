@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from cipherlab.viva import MYST_ROLE, Question, load_bank, myst_markup, questions
-from cipherlab.viva.flashcards import (ALL_CHAPTERS, STORAGE_KEY, Deck, Flashcards, bank_questions, card_html,
+from cipherbook.viva import MYST_ROLE, Question, load_bank, myst_markup, questions
+from cipherbook.viva.flashcards import (ALL_CHAPTERS, STORAGE_KEY, Deck, Flashcards, bank_questions, card_html,
                                        card_markdown, card_parts, deck_text, flashcards_html)
 
 

@@ -1,10 +1,10 @@
-"""The package's three layers hold: the core, the analysis, the book's tooling.
+"""The package's folders are its layers, and imports follow them.
 
-``LAYERS`` places every module. Within a layer the stages run bottom to top, and a module may
-import only from its own stage or the stages below it, across layers too: the core never
-imports the analysis or the book's tooling, and the analysis never imports the book's tooling.
-``cipherlab.models`` sits at the very bottom: it imports nothing of cipherlab but itself. And
-no two modules import each other, directly or through others (imports inside functions count).
+``FOLDERS`` lists the folders of ``cipherlab/`` from the bottom up, each with the folders it may
+import from: a module imports only from its own folder and those. ``cipherlab.models`` imports
+nothing of cipherlab but itself; the command line may import anything. No two modules import each
+other, directly or through others (imports inside functions count), and nothing in the library
+imports or reads the book's own tools (``book/cipherbook``).
 """
 
 from __future__ import annotations
@@ -18,35 +18,16 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "cipherlab"
 README = PACKAGE.parent / "README.md"
 
-LAYERS = {
-    "core": [
-        {"cipherlab.models"},  # torch only
-        {"cipherlab", "cipherlab.cipher", "cipherlab.config", "cipherlab.device", "cipherlab.errors",
-         "cipherlab.tables", "cipherlab.brown", "cipherlab.letters", "cipherlab.docstrings"},
-        {"cipherlab.data", "cipherlab.tokenizers"},
-        {"cipherlab.codec", "cipherlab.parts"},
-        {"cipherlab.checkpoint"},
-        {"cipherlab.train"},
-        {"cipherlab.decode"},
-        {"cipherlab.metrics", "cipherlab.evaluate", "cipherlab.probes"},
-    ],
-    "analysis": [
-        {"cipherlab.results", "cipherlab.score", "cipherlab.check"},
-        {"cipherlab.plan", "cipherlab.attention_maps"},
-        {"cipherlab.doctor", "cipherlab.report"},
-    ],
-    "book": [
-        {"cipherlab.explorers", "cipherlab.broken"},
-        {"cipherlab.experiments"},
-        {"cipherlab.viva"},
-    ],
-    "entry points": [
-        {"cipherlab.cli", "cipherlab.__main__"},
-    ],
+FOLDERS = {
+    "models": set(),
+    "base": {"models"},
+    "data": {"base", "models"},
+    "student": {"data", "base", "models"},
+    "pipeline": {"student", "data", "base", "models"},
+    "analysis": {"pipeline", "student", "data", "base", "models"},
+    "cli": {"analysis", "pipeline", "student", "data", "base", "models"},
 }
-STAGES = [stage for stages in LAYERS.values() for stage in stages]
-STAGE = {name: i for i, names in enumerate(STAGES) for name in names}
-LAYER = {name: layer for layer, stages in LAYERS.items() for names in stages for name in names}
+ROOT_MODULES = {"cipherlab": set(), "cipherlab.__main__": set(FOLDERS)}  # the package itself; the entry point
 
 
 def module_name(path: Path) -> str:
@@ -55,14 +36,16 @@ def module_name(path: Path) -> str:
 
 
 def place(module: str) -> str:
-    """The LAYERS entry a module belongs to: ``cipherlab.models.blt`` -> ``cipherlab.models``."""
-    return ".".join(module.split(".")[:2])
+    """The folder a module sits in: ``cipherlab.models.blt`` -> ``models``; the root modules are their own."""
+    if module in ROOT_MODULES:
+        return module
+    return module.split(".")[1]
 
 
 def imports(path: Path) -> set[str]:
     """Every cipherlab module ``path`` imports, at the top or inside a function, absolute or relative.
 
-    ``from cipherlab import train`` counts as importing ``cipherlab.train`` when that is a module.
+    ``from cipherlab import train`` counts as importing ``cipherlab.pipeline.train`` when that is a module.
     """
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     package = parts if path.name == "__init__.py" else parts[:-1]
@@ -95,22 +78,31 @@ def graph() -> dict[str, set[str]]:
     return edges
 
 
-def test_every_module_has_a_place():
-    unplaced = sorted({place(m) for m in graph()} - set(STAGE))
-    assert not unplaced, f"modules with no place in tests/test_layers.py LAYERS: {unplaced}"
+def test_every_module_sits_in_a_layer_folder():
+    unplaced = sorted(m for m in graph() if m not in ROOT_MODULES and place(m) not in FOLDERS)
+    assert not unplaced, f"modules outside the layer folders of tests/test_layers.py FOLDERS: {unplaced}"
 
 
 def test_models_import_only_torch_and_themselves():
-    outside = [f"{m} imports {i}" for m, targets in graph().items() if place(m) == "cipherlab.models"
-               for i in targets if place(i) != "cipherlab.models"]
+    outside = [f"{m} imports {i}" for m, targets in graph().items() if place(m) == "models"
+               for i in targets if place(i) != "models"]
     assert not outside, "cipherlab.models must import nothing of cipherlab but itself:\n" + "\n".join(outside)
 
 
-def test_imports_point_down_the_layers():
-    backwards = [f"{m} ({LAYER[place(m)]}) imports {i} ({LAYER[place(i)]})"
-                 for m, targets in graph().items() for i in targets
-                 if place(i) in STAGE and place(m) in STAGE and STAGE[place(i)] > STAGE[place(m)]]
+def allowed(module: str) -> set[str]:
+    folder = place(module)
+    return ROOT_MODULES[module] if module in ROOT_MODULES else FOLDERS[folder] | {folder}
+
+
+def test_each_folder_imports_only_from_the_folders_below_it():
+    backwards = [f"{m} ({place(m)}) imports {i} ({place(i)})" for m, targets in graph().items() for i in targets
+                 if i != "cipherlab" and place(i) not in allowed(m)]
     assert not backwards, "imports against the layers:\n" + "\n".join(backwards)
+
+
+def test_the_folder_rule_sees_a_wrong_import():
+    assert "pipeline" not in allowed("cipherlab.data.corpus")
+    assert "models" in allowed("cipherlab.pipeline.train") and "analysis" not in allowed("cipherlab.pipeline.train")
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -162,26 +154,96 @@ def test_the_cycle_finder_finds_a_cycle():
 
 @pytest.mark.parametrize("name", ["decode", "evaluate", "metrics"])
 def test_nothing_after_training_imports_the_training_module(name):
-    imported = imports(PACKAGE / f"{name}.py")
-    assert not {m for m in imported if m == "cipherlab.train" or m.startswith("cipherlab.train.")}
+    imported = imports(PACKAGE / "pipeline" / f"{name}.py")
+    assert not {m for m in imported if m == "cipherlab.pipeline.train" or m.startswith("cipherlab.pipeline.train.")}
 
 
-def _top_level() -> set[str]:
-    names = {p.stem for p in PACKAGE.glob("*.py") if p.stem not in {"__init__", "__main__"}}
-    names |= {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
-    return names
+def _folders() -> set[str]:
+    return {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
 
 
-def test_the_package_docstring_maps_every_module():
+def test_the_folders_are_the_layers():
+    assert _folders() == set(FOLDERS), "a folder of cipherlab/ that is not a layer, or a layer with no folder"
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in {"__init__.py", "__main__.py"})
+    assert not loose, f"modules outside the layer folders: {loose}"
+
+
+def test_the_package_docstring_maps_every_folder():
     import cipherlab
 
     mapped = set(re.findall(r"``cipherlab\.(\w+)``", cipherlab.__doc__))
-    assert _top_level() - mapped == set(), "add them to cipherlab/__init__.py's map of the layers"
-    assert mapped - _top_level() == set(), "the map names modules that do not exist"
+    assert mapped == set(FOLDERS), "cipherlab/__init__.py's map of the layers does not match the folders"
 
 
-def test_the_readme_module_table_follows_the_package():
+def test_the_readme_folder_table_follows_the_package():
     text = README.read_text(encoding="utf-8")
-    listed = set(re.findall(r"^\| `cipherlab[./](\w+)", text, flags=re.M))
-    assert _top_level() - listed == set(), "add them to README.md's module table"
-    assert listed - _top_level() == set(), "README.md's module table names modules that do not exist"
+    listed = set(re.findall(r"^\| `cipherlab/(\w+)/`", text, flags=re.M))
+    assert listed == set(FOLDERS), "README.md's folder table does not match the folders"
+
+
+BOOK_FILES = re.compile(r"cipherbook|_config\.yml|_toc\.yml|[\"'/]book[\"'/]|\.ipynb|benchmarks/")
+
+
+def test_the_library_reads_none_of_the_books_files():
+    """The book's tools import the library; the library neither imports them nor opens the book's files."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                found += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {n}" for n in names
+                          if n.split(".")[0] == "cipherbook"]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                if BOOK_FILES.search(node.value):
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} names {node.value[:60]!r}")
+    assert not found, "the library reaches into the book:\n" + "\n".join(found)
+
+
+
+COMMAND_LINE = ("cli", "__main__.py")  # where argparse may be used: cipherlab/cli/ and cipherlab/__main__.py
+
+
+def argparse_imports(source: str) -> list[int]:
+    """The lines of ``source`` that import argparse (``import argparse``, ``import argparse as ap``,
+    ``from argparse import ...``), at the top or inside a function."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "argparse" for a in node.names)
+                  or isinstance(node, ast.ImportFrom) and not node.level
+                  and (node.module or "").split(".")[0] == "argparse")
+
+
+def argparse_users(package: Path) -> list[str]:
+    """``FILE:LINE`` of every import of argparse in ``package`` outside its command line (:data:`COMMAND_LINE`)."""
+    return [f"{path.relative_to(package.parent).as_posix()}:{line}" for path in sorted(package.rglob("*.py"))
+            if path.relative_to(package).parts[0] not in COMMAND_LINE
+            for line in argparse_imports(path.read_text(encoding="utf-8"))]
+
+
+def test_only_the_command_line_uses_argparse():
+    """The flags, their parsing and the handlers that take ``args`` live in ``cipherlab/cli/``, one module per
+    command group; the library below it is called with plain values."""
+    found = argparse_users(PACKAGE)
+    assert not found, "argparse outside cipherlab/cli/ (move that command line there):\n" + "\n".join(found)
+
+
+def test_the_argparse_rule_sees_an_import(tmp_path):
+    source = ("import json\n"
+              "import argparse\n"
+              "from argparse import ArgumentParser\n"
+              "import os, argparse as ap\n"
+              "def f():\n"
+              "    from argparse import Namespace\n"
+              "from .argparse import x\n"  # a module of the package's own, not argparse
+              "import argparsex\n")
+    assert argparse_imports(source) == [2, 3, 4, 6]
+    package = tmp_path / "cipherlab"
+    for name, text in {"__init__.py": "", "__main__.py": "import argparse\n", "cli/data.py": "import argparse\n",
+                       "data/corpus.py": "import json\n\ndef main():\n    import argparse\n",
+                       "base/errors.py": "from argparse import ArgumentParser\n"}.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text, encoding="utf-8")
+    assert argparse_users(package) == ["cipherlab/base/errors.py:1", "cipherlab/data/corpus.py:4"]

@@ -6,14 +6,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cipherlab.cipher import encrypt
-from cipherlab.config import make_config
-from cipherlab.data import Chunk, phase_shuffle, shuffle_chunks
-from cipherlab.decode import greedy_decode
+from cipherlab.data.cipher import encrypt
+from cipherlab.base.config import make_config
+from cipherlab.data.corpus import Chunk, phase_shuffle, shuffle_chunks
+from cipherlab.pipeline.decode import greedy_decode
 from cipherlab.models.blt import BLTModel
 from cipherlab.models.embedding import BitFactoredEmbedding, bit_features
 from cipherlab.models.transformer import Seq2SeqTransformer
-from cipherlab.tokenizers.bytes import SPECIAL_IDS
+from cipherlab.data.tokenizers.bytes import SPECIAL_IDS
 
 TEXT = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=64)
 
@@ -67,8 +67,8 @@ def test_the_tied_head_of_a_bit_factored_model_is_the_bit_table():
 
 
 def test_config_switches_reach_both_model_families():
-    from cipherlab.data import load_corpus
-    from cipherlab.codec import fit_codec, select_lines
+    from cipherlab.data.corpus import load_corpus
+    from cipherlab.pipeline.codec import fit_codec, select_lines
 
     for name in ("c1", "c5"):
         config = make_config(name, "smoke", bit_embeddings=True, phase_shuffle=1.0)
@@ -126,7 +126,7 @@ def test_the_blt_takes_phase_and_bit_embeddings():
 @settings(max_examples=60, deadline=None)
 @given(TEXT, st.integers(0, 2**32 - 1), st.sampled_from([0.0, 0.5, 1.0]))
 def test_a_case_flip_is_still_a_valid_cipher_pair_that_changes_letters_only(text, seed, probability):
-    from cipherlab.data import case_flip
+    from cipherlab.data.corpus import case_flip
 
     chunk = Chunk(2, 0, text, encrypt(text))
     flipped = case_flip(chunk, probability, random.Random(seed))
@@ -141,7 +141,7 @@ def test_a_case_flip_is_still_a_valid_cipher_pair_that_changes_letters_only(text
 
 def test_case_flips_apply_to_the_shuffled_copies_and_need_shuffles():
     import pytest
-    from cipherlab.config import ConfigError
+    from cipherlab.base.config import ConfigError
 
     text = "the quick brown fox jumps over the lazy dog and again"
     chunks = [Chunk(i, 0, text, encrypt(text)) for i in range(200)]
@@ -154,7 +154,7 @@ def test_case_flips_apply_to_the_shuffled_copies_and_need_shuffles():
 
 
 def test_every_preset_gives_the_recipe_and_notes_is_one_argument_away():
-    from cipherlab.config import CONFIG_NAMES, PRESETS, RECIPES, config_from_dict, recipe_of
+    from cipherlab.base.config import CONFIG_NAMES, PRESETS, RECIPES, config_from_dict, recipe_of
 
     for preset in PRESETS:
         for name in CONFIG_NAMES:
@@ -172,7 +172,7 @@ def test_every_preset_gives_the_recipe_and_notes_is_one_argument_away():
 
 
 def test_the_bits_mode_bpe_says_what_of_the_recipe_it_cannot_take():
-    from cipherlab.config import recipe_caveats
+    from cipherlab.base.config import recipe_caveats
 
     assert recipe_caveats(make_config("c1", "cpu")) == [] and recipe_caveats(make_config("c5", "assignment")) == []
     caveats = recipe_caveats(make_config("c1", "assignment", source_mode="bits", src_vocab=1024, tgt_vocab=8000,
@@ -184,8 +184,8 @@ def test_the_bits_mode_bpe_says_what_of_the_recipe_it_cannot_take():
 
 
 def test_the_end_of_source_token_ends_every_source_of_both_codecs():
-    from cipherlab.codec import fit_codec, select_lines
-    from cipherlab.data import load_corpus, make_chunks
+    from cipherlab.pipeline.codec import fit_codec, select_lines
+    from cipherlab.data.corpus import load_corpus, make_chunks
 
     corpus = load_corpus()
     for name in ("c1", "c5"):
@@ -209,9 +209,9 @@ def test_the_end_of_source_token_ends_every_source_of_both_codecs():
 
 
 def test_an_empty_source_is_one_end_of_source_token():
-    from cipherlab.codec import collate_source
+    from cipherlab.pipeline.codec import collate_source
     from cipherlab.models.blt_patching import ByteEntropyModel
-    from cipherlab.tokenizers.bytes import EOS_ID
+    from cipherlab.data.tokenizers.bytes import EOS_ID
 
     entropy = ByteEntropyModel().fit([bytes(range(40)) * 3])
     src, member = collate_source(["", "01000001"], entropy, entropy.threshold_at(75.0), source_eos=True)
@@ -231,7 +231,7 @@ def test_decoding_builds_no_autograd_graph():
 @settings(max_examples=60, deadline=None)
 @given(TEXT, st.integers(0, 2**32 - 1), st.sampled_from([0.0, 0.3, 1.0]))
 def test_a_substitution_is_still_a_valid_cipher_pair_over_the_alphabet(text, seed, probability):
-    from cipherlab.data import substitute
+    from cipherlab.data.corpus import substitute
 
     alphabet = "{}*#abcXYZ "
     chunk = Chunk(0, 4, text, encrypt(text))

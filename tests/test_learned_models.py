@@ -7,13 +7,13 @@ import json
 import pytest
 import torch
 
-from cipherlab.cipher import encrypt
-from cipherlab.data import load_pairs
-from cipherlab.decode import decrypt_lines
-from cipherlab import results
-from cipherlab.checkpoint import load_trained
-from cipherlab.probes import random_strings
-from cipherlab.viva import REPO_ROOT
+from cipherlab.data.cipher import encrypt
+from cipherlab.data.corpus import load_pairs
+from cipherlab.pipeline.decode import decrypt_lines
+from cipherlab.analysis import ablation
+from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.analysis.probes import random_strings
+from cipherbook.viva import REPO_ROOT
 
 FOLDER = REPO_ROOT / "results" / "learn" / "ablation"
 CONFIGS = ("c1", "c2", "c3", "c4", "c5")
@@ -53,14 +53,14 @@ def test_each_committed_model_decodes_random_strings_and_stdlib_lines_as_recorde
 
 
 def test_the_ablation_readme_is_what_its_generator_writes_from_the_records():
-    runs = results.load_learn_runs(FOLDER)
+    runs = ablation.load_learn_runs(FOLDER)
     assert {name for name, _ in runs} == set(CONFIGS) and {seed for _, seed in runs} == {0, 1}
     committed = (FOLDER / "README.md").read_text(encoding="utf-8")
-    for table in results.learn_tables(runs):
+    for table in ablation.learn_tables(runs):
         assert table in committed
     for path in sorted((FOLDER.parent / "bits").glob("*.json")):  # the bits-mode runs beside it
         record = json.loads(path.read_text(encoding="utf-8"))
-        assert " | ".join(results.learn_row(record)) + " |" in committed
+        assert " | ".join(ablation.learn_row(record)) + " |" in committed
     # the controlled part: every run had the same changes and the same number of epochs
     assert len({r["epochs"] for r in runs.values()}) == 1
     same = ("phase_shuffle", "bit_embeddings", "phase_embedding", "select_on", "max_epochs", "chunk_chars", "lr")

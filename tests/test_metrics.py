@@ -1,4 +1,4 @@
-"""Tests for cipherlab.metrics: hand-computed cases and the reference libraries."""
+"""Tests for cipherlab.pipeline.metrics: hand-computed cases and the reference libraries."""
 
 import random
 
@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein as RapidLevenshtein
 
-from cipherlab.cipher import encrypt
-from cipherlab.metrics import (
+from cipherlab.data.cipher import encrypt
+from cipherlab.pipeline.metrics import (
     NOT_COMPARABLE_REASON,
     bit_accuracy,
     bit_matches,
@@ -81,12 +81,12 @@ def test_the_fast_edit_distance_is_the_taught_levenshtein_on_any_text(a, b):
 
 def test_a_50000_character_line_with_one_wrong_character_is_scored_on_the_fast_path(monkeypatch):
     """The metrics call rapidfuzz, never the pure-Python table (50,000 x 50,000 cells would take hours)."""
-    import cipherlab.metrics
+    import cipherlab.pipeline.metrics
 
     def taught(a, b):
         raise AssertionError("compute_metrics used the pure-Python levenshtein")
 
-    monkeypatch.setattr(cipherlab.metrics, "levenshtein", taught)
+    monkeypatch.setattr(cipherlab.pipeline.metrics, "levenshtein", taught)
     rng = random.Random(0)
     reference = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(50_000))  # one ROUGE/BLEU word
     prediction = reference[:25_000] + ("a" if reference[25_000] != "a" else "b") + reference[25_001:]

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-import cipherlab.cli
-import cipherlab.parts
-from cipherlab import plan as planner
-from cipherlab import train as training
+import cipherlab.cli.pipeline
+import cipherlab.student.parts
+from cipherlab.analysis import plan as planner
+from cipherlab.pipeline import train as training
 from cipherlab.__main__ import main
 
 SMOKE = ["train", "--config", "c1", "--preset", "smoke"]
@@ -26,7 +26,7 @@ def _interrupted(*args, **kwargs):
 
 
 def test_train_says_what_it_does_first_and_an_interrupted_run_leaves_no_empty_folder(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cipherlab.cli, "train_config", _interrupted)  # Ctrl-C while the data is read
+    monkeypatch.setattr(cipherlab.cli.pipeline, "train_config", _interrupted)  # Ctrl-C while the data is read
     out, results = tmp_path / "runs" / "smoke" / "c1", tmp_path / "records"
     assert main([*SMOKE, "--out", str(out), "--results-dir", str(results)]) == 130
     printed = capsys.readouterr()
@@ -37,7 +37,7 @@ def test_train_says_what_it_does_first_and_an_interrupted_run_leaves_no_empty_fo
 
 
 def test_an_interrupted_run_keeps_a_folder_it_did_not_create_or_that_holds_something(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cipherlab.cli, "train_config", _interrupted)
+    monkeypatch.setattr(cipherlab.cli.pipeline, "train_config", _interrupted)
     mine, kept = tmp_path / "mine", tmp_path / "kept"
     mine.mkdir()
     assert main([*SMOKE, "--out", str(mine), "--results-dir", str(tmp_path / "records")]) == 130
@@ -47,7 +47,7 @@ def test_an_interrupted_run_keeps_a_folder_it_did_not_create_or_that_holds_somet
         (out / "notes.txt").write_text("mine\n", encoding="utf-8")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cipherlab.cli, "train_config", writes_then_stops)
+    monkeypatch.setattr(cipherlab.cli.pipeline, "train_config", writes_then_stops)
     assert main([*SMOKE, "--out", str(kept), "--results-dir", str(tmp_path / "records")]) == 130
     assert (kept / "notes.txt").is_file()
     capsys.readouterr()
@@ -140,7 +140,7 @@ def test_check_names_a_file_that_exits_at_import(tmp_path, capsys):
 
 
 def test_check_stops_a_file_that_loops_at_import(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cipherlab.parts, "IMPORT_TIME_LIMIT_S", 0.5)
+    monkeypatch.setattr(cipherlab.student.parts, "IMPORT_TIME_LIMIT_S", 0.5)
     target = tmp_path / "loops.py"
     target.write_text("import time\nstart = time.time()\nwhile time.time() - start < 8:\n    pass\n", encoding="utf-8")
     started = time.monotonic()

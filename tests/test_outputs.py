@@ -3,7 +3,7 @@
 nbval (pytest.ini) re-runs every chapter and compares each cell's output with the stored one; these
 tests read the files only, and fail when the outputs are missing, come from a kernel that ran cells
 out of order or twice, or carry what differs from machine to machine (paths, timings, random ids).
-Regenerate with ``python -m cipherlab.viva outputs`` (``make outputs``).
+Regenerate with ``python -m cipherbook.viva outputs`` (``make outputs``).
 """
 
 import json
@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from cipherlab.viva import REPO_ROOT, expected_notebook
-from cipherlab.viva.outputs import (RANDOM_HEX_ID, WIDGET_STATE, WIDGET_VIEW, _stable_id, coalesce_streams,
+from cipherbook.viva import REPO_ROOT, expected_notebook
+from cipherbook.viva.outputs import (RANDOM_HEX_ID, WIDGET_STATE, WIDGET_VIEW, _stable_id, coalesce_streams,
                                     kernel_env, stabilise)
 
 NOTEBOOKS = sorted((REPO_ROOT / "book").glob("*.ipynb"))
@@ -61,10 +61,10 @@ def _code_cells(nb):
 def test_every_code_cell_ran_once_in_order_in_a_fresh_kernel(path):
     counts = [c.execution_count for c in _code_cells(_read(path))]
     assert None not in counts, (f"{path.name}: {counts.count(None)} code cells have no stored run; "
-                                "run: python -m cipherlab.viva outputs " + f"book/{path.name}")
+                                "run: python -m cipherbook.viva outputs " + f"book/{path.name}")
     assert counts == list(range(1, len(counts) + 1)), (
         f"{path.name}: execution counts {counts[:12]}... are not 1, 2, 3, ...: the outputs come from a kernel "
-        "that ran cells out of order or twice; run: python -m cipherlab.viva outputs " + f"book/{path.name}")
+        "that ran cells out of order or twice; run: python -m cipherbook.viva outputs " + f"book/{path.name}")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from cipherlab.__main__ import main
-from cipherlab.checkpoint import CheckpointError, load_checkpoint, load_trained
-from cipherlab.cipher import encrypt
-from cipherlab.codec import build_model
-from cipherlab.config import make_config
+from cipherlab.pipeline.checkpoint import CheckpointError, load_checkpoint, load_trained
+from cipherlab.data.cipher import encrypt
+from cipherlab.pipeline.codec import build_model
+from cipherlab.base.config import make_config
 from cipherlab.models import MultiHeadAttention, RotaryAdapter
-from cipherlab.parts import EDITED_PARTS, PartError, class_sha256, mismatch, using, validate_parts
+from cipherlab.student.parts import EDITED_PARTS, PartError, class_sha256, mismatch, using, validate_parts
 from samples import SAMPLE_LINES
 
 TINY = ["--preset", "smoke", "--set", "max_epochs=1", "--set", "max_train_lines=40", "--set", "max_eval_lines=2",
@@ -112,7 +112,7 @@ def _student(folder):
 
 def _load(folder):
     """The student's module, imported as ``--part`` imports it."""
-    from cipherlab.check import load_target
+    from cipherlab.student.check import load_target
     path = _student(folder)
     return {name: load_target(f"{path}:{name}") for name in ("MyAttention", "MyRope", "MyNorm", "MyPositions")}
 

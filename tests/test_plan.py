@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from cipherlab import plan as planner
+from cipherlab.analysis import plan as planner
 from cipherlab.__main__ import main
-from cipherlab.config import make_config
+from cipherlab.base.config import make_config
 from cipherlab.models import Seq2SeqTransformer
 
 
@@ -50,8 +50,8 @@ def test_plan_smoke_on_every_configuration(tmp_path, capsys):
 
 
 def _model(name):
-    from cipherlab.data import load_corpus
-    from cipherlab.codec import fit_codec, select_lines
+    from cipherlab.data.corpus import load_corpus
+    from cipherlab.pipeline.codec import fit_codec, select_lines
 
     config = make_config(name, "smoke")
     return fit_codec(config, select_lines(load_corpus(), config)).build_model(config)

@@ -6,9 +6,9 @@ what their generators write from the committed records."""
 import importlib.util
 import shutil
 
-from cipherlab import results
-from cipherlab.config import RECIPE_KNOWLEDGE, RECIPES
-from cipherlab.viva import REPO_ROOT
+from cipherlab.analysis import ablation
+from cipherlab.base.config import RECIPE_KNOWLEDGE, RECIPES
+from cipherbook.viva import REPO_ROOT
 from recorded import assert_readme_is_generated  # tests/ is on sys.path under pytest
 
 RESULTS = REPO_ROOT / "results"
@@ -24,7 +24,7 @@ def test_the_cost_table_pairs_each_seed_with_the_reference_run_of_that_seed():
     reference = {("c1", 0): _record("c1", 0, "1111", "11"), ("c1", 1): _record("c1", 1, "1111", "11"),
                  ("c2", 0): _record("c2", 0, "1111", "11")}
     without = {"phase_embedding": {("c1", 0): _record("c1", 0, "1100", "11"), ("c1", 1): _record("c1", 1, "1111", "10")}}
-    table = results.recipe_cost_table(reference, without, sets=("random_letters", "brown_test_free"))
+    table = ablation.recipe_cost_table(reference, without, sets=("random_letters", "brown_test_free"))
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     assert len(rows) == 1  # C2 has no run without the part: no row
     assert "seed 0: 4 → 2 (p = 0.5)" in rows[0] and "seed 1: 4 → 4 (p = 1)" in rows[0]
@@ -32,23 +32,23 @@ def test_the_cost_table_pairs_each_seed_with_the_reference_run_of_that_seed():
 
 
 def test_every_part_of_the_recipe_has_a_folder_and_a_value_it_takes_instead():
-    assert set(results.RECIPE_RUNS) == set(RECIPES["cipher"]) - {"substitution"} == set(RECIPE_KNOWLEDGE)
+    assert set(ablation.RECIPE_RUNS) == set(RECIPES["cipher"]) - {"substitution"} == set(RECIPE_KNOWLEDGE)
     assert all(RECIPES["cipher"][part] != changes[part] and set(changes) <= set(RECIPES["cipher"])
-               for part, (_, changes) in results.RECIPE_RUNS.items())
+               for part, (_, changes) in ablation.RECIPE_RUNS.items())
 
 
 def test_only_the_parts_that_ran_are_read(tmp_path, monkeypatch):
-    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
-    assert results.load_recipe_runs() == {}
+    monkeypatch.setenv(ablation.RESULTS_ENV, str(tmp_path))
+    assert ablation.load_recipe_runs() == {}
     (tmp_path / "nophase").mkdir()
     record = next((RESULTS / "nophase").glob("nophase-c1-seed0.json"))
     shutil.copy(record, tmp_path / "nophase" / record.name)
-    assert list(results.load_recipe_runs()) == ["phase_embedding"]
+    assert list(ablation.load_recipe_runs()) == ["phase_embedding"]
 
 
 def test_the_committed_runs_take_out_the_part_their_folder_names():
-    for part, runs in results.load_recipe_runs().items():
-        changes = results.RECIPE_RUNS[part][1]
+    for part, runs in ablation.load_recipe_runs().items():
+        changes = ablation.RECIPE_RUNS[part][1]
         for key, record in runs.items():
             assert {p: record["hyperparameters"][p] for p in changes} == changes, (part, key)
             others = {p: v for p, v in RECIPES["cipher"].items() if p not in changes}
@@ -63,7 +63,7 @@ def test_the_nophase_readme_is_generated(tmp_path, monkeypatch):
 def test_the_recipe_readmes_are_generated(tmp_path, monkeypatch):
     for folder in ("reference", "nophase", "recipe"):
         shutil.copytree(RESULTS / folder, tmp_path / folder, ignore=shutil.ignore_patterns("README.md", "*.safetensors"))
-    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
+    monkeypatch.setenv(ablation.RESULTS_ENV, str(tmp_path))
     spec = importlib.util.spec_from_file_location("recipe_readme", RESULTS / "recipe" / "make_readme.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

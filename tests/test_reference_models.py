@@ -1,5 +1,5 @@
 """The five committed models (``results/checkpoints``, the reference ablation's seed-0 runs,
-``results/reference``) decode what their records say, on every set of ``cipherlab.probes`` and on
+``results/reference``) decode what their records say, on every set of ``cipherlab.analysis.probes`` and on
 Brown's test lines, line by line; and the reference README is what its generator writes."""
 
 import json
@@ -7,10 +7,10 @@ import json
 import pytest
 import torch
 
-from cipherlab import results
-from cipherlab.checkpoint import load_trained
-from cipherlab.config import CONFIG_NAMES, config_from_dict, make_config
-from cipherlab.viva import REPO_ROOT
+from cipherlab.analysis import ablation
+from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.base.config import CONFIG_NAMES, config_from_dict, make_config
+from cipherbook.viva import REPO_ROOT
 from recorded import assert_decodes_as_recorded, assert_readme_is_generated  # tests/ is on sys.path under pytest
 
 FOLDER = REPO_ROOT / "results" / "reference"
@@ -37,7 +37,7 @@ def test_each_committed_model_decodes_every_probe_set_as_recorded(name):
 
 
 def test_the_reference_readme_is_what_its_generator_writes_from_the_records(tmp_path, monkeypatch):
-    runs = results.load_learn_runs(FOLDER)
+    runs = ablation.load_learn_runs(FOLDER)
     assert {name for name, _ in runs} == set(CONFIG_NAMES) and {seed for _, seed in runs} == {0, 1}
     assert all(r["recipe"] == "cipher" for r in runs.values())
     assert len({r["epochs"] for r in runs.values()}) == 1  # the same epochs for all: a controlled ablation
@@ -45,11 +45,11 @@ def test_the_reference_readme_is_what_its_generator_writes_from_the_records(tmp_
 
 
 def test_mcnemar_is_exact_on_the_discordant_lines():
-    assert results.mcnemar("1111", "1111") == (0, 0, 1.0)
-    only_a, only_b, p = results.mcnemar("1" * 10 + "0", "0" * 10 + "1")
+    assert ablation.mcnemar("1111", "1111") == (0, 0, 1.0)
+    only_a, only_b, p = ablation.mcnemar("1" * 10 + "0", "0" * 10 + "1")
     assert (only_a, only_b) == (10, 1) and p == pytest.approx(2 * 12 / 2 ** 11)
     with pytest.raises(ValueError, match="same lines"):
-        results.mcnemar("10", "1")
+        ablation.mcnemar("10", "1")
 
 
 def test_every_record_kept_for_the_course_notes_recipe_is_that_recipe():

@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from cipherlab.config import RECIPE_KNOWLEDGE
+from cipherlab.base.config import RECIPE_KNOWLEDGE
 
-from cipherlab import report, results
-from cipherlab.errors import OneLineParser, run_command
+from cipherlab.analysis import report
 
-RESULTS = results.REPO_RESULTS_DIR
+from cipherlab.analysis import ablation
+from cipherlab.base.errors import run_command
+from cipherlab.cli import report as report_cli
+from cipherlab.cli.common import OneLineParser
+
+RESULTS = ablation.REPO_RESULTS_DIR
 REFERENCE = RESULTS / "reference"
 NOTES = RESULTS / "notes" / "cpu"
 
@@ -26,7 +30,7 @@ def _no_debug(monkeypatch):
 def _run(*argv: str) -> int:
     """``report ARGV`` through the parser its register_cli builds, as ``python -m cipherlab`` runs commands."""
     parser = OneLineParser(prog="cipherlab")
-    report.register_cli(parser.add_subparsers(dest="command", required=True))
+    report_cli.register_cli(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["report", *argv])
     return run_command("cipherlab", args.func, args)
 
@@ -72,7 +76,7 @@ def reference_report(tmp_path_factory):
 
 def test_the_reference_report_has_chapter_9s_main_table_cell_for_cell(reference_report):
     text = (reference_report / report.REPORT_FILE).read_text(encoding="utf-8")
-    chapter, _goals = results.reference_tables(results.load_reference_runs(REFERENCE))  # what chapter 9 calls
+    chapter, _goals = ablation.reference_tables(ablation.load_reference_runs(REFERENCE))  # what chapter 9 calls
     expected = _tables(chapter)[0]
     got = _table_with_header(text, expected[0])
     assert len(got) == len(expected) == 11  # the header and ten runs
@@ -82,11 +86,11 @@ def test_the_reference_report_has_chapter_9s_main_table_cell_for_cell(reference_
 
 def test_the_reference_report_has_chapter_9s_paired_tests_and_goals(reference_report):
     text = (reference_report / report.REPORT_FILE).read_text(encoding="utf-8")
-    runs = results.load_reference_runs(REFERENCE)
-    rows = results.paired_rows(runs)
-    paired = _tables(results.paired_table(rows))[0]
+    runs = ablation.load_reference_runs(REFERENCE)
+    rows = ablation.paired_rows(runs)
+    paired = _tables(ablation.paired_table(rows))[0]
     assert _table_with_header(text, paired[0]) == paired
-    goals = _tables(results.reference_tables(runs)[1])[0]
+    goals = _tables(ablation.reference_tables(runs)[1])[0]
     assert _table_with_header(text, goals[0]) == goals
     summary = _table_with_header(text, ["tests", "p < 0.05", "Bonferroni threshold (0.05 / tests)", "p below it",
                                         "lowest p", "where"])
@@ -116,7 +120,7 @@ def test_the_learn_ablation_gets_chapter_9s_table_of_it(tmp_path):
     folder = RESULTS / "learn" / "ablation"
     assert _run(str(folder), "--out", str(tmp_path / "out")) == 0
     text = (tmp_path / "out" / report.REPORT_FILE).read_text(encoding="utf-8")
-    expected = _tables(results.learn_tables(results.load_learn_runs(folder))[0])[0]
+    expected = _tables(ablation.learn_tables(ablation.load_learn_runs(folder))[0])[0]
     assert _table_with_header(text, expected[0]) == expected
 
 
@@ -128,9 +132,9 @@ def test_train_records_get_the_comparison_table_curves_and_errors_json(tmp_path,
     assert "report.md: " in capsys.readouterr().out
     text = (tmp_path / "out" / report.REPORT_FILE).read_text(encoding="utf-8")
     _only_tables_and_figures(text)
-    expected = _tables(results.comparison_table(NOTES))[0]
+    expected = _tables(ablation.comparison_table(NOTES))[0]
     assert _table_with_header(text, expected[0]) == expected
-    decoding = _tables(results.decoding_table(results.load_errors(NOTES)))[0]
+    decoding = _tables(ablation.decoding_table(ablation.load_errors(NOTES)))[0]
     assert _table_with_header(text, decoding[0]) == decoding
     assert "worst key phase: × mean" in text and "line length, characters" in text
     assert (tmp_path / "out" / report.CURVES_FILE).is_file()
@@ -302,7 +306,7 @@ def test_a_folder_that_is_not_empty_needs_force(reference_report, tmp_path, caps
 
 def test_register_cli_adds_the_report_command_like_check():
     parser = OneLineParser(prog="cipherlab")
-    report.register_cli(parser.add_subparsers(dest="command", required=True))
+    report_cli.register_cli(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["report", "runs/cpu", "--out", "/tmp/x"])
-    assert args.func is report._cmd_report and args.references is None and args.baseline == "c1"
+    assert args.func is report_cli._cmd_report and args.references is None and args.baseline == "c1"
     assert args.chunk_chars == report.DEFAULT_CHUNK_CHARS and not args.force

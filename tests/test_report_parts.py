@@ -4,9 +4,11 @@ hashes (issue 37)."""
 
 import json
 
-from cipherlab import report, results
+from cipherlab.analysis import report
 
-NOTES = results.REPO_RESULTS_DIR / "notes" / "cpu"
+from cipherlab.analysis import ablation
+
+NOTES = ablation.REPO_RESULTS_DIR / "notes" / "cpu"
 
 
 def _runs(tmp_path, parts_of):
@@ -50,7 +52,7 @@ def test_two_versions_of_one_class_are_flagged_and_one_class_everywhere_is_not(t
 
 
 def test_table_md_names_the_parts_and_says_when_they_are_mixed(tmp_path):
-    from cipherlab.evaluate import write_table
+    from cipherlab.pipeline.evaluate import write_table
     runs = _runs(tmp_path, {name: _mine() for name in ("c1", "c2")})
     table = write_table(runs)[0].read_text(encoding="utf-8")
     assert ("Parts (--part): C1: attention = MyAttention of /home/me/my_attention.py (class sha256 aaaaaaaaaaaa); "

@@ -1,4 +1,4 @@
-"""cipherlab.results and cipherlab.attention_maps: reading the committed results, the tables and statistics
+"""cipherlab.analysis.ablation and cipherlab.analysis.attention_maps: reading the committed results, the tables and statistics
 chapter 9 prints, attention at character level, and the claims the results viva answers make."""
 
 import json
@@ -8,18 +8,20 @@ import shutil
 import pytest
 import torch
 
-from cipherlab import attention_maps, results
-from cipherlab.codec import fit_codec, select_lines
-from cipherlab.config import CONFIG_NAMES, make_config
-from cipherlab.data import load_corpus
+from cipherlab.analysis import attention_maps
 
-SMOKE = results.REPO_RESULTS_DIR / "smoke"
+from cipherlab.analysis import ablation
+from cipherlab.pipeline.codec import fit_codec, select_lines
+from cipherlab.base.config import CONFIG_NAMES, make_config
+from cipherlab.data.corpus import load_corpus
+
+SMOKE = ablation.REPO_RESULTS_DIR / "smoke"
 
 
 @pytest.fixture(autouse=True)
 def repository_results(monkeypatch):
     """Run names resolve in the repository's results/ whatever the environment says."""
-    monkeypatch.delenv(results.RESULTS_ENV, raising=False)
+    monkeypatch.delenv(ablation.RESULTS_ENV, raising=False)
 
 
 @pytest.fixture
@@ -31,25 +33,25 @@ def run_copy(tmp_path):
 
 
 def test_load_run_reads_every_configuration_of_the_smoke_run():
-    records = results.load_run("smoke")
+    records = ablation.load_run("smoke")
     assert list(records) == ["c1", "c2", "c3", "c4", "c5"]
-    assert all(0.0 <= results.metric(r, "bit_accuracy") <= 1.0 for r in records.values())
-    assert results.metric(records["c5"], "bleu") is None  # not comparable for the token-free C5
+    assert all(0.0 <= ablation.metric(r, "bit_accuracy") <= 1.0 for r in records.values())
+    assert ablation.metric(records["c5"], "bleu") is None  # not comparable for the token-free C5
 
 
 def test_a_run_name_and_a_path_name_the_same_folder():
-    assert results.load_run("smoke") == results.load_run(SMOKE)
+    assert ablation.load_run("smoke") == ablation.load_run(SMOKE)
 
 
 def test_results_dir_follows_the_environment(monkeypatch, run_copy):
-    monkeypatch.setenv(results.RESULTS_ENV, str(run_copy.parent))
-    assert results.run_path("run") == run_copy and list(results.load_run("run")) == list(results.load_run(SMOKE))
+    monkeypatch.setenv(ablation.RESULTS_ENV, str(run_copy.parent))
+    assert ablation.run_path("run") == run_copy and list(ablation.load_run("run")) == list(ablation.load_run(SMOKE))
 
 
 def test_broken_json_is_an_error_naming_the_file(run_copy):
     (run_copy / "c3.json").write_text('{"config": "c3", "test": {', encoding="utf-8")
     with pytest.raises(ValueError, match=r"c3\.json: not valid JSON"):
-        results.load_run(run_copy)
+        ablation.load_run(run_copy)
 
 
 def test_a_record_missing_a_field_is_an_error_naming_file_and_field(run_copy):
@@ -57,56 +59,56 @@ def test_a_record_missing_a_field_is_an_error_naming_file_and_field(run_copy):
     del record["test"]["bit_accuracy"]
     (run_copy / "c2.json").write_text(json.dumps(record))
     with pytest.raises(ValueError, match=r"c2\.json: missing field\(s\) test\.bit_accuracy"):
-        results.load_run(run_copy)
+        ablation.load_run(run_copy)
 
 
 def test_a_missing_run_folder_says_where_it_looked(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such results folder"):
-        results.load_run(tmp_path / "nothing")
+        ablation.load_run(tmp_path / "nothing")
     with pytest.raises(FileNotFoundError, match="none of c1.json"):
-        results.load_run(tmp_path)
+        ablation.load_run(tmp_path)
 
 
 def test_a_run_may_lack_configurations(run_copy):
     (run_copy / "c5.json").unlink()
-    assert list(results.load_run(run_copy)) == ["c1", "c2", "c3", "c4"]
+    assert list(ablation.load_run(run_copy)) == ["c1", "c2", "c3", "c4"]
 
 
 def test_a_missing_result_file_is_an_error_naming_it_and_a_present_one_is_read(run_copy):
-    for load in (lambda: results.load_curve(run_copy, "c2"), lambda: results.load_beam(run_copy),
-                 lambda: results.load_generalisation(run_copy), lambda: results.load_errors(run_copy)):
+    for load in (lambda: ablation.load_curve(run_copy, "c2"), lambda: ablation.load_beam(run_copy),
+                 lambda: ablation.load_generalisation(run_copy), lambda: ablation.load_errors(run_copy)):
         with pytest.raises(FileNotFoundError, match=str(run_copy)):
             load()
     log = [{"epoch": 1, "train_loss": 3.0, "val_loss": 2.5, "seconds": 10.0, "tokens_per_s": 100.0}]
     (run_copy / "c2.log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
     (run_copy / "beam.json").write_text(json.dumps({"c2": {"greedy": {"bit_accuracy": 0.5}}}))
-    assert results.load_curve(run_copy, "c2") == log
-    assert results.metric(results.load_beam(run_copy)["c2"]["greedy"], "bit_accuracy") == 0.5
+    assert ablation.load_curve(run_copy, "c2") == log
+    assert ablation.metric(ablation.load_beam(run_copy)["c2"]["greedy"], "bit_accuracy") == 0.5
 
 
 def test_a_missing_calibration_file_is_an_error_naming_it(monkeypatch, tmp_path):
-    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
+    monkeypatch.setenv(ablation.RESULTS_ENV, str(tmp_path))
     with pytest.raises(FileNotFoundError, match="calibration.json"):
-        results.load_calibration()
+        ablation.load_calibration()
 
 
 def test_beam_and_generalisation_keep_only_configurations_and_provenance_reads_about(run_copy):
     about = {"command": "python results/extras.py", "git_commit": "0123456789abcdef"}
     (run_copy / "beam.json").write_text(json.dumps({"about": about, "c5": {"greedy": {}}, "c2": {"greedy": {}}}))
-    assert list(results.load_beam(run_copy)) == ["c2", "c5"]
-    assert results.provenance(run_copy, "beam.json") == "python results/extras.py (commit 0123456789ab)"
+    assert list(ablation.load_beam(run_copy)) == ["c2", "c5"]
+    assert ablation.provenance(run_copy, "beam.json") == "python results/extras.py (commit 0123456789ab)"
     (run_copy / "generalisation.json").write_text(json.dumps({"c2": {}}))
-    assert results.provenance(run_copy, "generalisation.json") == "not recorded"
+    assert ablation.provenance(run_copy, "generalisation.json") == "not recorded"
 
 
 def test_a_broken_curve_is_an_error_naming_the_file(run_copy):
     (run_copy / "c1.log.jsonl").write_text('{"epoch": 1}\n{"epoch": \n')
     with pytest.raises(ValueError, match=r"c1\.log\.jsonl: line 2"):
-        results.load_curve(run_copy, "c1")
+        ablation.load_curve(run_copy, "c1")
 
 
 def test_comparison_table_has_a_row_per_configuration_and_the_reported_figures():
-    table = results.comparison_table("smoke")
+    table = ablation.comparison_table("smoke")
     lines = table.splitlines()
     header = lines[0].split(" | ")
     rows = [line for line in lines if line.startswith("| C")]
@@ -118,49 +120,49 @@ def test_comparison_table_has_a_row_per_configuration_and_the_reported_figures()
 
 def test_comparison_table_adds_the_bits_run_when_given(run_copy):
     (run_copy / "c5.json").unlink()  # a bits-mode run has no C5
-    table = results.comparison_table("smoke", run_copy)
+    table = ablation.comparison_table("smoke", run_copy)
     assert "bits mode: bit acc %" in table
     c5 = next(line for line in table.splitlines() if line.startswith("| C5"))
     assert c5.split(" | ")[12:14] == ["–", "–"]
 
 
 def test_every_configuration_has_every_reference_field_and_every_figure_a_source():
-    for kind in results.REFERENCES.values():
+    for kind in ablation.REFERENCES.values():
         for figures in kind["configs"].values():
-            assert set(figures) == set(results.REFERENCE_FIELDS)
+            assert set(figures) == set(ablation.REFERENCE_FIELDS)
             assert all(f.source for f in figures.values() if f is not None)
-    assert results.reference("seed", "c1", "bit_accuracy") == 0.712
-    assert results.reference("seed", "c2", "bit_accuracy") is None  # the notes give no C2 figure
-    assert results.reference("public", "c5", "exact_lines") == 0.934
+    assert ablation.reference("seed", "c1", "bit_accuracy") == 0.712
+    assert ablation.reference("seed", "c2", "bit_accuracy") is None  # the notes give no C2 figure
+    assert ablation.reference("public", "c5", "exact_lines") == 0.934
 
 
 def test_difference_and_the_sampling_error_of_exact_lines():
-    records = results.load_run("smoke")
-    d = results.difference(records, "c2", "bit_accuracy")
+    records = ablation.load_run("smoke")
+    d = ablation.difference(records, "c2", "bit_accuracy")
     assert d == pytest.approx(records["c2"]["test"]["bit_accuracy"] - records["c1"]["test"]["bit_accuracy"])
-    assert results.difference(records, "c5", "bleu") is None
-    assert results.exact_lines_stderr({"test": {"sequence_accuracy": 0.5, "lines": 100}}) == pytest.approx(0.05)
+    assert ablation.difference(records, "c5", "bleu") is None
+    assert ablation.exact_lines_stderr({"test": {"sequence_accuracy": 0.5, "lines": 100}}) == pytest.approx(0.05)
     # a bare metrics dict (an entry of beam.json) works too, and two rates combine as independent samples
-    assert results.exact_lines_stderr({"sequence_accuracy": 0.9, "lines": 50}) == pytest.approx(math.sqrt(0.09 / 50))
-    assert results.rate_difference_stderr({"sequence_accuracy": 0.5, "lines": 100},
+    assert ablation.exact_lines_stderr({"sequence_accuracy": 0.9, "lines": 50}) == pytest.approx(math.sqrt(0.09 / 50))
+    assert ablation.rate_difference_stderr({"sequence_accuracy": 0.5, "lines": 100},
                                           {"sequence_accuracy": 0.5, "lines": 100}) == pytest.approx(0.05 * math.sqrt(2))
 
 
 def test_tokenization_reads_the_units_from_the_hyperparameters():
-    records = results.load_run("smoke")
-    assert results.tokenization(records["c1"]) == "source: BPE over cipher bits, 64 tokens; target: BPE, 128 tokens"
+    records = ablation.load_run("smoke")
+    assert ablation.tokenization(records["c1"]) == "source: BPE over cipher bits, 64 tokens; target: BPE, 128 tokens"
     hp = {**records["c1"]["hyperparameters"], "source_mode": "bytes", "src_vocab": None, "tgt_vocab": None}
-    assert results.tokenization({"hyperparameters": hp}) == "source: cipher bytes, no merges; target: characters"
-    assert "no tokenizer" in results.tokenization(records["c5"])
+    assert ablation.tokenization({"hyperparameters": hp}) == "source: cipher bytes, no merges; target: characters"
+    assert "no tokenizer" in ablation.tokenization(records["c5"])
 
 
 def test_plots_return_figures_without_touching_pyplot():
     import matplotlib.pyplot as plt
 
-    records = results.load_run("smoke")
+    records = ablation.load_run("smoke")
     before = plt.get_fignums()
-    figures = [results.plot_accuracy(records, records), results.plot_costs(records),
-               results.plot_curves({"c1": [{"epoch": 1, "val_loss": 2.0, "seconds": 60.0}], "c5": None})]
+    figures = [ablation.plot_accuracy(records, records), ablation.plot_costs(records),
+               ablation.plot_curves({"c1": [{"epoch": 1, "val_loss": 2.0, "seconds": 60.0}], "c5": None})]
     assert all(f.axes for f in figures) and plt.get_fignums() == before
 
 
@@ -235,7 +237,7 @@ def test_plot_heads_draws_one_panel_per_head_like_chapter_2():
 
 
 def test_a_missing_committed_model_is_an_error_naming_the_file(monkeypatch, tmp_path):
-    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
+    monkeypatch.setenv(ablation.RESULTS_ENV, str(tmp_path))
     with pytest.raises(FileNotFoundError, match=r"c1\.safetensors"):
         attention_maps.load_committed_model("c1")
 
@@ -247,10 +249,10 @@ def test_a_nested_run_name_lives_in_the_results_folder(monkeypatch, tmp_path):
     nested = tmp_path / "extended" / "cpu"
     nested.mkdir(parents=True)
     shutil.copy(SMOKE / "c2.json", nested / "c2.json")
-    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
+    monkeypatch.setenv(ablation.RESULTS_ENV, str(tmp_path))
     monkeypatch.chdir(tmp_path / "extended")  # the name must not depend on the working directory
-    assert results.run_path("extended/cpu") == nested
-    assert list(results.load_run("extended/cpu")) == ["c2"]
+    assert ablation.run_path("extended/cpu") == nested
+    assert list(ablation.load_run("extended/cpu")) == ["c2"]
 
 
 def _metrics(bit, exact, cer=0.01):
@@ -269,61 +271,61 @@ def _entry(free=(0.98, 0.5), aware=(0.999, 0.6), chunk=None, phase=None, lengths
 
 
 def test_targets_are_checked_for_every_model_and_decoding():
-    records = results.load_run("smoke")
+    records = ablation.load_run("smoke")
     records = {name: {**records[name], "test": _metrics(bit, exact)}
                for name, bit, exact in [("c1", 0.985, 0.2), ("c2", 0.9995, 0.96)]}
     errors = {"cpu/c1": _entry(aware=(0.995, 0.3))}
-    rows = results.target_rows({"cpu": records}, errors)
+    rows = ablation.target_rows({"cpu": records}, errors)
     assert [(r["config"], r["decoding"]) for r in rows] == [("c1", "free"), ("c1", "length-aware"), ("c2", "free")]
     assert [[ok for _, _, ok in r["checks"]] for r in rows] == [[False], [True], [True, True, True]]
-    table = results.targets_table(rows)
+    table = ablation.targets_table(rows)
     assert "| C1 | cpu, " in table and "missed: bit acc ≥ 99 %" in table and table.count("all met") == 2
 
 
 def test_a_missed_target_is_named_in_the_table():
-    record = {**results.load_run("smoke")["c2"], "test": _metrics(0.9991, 0.90)}
-    rows = results.target_rows({"cpu": {"c2": record}})
+    record = {**ablation.load_run("smoke")["c2"], "test": _metrics(0.9991, 0.90)}
+    rows = ablation.target_rows({"cpu": {"c2": record}})
     assert [ok for _, _, ok in rows[0]["checks"]] == [True, True, False]
-    assert "| missed: exact lines ≥ 95 % |" in results.targets_table(rows)
+    assert "| missed: exact lines ≥ 95 % |" in ablation.targets_table(rows)
 
 
 def test_errors_json_entries_are_found_under_the_names_analysis_gave_them(run_copy):
     (run_copy / "errors.json").write_text(json.dumps({"about": {}, "cpu/c1": _entry(), "cpu-long/c2": _entry()}))
-    errors = results.load_errors(run_copy)
+    errors = ablation.load_errors(run_copy)
     assert list(errors) == ["cpu/c1", "cpu-long/c2"]
-    assert results.error_entry(errors, results.EXTENDED_RUN, "c2") is errors["cpu-long/c2"]
-    assert results.error_entry(None, "cpu", "c1") is None
-    assert results.entry_label("cpu-long/c2") == "C2, notes/extended/cpu"
+    assert ablation.error_entry(errors, ablation.EXTENDED_RUN, "c2") is errors["cpu-long/c2"]
+    assert ablation.error_entry(None, "cpu", "c1") is None
+    assert ablation.entry_label("cpu-long/c2") == "C2, notes/extended/cpu"
 
 
 def test_free_and_length_aware_decoding_side_by_side():
     errors = {"cpu/c1": _entry(free=(0.98, 0.5), aware=(0.999, 0.75), wrong=2)}
-    assert results.decoding_gains(errors)["cpu/c1"] == pytest.approx(0.019)
-    assert "| C1, notes/cpu | 2 of 4 | 98.00 | 99.90 | 50.0 | 75.0 |" in results.decoding_table(errors)
-    rows = results.decoding_rows(errors)
+    assert ablation.decoding_gains(errors)["cpu/c1"] == pytest.approx(0.019)
+    assert "| C1, notes/cpu | 2 of 4 | 98.00 | 99.90 | 50.0 | 75.0 |" in ablation.decoding_table(errors)
+    rows = ablation.decoding_rows(errors)
     assert rows[0]["label"] == "C1, notes/cpu" and rows[0]["wrong_length"] == 2
 
 
 def test_position_counts_and_the_excess_over_the_pooled_rate():
-    assert results.position_counts([10, 3], 8) == [3, 3, 2, 1, 1, 1, 1, 1]
-    assert results.excess([0.01] * 4, [1000] * 4) == pytest.approx([0.0] * 4)
-    z = results.excess([0.01, 0.01, 0.01, 0.05], [1000] * 4)
-    assert z[3] > results.SPIKE_Z and all(v < 0 for v in z[:3])
+    assert ablation.position_counts([10, 3], 8) == [3, 3, 2, 1, 1, 1, 1, 1]
+    assert ablation.excess([0.01] * 4, [1000] * 4) == pytest.approx([0.0] * 4)
+    z = ablation.excess([0.01, 0.01, 0.01, 0.05], [1000] * 4)
+    assert z[3] > ablation.SPIKE_Z and all(v < 0 for v in z[:3])
 
 
 def test_the_profile_finds_an_unlearned_key_phase_and_rising_chunks_but_not_noise():
     lengths = [256] * 40
-    flat = results.profile_rows({"cpu/c1": _entry(lengths=lengths, wrong=0)}, lengths)[0]
-    assert flat["chunk_z"] < results.SPIKE_Z and flat["phase_z"] < results.SPIKE_Z and flat["late_z"] < results.SPIKE_Z
+    flat = ablation.profile_rows({"cpu/c1": _entry(lengths=lengths, wrong=0)}, lengths)[0]
+    assert flat["chunk_z"] < ablation.SPIKE_Z and flat["phase_z"] < ablation.SPIKE_Z and flat["late_z"] < ablation.SPIKE_Z
     phase = [0.01] * 8
     phase[3] = 0.5  # every character at key phase 3 is wrong half the time
     rising = [0.002] * 16 + [0.03] * 16
-    row = results.profile_rows({"cpu/c1": _entry(lengths=lengths, wrong=0, phase=phase, chunk=rising)}, lengths)[0]
-    assert row["phase"] == 3 and row["phase_z"] > results.SPIKE_Z and row["phase_ratio"] > results.SPIKE_RATIO
-    assert row["late_ratio"] > 1 and row["late_z"] > results.SPIKE_Z  # the mark of exposure bias
-    assert "| C1, notes/cpu |" in results.profile_table([row])
+    row = ablation.profile_rows({"cpu/c1": _entry(lengths=lengths, wrong=0, phase=phase, chunk=rising)}, lengths)[0]
+    assert row["phase"] == 3 and row["phase_z"] > ablation.SPIKE_Z and row["phase_ratio"] > ablation.SPIKE_RATIO
+    assert row["late_ratio"] > 1 and row["late_z"] > ablation.SPIKE_Z  # the mark of exposure bias
+    assert "| C1, notes/cpu |" in ablation.profile_table([row])
     with pytest.raises(ValueError, match="covers 40 lines, but 3 lengths"):
-        results.profile_rows({"cpu/c1": _entry(lengths=lengths)}, [1, 2, 3])
+        ablation.profile_rows({"cpu/c1": _entry(lengths=lengths)}, [1, 2, 3])
 
 
 def test_edits_name_substitutions_drops_and_additions_once_with_every_model():
@@ -335,54 +337,54 @@ def test_edits_name_substitutions_drops_and_additions_once_with_every_model():
     errors = {"cpu/c1": _entry(examples=examples), "cpu/c2": _entry(examples=examples),
               "cpu/c3": _entry(examples=[{"line": 3, "reference": ref, "prediction": dropped},
                                          {"line": 5, "reference": "Yes.", "prediction": "Yes.."}])}
-    items = results.edits(errors)
+    items = ablation.edits(errors)
     assert [(i["op"], i["reference"], i["prediction"], i["models"]) for i in items] == [
         ("substitute", "0", "8", ["C1, notes/cpu", "C2, notes/cpu"]), ("drop", chunk[23:], "", ["C3, notes/cpu"]),
         ("add", "", ".", ["C3, notes/cpu"])]
     train = ["at 18 and at 18 and at 10"]
-    summary = results.edit_summary(items, train, [ref])
+    summary = ablation.edit_summary(items, train, [ref])
     assert summary["kinds"] == {"digit": 1} and summary["prior"] == {"prediction": 1}
     assert (summary["at_full_stop"], summary["drops"], summary["to_chunk_end"]) == (2, 1, 1)
-    table = results.edit_table(items, train)
+    table = ablation.edit_table(items, train)
     assert table.count("\n| C") == 3 and "[0→8]" in table
 
 
 def test_exact_lines_by_length_beside_independent_errors():
     lengths = [40, 40, 70, 100]
-    rows = results.exact_by_length(_entry(lengths=lengths), lengths)
+    rows = ablation.exact_by_length(_entry(lengths=lengths), lengths)
     assert [r["lines"] for r in rows] == [2, 2]
     assert rows[0]["independent"] == pytest.approx(0.99 ** 40)
     assert rows[1]["independent"] == pytest.approx((0.99 ** 70 + 0.99 ** 100) / 2)
-    assert "| 0–49 | 2 | 50.0 (" in results.length_table({"cpu/c1": _entry(lengths=lengths)}, ["cpu/c1"], lengths)
+    assert "| 0–49 | 2 | 50.0 (" in ablation.length_table({"cpu/c1": _entry(lengths=lengths)}, ["cpu/c1"], lengths)
     with pytest.raises(ValueError, match="holds 2 lines in errors.json but 1"):
-        results.exact_by_length(_entry(lengths=lengths), [40, 70, 100])
+        ablation.exact_by_length(_entry(lengths=lengths), [40, 70, 100])
 
 
 def test_a_resumed_curve_continues_the_controlled_one_whichever_epochs_its_log_holds():
     controlled = [{"epoch": e, "val_loss": 1.0 / e, "seconds": 60.0} for e in (1, 2, 3)]
     later = [{"epoch": e, "val_loss": 0.5 / e, "seconds": 60.0} for e in (4, 5)]
-    merged = results.merge_curves(controlled, later)
+    merged = ablation.merge_curves(controlled, later)
     assert [r["epoch"] for r in merged] == [1, 2, 3, 4, 5]
-    assert results.merge_curves(controlled, controlled + later) == merged
-    assert results.common_epoch({"c1": controlled, "c2": merged, "c5": None}) == 3
-    assert results.loss_at_epoch({"c1": controlled, "c2": merged}, 2) == {"c1": 0.5, "c2": 0.5}
+    assert ablation.merge_curves(controlled, controlled + later) == merged
+    assert ablation.common_epoch({"c1": controlled, "c2": merged, "c5": None}) == 3
+    assert ablation.loss_at_epoch({"c1": controlled, "c2": merged}, 2) == {"c1": 0.5, "c2": 0.5}
 
 
 def test_budget_and_extended_tables_put_epochs_beside_accuracy():
-    records = results.load_run("smoke")
+    records = ablation.load_run("smoke")
     curves = {"c1": [{"epoch": 1, "val_loss": 2.0, "seconds": 50.0}, {"epoch": 2, "val_loss": 1.0, "seconds": 70.0}]}
-    table = results.budget_table({"c1": records["c1"]}, curves)
+    table = ablation.budget_table({"c1": records["c1"]}, curves)
     assert "val loss, epoch 2" in table and "| 50–70 | 2.0000 | 1.0000 |" in table
     longer = {"c2": {**records["c2"], "epochs": 9}}
     five = {"c2": {**records["c2"], "epochs": 5}}
-    table = results.extended_table({"notes/cpu": records, "notes/equal-epochs/cpu": five, "notes/extended/cpu": longer},
+    table = ablation.extended_table({"notes/cpu": records, "notes/equal-epochs/cpu": five, "notes/extended/cpu": longer},
                                    {"cpu-long/c2": _entry(aware=(0.9999, 0.97))})
     assert table.count("\n| C2 |") == 3 and "| notes/extended/cpu | 9 |" in table and "99.99 | 97.0 |" in table
     assert "| C2 | notes/equal-epochs/cpu | 5 |" in table and "| C1 |" not in table  # only the last stage's configurations
 
 
 def _judged(exact_by_config, lines=200, epochs=5):
-    records = results.load_run("smoke")
+    records = ablation.load_run("smoke")
     return {name: {**records[name], "epochs": epochs, "seed": 0,
                    "hyperparameters": {**records[name]["hyperparameters"], "time_budget_s": None},
                    "test": {**_metrics(0.99 + exact / 100, exact), "lines": lines}}
@@ -391,22 +393,22 @@ def _judged(exact_by_config, lines=200, epochs=5):
 
 def test_a_single_change_counts_only_beyond_twice_the_binomial_error_of_the_difference():
     records = _judged({"c1": 0.5, "c2": 0.6, "c3": 0.55, "c4": 0.4, "c5": 0.2})
-    se = results.exact_difference_stderr(records, "c2")
+    se = ablation.exact_difference_stderr(records, "c2")
     assert se == pytest.approx(math.hypot(math.sqrt(0.25 / 200), math.sqrt(0.24 / 200)))
-    rows = {r["config"]: r for r in results.single_change_rows(records)}
+    rows = {r["config"]: r for r in ablation.single_change_rows(records)}
     assert [rows[c]["reading"] for c in ("c2", "c3", "c4", "c5")] == ["better", "within noise", "worse", "worse"]
     assert rows["c2"]["exact"] == pytest.approx(0.1) and rows["c2"]["change"] == "pos_encoding=rope"
-    assert "better than C1" in results.ablation_table(records) and "within 2 s.e." in results.ablation_table(records)
+    assert "better than C1" in ablation.ablation_table(records) and "within 2 s.e." in ablation.ablation_table(records)
 
 
 def test_the_ablation_at_equal_epochs_is_read_against_the_time_budget_run():
     controlled = {n: {**r, "epochs": e} for (n, r), e in
                   zip(_judged({"c1": 0.5, "c2": 0.5, "c3": 0.6, "c4": 0.5, "c5": 0.1}).items(), (3, 3, 4, 5, 2))}
     equal = _judged({"c1": 0.5, "c2": 0.62, "c3": 0.55, "c4": 0.5, "c5": 0.3})
-    table = results.equal_epochs_table(controlled, equal)
+    table = ablation.equal_epochs_table(controlled, equal)
     assert "| C2 | pos_encoding=rope | 3 | 5 |" in table and "| C1 | baseline | 3 | 5 |" in table
     assert table.splitlines()[2].endswith("| baseline |")
-    judged = {r["config"]: r["reading"] for r in results.single_change_rows(equal)}
+    judged = {r["config"]: r["reading"] for r in ablation.single_change_rows(equal)}
     assert judged == {"c2": "better", "c3": "within noise", "c4": "within noise", "c5": "worse"}
     assert "| C2 | pos_encoding=rope | 3 | 5 |" in table and "better than C1" in table
 
@@ -416,10 +418,10 @@ def test_a_continued_run_names_what_it_continued():
     five = three + [{"epoch": e, "val_loss": 1.0 / e} for e in (4, 5)]
     later = five + [{"epoch": 6, "val_loss": 0.1}]
     other = [{"epoch": 1, "val_loss": 0.9}]
-    assert results.continued_from(later, {"cpu": three, "equal-epochs/cpu": five, "x": other, "y": None}) == \
+    assert ablation.continued_from(later, {"cpu": three, "equal-epochs/cpu": five, "x": other, "y": None}) == \
         "equal-epochs/cpu"
-    assert results.continued_from(five, {"equal-epochs/cpu": five}) is None  # nothing was added
-    assert results.continued_from(None, {"cpu": three}) is None
+    assert ablation.continued_from(five, {"equal-epochs/cpu": five}) is None  # nothing was added
+    assert ablation.continued_from(None, {"cpu": three}) is None
 
 
 def test_new_plots_return_figures_without_touching_pyplot():
@@ -427,21 +429,21 @@ def test_new_plots_return_figures_without_touching_pyplot():
 
     before = plt.get_fignums()
     log = [{"epoch": e, "val_loss": 1.0 / e, "seconds": 60.0} for e in (1, 2, 3)]
-    figures = [results.plot_extended({"c2": (log[:2], log), "c5": (None, log)}),
-               results.plot_error_profiles({"cpu/c1": _entry(), "cpu-long/c2": _entry()})]
+    figures = [ablation.plot_extended({"c2": (log[:2], log), "c5": (None, log)}),
+               ablation.plot_error_profiles({"cpu/c1": _entry(), "cpu-long/c2": _entry()})]
     assert all(f.axes for f in figures) and plt.get_fignums() == before
 
 
 def test_generalisation_is_set_against_the_run_it_is_given():
-    records = results.load_run("smoke")
+    records = ablation.load_run("smoke")
     general = {"c2": {"lines": 9, "bit_accuracy": 0.5, "sequence_accuracy": 0.0, "char_error_rate": 0.5, "chrf": 10.0}}
-    table = results.generalisation_table({"c2": {**records["c2"], "test": _metrics(0.9991, 0.9)}}, general)
+    table = ablation.generalisation_table({"c2": {**records["c2"], "test": _metrics(0.9991, 0.9)}}, general)
     assert "| C2 | Brown test lines | 4 | 99.91 | 90.0 |" in table and "| C2 | stdlib docstrings | 9 | 50.00 |" in table
-    assert "| C2 | Brown test lines | ? | – | – |" in results.generalisation_table({}, general)
+    assert "| C2 | Brown test lines | ? | – | – |" in ablation.generalisation_table({}, general)
 
 
 def test_trained_on_finds_the_run_each_extended_log_continues(monkeypatch, tmp_path):
-    record = results.load_run("smoke")["c2"]
+    record = ablation.load_run("smoke")["c2"]
     logs = {"notes/cpu": (3, None), "notes/equal-epochs/cpu": (5, None), "notes/extended/cpu": (8, 900.0)}
     for run, (epochs, budget) in logs.items():
         folder = tmp_path / run
@@ -451,11 +453,11 @@ def test_trained_on_finds_the_run_each_extended_log_continues(monkeypatch, tmp_p
         (folder / "c2.json").write_text(json.dumps(r))
         (folder / "c2.log.jsonl").write_text("".join(json.dumps({"epoch": e, "val_loss": 1.0 / e}) + "\n"
                                                      for e in range(1, epochs + 1)))
-    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
-    stages = {run: results.load_run(run) for run in ("notes/cpu", "notes/equal-epochs/cpu")}
-    history = results.trained_on(stages, results.load_run("notes/extended/cpu"))
+    monkeypatch.setenv(ablation.RESULTS_ENV, str(tmp_path))
+    stages = {run: ablation.load_run(run) for run in ("notes/cpu", "notes/equal-epochs/cpu")}
+    history = ablation.trained_on(stages, ablation.load_run("notes/extended/cpu"))
     assert history["c2"]["source"] == "notes/equal-epochs/cpu" and history["c2"]["before"]["epochs"] == 5
-    table = results.extension_table(history, results.load_run("notes/extended/cpu"))
+    table = ablation.extension_table(history, ablation.load_run("notes/extended/cpu"))
     assert "| C2 | results/notes/equal-epochs/cpu | 5 | 8 | 900 | 100 | time budget |" in table
 
 
@@ -474,37 +476,37 @@ CHAPTER_9_FILES = (
 
 @pytest.mark.parametrize("name", CHAPTER_9_FILES)
 def test_every_committed_file_chapter_9_reads_is_there(name):
-    path = results.REPO_RESULTS_DIR / name
+    path = ablation.REPO_RESULTS_DIR / name
     assert path.is_file() and path.stat().st_size > 0, f"{path} is missing: chapter 9 and its viva answers read it"
 
 
 def test_the_stdlib_lines_chapter_9_compares_with_are_there():
-    assert (results.REPO_RESULTS_DIR.parent / "data" / "stdlib" / "brown_plain.txt").is_file()
+    assert (ablation.REPO_RESULTS_DIR.parent / "data" / "stdlib" / "brown_plain.txt").is_file()
 
 
 def test_the_committed_runs_load_in_full():
-    assert list(results.load_run(results.PRIMARY_RUN)) == ["c1", "c2", "c3", "c4", "c5"]
-    assert list(results.load_run(results.BITS_RUN)) == ["c1", "c2", "c3", "c4"]
-    assert list(results.load_run(results.EQUAL_EPOCHS_RUN)) == ["c1", "c2", "c3", "c4", "c5"]
-    assert list(results.load_run(results.EXTENDED_RUN)) == ["c2", "c5"]
-    assert set(results.load_beam(results.PRIMARY_RUN)) == set(results.load_generalisation(results.PRIMARY_RUN)) == {"c2", "c5"}
+    assert list(ablation.load_run(ablation.PRIMARY_RUN)) == ["c1", "c2", "c3", "c4", "c5"]
+    assert list(ablation.load_run(ablation.BITS_RUN)) == ["c1", "c2", "c3", "c4"]
+    assert list(ablation.load_run(ablation.EQUAL_EPOCHS_RUN)) == ["c1", "c2", "c3", "c4", "c5"]
+    assert list(ablation.load_run(ablation.EXTENDED_RUN)) == ["c2", "c5"]
+    assert set(ablation.load_beam(ablation.PRIMARY_RUN)) == set(ablation.load_generalisation(ablation.PRIMARY_RUN)) == {"c2", "c5"}
 
 
 def test_the_results_answers_say_what_the_files_hold():
     """The sentences of bank/results.yml that a changed result would make wrong, checked against the files
     (the numbers in those answers are facts, filled in by sync; these are the words around them)."""
-    from cipherlab.experiments import results as facts
-    from cipherlab.viva.facts import FACTS
+    from cipherbook.experiments import results as facts
+    from cipherbook.viva.facts import FACTS
 
-    cpu, equal = results.load_run(results.PRIMARY_RUN), results.load_run(results.EQUAL_EPOCHS_RUN)
-    extended, bits = results.load_run(results.EXTENDED_RUN), results.load_run(results.BITS_RUN)
-    judged = {row["config"]: row for row in results.single_change_rows(equal)}
+    cpu, equal = ablation.load_run(ablation.PRIMARY_RUN), ablation.load_run(ablation.EQUAL_EPOCHS_RUN)
+    extended, bits = ablation.load_run(ablation.EXTENDED_RUN), ablation.load_run(ablation.BITS_RUN)
+    judged = {row["config"]: row for row in ablation.single_change_rows(equal)}
     # §7.8 Q3: "only half the premise holds": BLEU 60+, but not 0-5 % exact lines; bits mode is where 0-5 % shows
     assert min(facts.over_c1_c4("bleu")) >= 60 and min(facts.over_c1_c4("sequence_accuracy")) > 0.05
-    assert max(facts.over_c1_c4("sequence_accuracy", results.BITS_RUN)) <= 0.05
-    assert facts.exact_if_independent("c1") < results.metric(cpu["c1"], "sequence_accuracy")  # "the errors cluster"
+    assert max(facts.over_c1_c4("sequence_accuracy", ablation.BITS_RUN)) <= 0.05
+    assert facts.exact_if_independent("c1") < ablation.metric(cpu["c1"], "sequence_accuracy")  # "the errors cluster"
     # §7.8 Q6: "it helped neither C2 nor C5"; C5's drop "within noise": no pairing of the counts reaches p < 0.05
-    gains = results.beam_gains(results.load_beam(results.PRIMARY_RUN))
+    gains = ablation.beam_gains(ablation.load_beam(ablation.PRIMARY_RUN))
     assert all(g <= 0 for g in gains.values()) and facts.beam_lowest_p("c5") > 0.05
     # §7.8 Q7: the older records were decoded "before C5 had a cache" (C5 slower); with both cached C5's
     # cache is "faster" with the same bytes, and batched beam search gives the lines beam search gives alone
@@ -518,14 +520,14 @@ def test_the_results_answers_say_what_the_files_hold():
     assert facts.single_change_fields() == {"c2": ["pos_encoding"], "c3": ["attn_type"], "c4": ["norm"],
                                             "c5": ["tokenization"]}
     # §7.9 Q1/Q2: C4's lead in the time-budget run was beyond the noise and came with more epochs; it "shrank"
-    ctrl = {row["config"]: row for row in results.single_change_rows(cpu)}
+    ctrl = {row["config"]: row for row in ablation.single_change_rows(cpu)}
     assert ctrl["c4"]["exact"] > 2 * ctrl["c4"]["se"] and cpu["c4"]["epochs"] > cpu["c1"]["epochs"]
     assert abs(judged["c4"]["exact"]) < abs(ctrl["c4"]["exact"])
     # §7.9 Q3: "not on this evidence": C5's lead over C2 trained on is "inside the noise"
     assert abs(facts.extended_c5_minus_c2()) <= 2 * facts.extended_se() and facts.extended_c5_minus_c2() > 0
-    assert facts.bit_pct("c1", results.BITS_RUN) < facts.bit_pct("c1")  # "only ... against"
+    assert facts.bit_pct("c1", ablation.BITS_RUN) < facts.bit_pct("c1")  # "only ... against"
     # §7.9 Q4: "the source unit": bytes beat bits in every configuration
-    assert min(facts.over_c1_c4("bit_accuracy")) > max(facts.over_c1_c4("bit_accuracy", results.BITS_RUN))
+    assert min(facts.over_c1_c4("bit_accuracy")) > max(facts.over_c1_c4("bit_accuracy", ablation.BITS_RUN))
     assert all(n in cpu for n in bits)
     # §7.9 Q5: "the committed run was on cpu, so its figures are peak RSS"
     assert all(r["device"] == "cpu" for r in cpu.values())
@@ -535,17 +537,17 @@ def test_the_results_answers_say_what_the_files_hold():
     assert facts.fewest({n: r["params"] for n, r in cpu.items()}) == "C3"
     assert set(extended) == {"c2", "c5"}
     # §7.8 Q3: "all five configurations get ... of all ... Brown test lines exact" (the reference ablation)
-    reference = results.load_reference_runs()
+    reference = ablation.load_reference_runs()
     assert {name for name, _ in reference} == set(CONFIG_NAMES) and FACTS["results"]["res_ref_seeds"]() == 2
 
 
 def test_the_reference_answers_say_what_the_files_hold():
     """The sentences of the banks that quote the reference ablation (results/reference), checked against its
     records: the numbers are facts, these are the words around them."""
-    from cipherlab.config import DEFAULT_RECIPE, RECIPES
-    from cipherlab.experiments import attention, blt, common
-    from cipherlab.experiments import results as facts
-    from cipherlab.results import REFERENCE_SETS, section
+    from cipherlab.base.config import DEFAULT_RECIPE, RECIPES
+    from cipherbook.experiments import attention, blt, common
+    from cipherbook.experiments import results as facts
+    from cipherlab.analysis.ablation import REFERENCE_SETS, section
 
     runs = common.reference_runs()
     against = {name: common.reference_against_c1(name) for name in CONFIG_NAMES[1:]}
@@ -574,7 +576,7 @@ def test_the_reference_answers_say_what_the_files_hold():
 def test_the_nophase_answers_say_what_the_files_hold():
     """The sentences of the banks that quote the ablation without the key-phase embedding (results/nophase),
     checked against its records: the numbers are facts, these are the words around them."""
-    from cipherlab.experiments import common
+    from cipherbook.experiments import common
 
     bar = common.nophase_bonferroni()
     seeds = lambda config, name, key: common.nophase_seed_values(config, name, key)  # noqa: E731
@@ -609,7 +611,7 @@ def test_the_learn_probes_readme_is_what_its_generator_writes_from_the_records(t
     """results/learn/README.md quotes every number from the probe records beside it."""
     import importlib.util
 
-    from cipherlab.viva import REPO_ROOT
+    from cipherbook.viva import REPO_ROOT
 
     folder = REPO_ROOT / "results" / "learn"
     spec = importlib.util.spec_from_file_location("learn_readme", folder / "make_readme.py")
@@ -630,7 +632,7 @@ def _script(relative: str):
     """A results/ generator script (not a package module), loaded from its file."""
     import importlib.util
 
-    from cipherlab.viva import REPO_ROOT
+    from cipherbook.viva import REPO_ROOT
 
     spec = importlib.util.spec_from_file_location(relative.replace("/", "_"), REPO_ROOT / relative)
     module = importlib.util.module_from_spec(spec)
@@ -639,33 +641,33 @@ def _script(relative: str):
 
 
 def test_every_markdown_table_is_laid_out_by_the_one_table_writer():
-    """No module or results script writes a table rule ``|---|`` of its own: cipherlab.tables does."""
-    from cipherlab.viva import REPO_ROOT
+    """No module or results script writes a table rule ``|---|`` of its own: cipherlab.base.markdown does."""
+    from cipherbook.viva import REPO_ROOT
 
     sources = [*(REPO_ROOT / "cipherlab").rglob("*.py"), *(REPO_ROOT / "results").rglob("*.py")]
     writers = sorted(str(p.relative_to(REPO_ROOT)) for p in sources if "|---" in p.read_text(encoding="utf-8"))
-    assert writers == ["cipherlab/tables.py"]
-    assert results.markdown_table is __import__("cipherlab.tables").tables.markdown_table
+    assert writers == ["cipherlab/base/markdown.py"]
+    assert ablation.markdown_table is __import__("cipherlab.base.markdown").base.markdown.markdown_table
 
 
 def test_write_table_lays_out_the_preset_table_with_markdown_table(tmp_path, monkeypatch):
-    import cipherlab.evaluate as evaluate
+    import cipherlab.pipeline.evaluate as evaluate
 
     for path in SMOKE.glob("c[0-9]*.json"):
         shutil.copy(path, tmp_path)
     made = []
     monkeypatch.setattr(evaluate, "markdown_table", lambda headers, rows: made.append(
-        results.markdown_table(headers, rows)) or made[-1])
+        ablation.markdown_table(headers, rows)) or made[-1])
     md, _ = evaluate.write_table(tmp_path)
     assert len(made) == 1 and made[0].count("\n| c") == 5 and made[0] in md.read_text(encoding="utf-8")
 
 
-def test_the_results_readme_judges_each_model_by_the_targets_of_cipherlab_results(monkeypatch):
+def test_the_results_readme_judges_each_model_by_the_targets_of_the_ablation_module(monkeypatch):
     readme = _script("results/make_readme.py")
     assert readme.verdict("c1", 0.995, 0.10) == "met (≥ 99.0% bit)"
     assert readme.verdict("c2", 0.9995, 0.94) == "not met (≥ 99.9% bit, ≥ 95% exact)"
     assert readme.verdict("c5", 0.9995, 0.96).startswith("met")
-    monkeypatch.setattr(results, "TARGETS", (results.Target(("c1",), "bit_accuracy", 0.999, "bit acc ≥ 99.9 %"),))
+    monkeypatch.setattr(ablation, "TARGETS", (ablation.Target(("c1",), "bit_accuracy", 0.999, "bit acc ≥ 99.9 %"),))
     assert readme.verdict("c1", 0.995, 0.10) == "not met (≥ 99.9% bit)"
 
 
@@ -673,7 +675,7 @@ def test_the_results_readme_is_what_its_generator_writes_from_the_committed_file
     readme = _script("results/make_readme.py")
     readme.OUT = tmp_path / "README.md"
     assert readme.main() == 0
-    committed = results.REPO_RESULTS_DIR / "README.md"
+    committed = ablation.REPO_RESULTS_DIR / "README.md"
     assert readme.OUT.read_text(encoding="utf-8") == committed.read_text(encoding="utf-8"), (
         "results/README.md is out of date: run python results/make_readme.py")
 
@@ -688,32 +690,32 @@ def test_paired_rows_set_each_configuration_against_c1_of_the_same_seed():
     runs = {("c1", 0): _paired_record("c1", 0, "1111111111"), ("c2", 0): _paired_record("c2", 0, "0000000011"),
             ("c1", 1): _paired_record("c1", 1, "1111111110"), ("c2", 1): _paired_record("c2", 1, "1111111111"),
             ("c3", 2): _paired_record("c3", 2, "1111111111")}  # no C1 of seed 2: nothing to pair with
-    rows = results.paired_rows(runs, sets=("stdlib", "random_letters"))
+    rows = ablation.paired_rows(runs, sets=("stdlib", "random_letters"))
     assert [(r["config"], r["seed"], r["set"]) for r in rows] == [("c2", 0, "stdlib"), ("c2", 1, "stdlib")]
     first, second = rows
     assert (first["base_exact"], first["exact"], first["only_base"], first["only_config"]) == (10, 2, 8, 0)
     assert math.isclose(first["p"], 2 / 2 ** 8)  # all 8 discordant lines one way
     assert (second["only_base"], second["only_config"], second["p"]) == (0, 1, 1.0)
-    table = results.paired_table(rows)
+    table = ablation.paired_table(rows)
     assert "10 → 2 of 10 (+0 −8, p = 0.0078)" in table and "| C2 | 1 |" in table
 
 
 def test_the_paired_test_of_the_reference_ablation_finds_one_low_p_value_in_one_seed():
     """What chapter 9's second finding rests on: of C2-C5 against C1, seed by seed and set by set, one
     p-value below 0.05 (C2, seed 1, docstrings), and the other seed ties C1 there."""
-    reference = results.load_reference_runs()
+    reference = ablation.load_reference_runs()
     assert {name for name, _ in reference} == set(CONFIG_NAMES) and {s for _, s in reference} == {0, 1}
-    rows = results.paired_rows(reference)
-    assert len(rows) == 4 * 2 * len(results.REFERENCE_SETS)
+    rows = ablation.paired_rows(reference)
+    assert len(rows) == 4 * 2 * len(ablation.REFERENCE_SETS)
     low = [(r["config"], r["seed"], r["set"]) for r in rows if r["p"] < 0.05]
     assert low == [("c2", 1, "stdlib")]
     assert next(r for r in rows if (r["config"], r["seed"], r["set"]) == ("c2", 0, "stdlib"))["p"] == 1
 
 
 def test_goals_table_judges_only_the_goals_it_is_given():
-    learned = results.load_learn_runs(results.LEARN_RUN)
-    held = tuple(g for g in results.REFERENCE_GOALS if g[0] in ("random_letters", "stdlib", "brown_test_free"))
-    table = results.goals_table(learned, held)
+    learned = ablation.load_learn_runs(ablation.LEARN_RUN)
+    held = tuple(g for g in ablation.REFERENCE_GOALS if g[0] in ("random_letters", "stdlib", "brown_test_free"))
+    table = ablation.goals_table(learned, held)
     assert table.count("\n") == len(held) + 1 and "2,600-character" not in table
-    reference = results.load_reference_runs()
-    assert results.reference_tables(reference)[1] == results.goals_table(reference)
+    reference = ablation.load_reference_runs()
+    assert ablation.reference_tables(reference)[1] == ablation.goals_table(reference)

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from cipherlab.__main__ import main
-from cipherlab.cipher import encrypt
-from cipherlab.score import read_text_lines, score_predictions
+from cipherlab.data.cipher import encrypt
+from cipherlab.analysis.score import read_text_lines, score_predictions
 
 PLAIN = ["the quick brown fox jumps over the lazy dog " * 3, "a short line", "x" * 70]
 
@@ -88,7 +88,7 @@ def test_read_text_lines_keeps_empty_predictions_and_crlf(tmp_path):
 
 
 def test_default_references_are_the_data_folders_test_split(capsys, tmp_path):
-    from cipherlab.data import load_corpus
+    from cipherlab.data.corpus import load_corpus
 
     plain, _ = load_corpus().lines("test")
     pred = tmp_path / "pred.txt"

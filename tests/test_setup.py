@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from cipherlab.viva import REPO_ROOT
+from cipherbook.viva import REPO_ROOT
 
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 MAKEFILE = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
@@ -50,10 +50,12 @@ def test_the_readme_training_command_writes_outside_the_committed_results():
 _IMPORT_NAMES = {"pyyaml": "yaml", "rouge-score": "rouge_score", "markdown-it-py": "markdown_it", "ipython": "IPython", "pillow": "PIL"}
 
 
-def test_every_module_the_package_imports_is_declared_in_pyproject():
-    """Walks every import statement of the installed package (top level and inside functions) and
-    compares the third-party ones with pyproject.toml's dependencies: an undeclared one breaks a
-    student's `pip install` (Colab), a declared one nothing imports is dead weight."""
+@pytest.mark.parametrize("package, pyproject", [("cipherlab", "pyproject.toml"), ("book/cipherbook", "book/pyproject.toml")])
+def test_every_module_the_package_imports_is_declared_in_pyproject(package, pyproject):
+    """Walks every import statement of the package (top level and inside functions) and compares
+    the third-party ones with its pyproject.toml's dependencies: an undeclared one breaks a
+    student's `pip install` (Colab), a declared one nothing imports is dead weight. The library
+    (cipherlab) and the book's tools (cipherbook) each declare their own."""
     import ast
     import re
     import sys
@@ -61,16 +63,17 @@ def test_every_module_the_package_imports_is_declared_in_pyproject():
 
     root = REPO_ROOT
     declared = {re.split(r"[<>=!~ \[;]", dep, maxsplit=1)[0].lower()
-                for dep in tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]}
+                for dep in tomllib.loads((root / pyproject).read_text())["project"]["dependencies"]}
     declared_modules = {_IMPORT_NAMES.get(name, name) for name in declared}
+    own = {"cipherlab", "cipherbook"}
     imported = {}
-    for path in (root / "cipherlab").rglob("*.py"):
+    for path in (root / package).rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
             for name in names:
                 top = name.split(".")[0]
-                if top not in sys.stdlib_module_names and top != "cipherlab":
+                if top not in sys.stdlib_module_names and top not in own:
                     imported.setdefault(top, path.relative_to(root).as_posix())
     assert {m: f for m, f in imported.items() if m not in declared_modules} == {}
-    assert declared_modules - set(imported) == set()
+    assert declared_modules - set(imported) - own == set()

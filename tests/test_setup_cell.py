@@ -12,7 +12,7 @@ import tarfile
 
 import pytest
 
-from cipherlab.viva import REPO_ROOT, repository, setup_cell_source
+from cipherbook.viva import REPO_ROOT, repository, setup_cell_source
 
 URL, TAG = repository()
 

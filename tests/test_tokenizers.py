@@ -1,4 +1,4 @@
-"""BPE from scratch, the cached task tokenizers, and the byte path (cipherlab.tokenizers)."""
+"""BPE from scratch, the cached task tokenizers, and the byte path (cipherlab.data.tokenizers)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cipherlab.cipher import encrypt
-from cipherlab.data import load_corpus
-from cipherlab.tokenizers import bpe, cipher_task, pretokenize
-from cipherlab.tokenizers import bytes as byte_path
-from cipherlab.tokenizers import (
+from cipherlab.data.cipher import encrypt
+from cipherlab.data.corpus import load_corpus
+from cipherlab.data.tokenizers import bpe, cipher_task, pretokenize
+from cipherlab.data.tokenizers import bytes as byte_path
+from cipherlab.data.tokenizers import (
     BOS_ID,
     EOS_ID,
     PAD_ID,

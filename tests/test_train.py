@@ -1,4 +1,4 @@
-"""Tests for cipherlab.train: the trainer core, on a tiny stand-in model and synthetic batches."""
+"""Tests for cipherlab.pipeline.train: the trainer core, on a tiny stand-in model and synthetic batches."""
 
 import functools
 import math
@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from cipherlab.config import make_config
-from cipherlab.data import BucketBatchSampler, collate
-from cipherlab.checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from cipherlab.train import Batches, Trainer, TrainingDiverged, WarmupInverseSqrt, seed_everything, sequence_loss
+from cipherlab.base.config import make_config
+from cipherlab.data.corpus import BucketBatchSampler, collate
+from cipherlab.pipeline.checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from cipherlab.pipeline.train import Batches, Trainer, TrainingDiverged, WarmupInverseSqrt, seed_everything, sequence_loss
 
 PAD, BOS, EOS, VOCAB = 0, 1, 2, 12
 
@@ -185,7 +185,7 @@ def test_sequence_loss_ignores_padding():
 
 @pytest.mark.parametrize("name", ["c1", "c2", "c3", "c4", "c5"])
 def test_smoke_training_of_each_configuration_lowers_the_loss(name, sample_dir, tmp_path):
-    from cipherlab.train import train_config
+    from cipherlab.pipeline.train import train_config
 
     config = make_config(name, "smoke", warmup_steps=4, max_epochs=4)
     run = train_config(config, tmp_path / name, data_dir=sample_dir, device="cpu")
@@ -195,8 +195,8 @@ def test_smoke_training_of_each_configuration_lowers_the_loss(name, sample_dir, 
 
 
 def test_fewer_training_lines_make_a_different_corpus_but_fewer_eval_lines_do_not(sample_dir):
-    from cipherlab.data import load_corpus
-    from cipherlab.codec import select_lines
+    from cipherlab.data.corpus import load_corpus
+    from cipherlab.pipeline.codec import select_lines
 
     corpus = load_corpus(sample_dir)
     limited = select_lines(corpus, make_config("c1", "smoke", max_train_lines=10, max_eval_lines=2))

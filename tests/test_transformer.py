@@ -6,7 +6,7 @@ from torch import nn
 
 from cipherlab.models.attention import GroupedQueryAttention, MultiHeadAttention
 from cipherlab.models.norm import RMSNorm
-from cipherlab.decode import greedy_decode
+from cipherlab.pipeline.decode import greedy_decode
 from cipherlab.models.transformer import (Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights,
                                           kv_cache_bytes)
 

@@ -1,4 +1,4 @@
-"""The kernel-less view of a notebook (``cipherlab.viva.view``): CommonMark, code and stored outputs,
+"""The kernel-less view of a notebook (``cipherbook.viva.view``): CommonMark, code and stored outputs,
 one representation per output, no script, the book's cell tags honoured; and every chapter renders."""
 
 import base64
@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbformat import v4
 
-from cipherlab.viva.view import notebook_html
+from cipherbook.viva.view import notebook_html
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nSTILLPICTURE").decode("ascii")
@@ -164,7 +164,7 @@ def _first_heading(markdown: str) -> str | None:
 
 def notebook_html_fragment(markdown: str) -> str:
     """One line of markdown through the same renderer as the page's markdown cells."""
-    from cipherlab.viva.flashcards import card_html
+    from cipherbook.viva.flashcards import card_html
 
     return card_html(markdown)
 

@@ -1,17 +1,17 @@
 """The viva bank: it parses, it covers every seed question exactly once, its facts compute,
-and the cells `python -m cipherlab.viva sync` writes are stable."""
+and the cells `python -m cipherbook.viva sync` writes are stable."""
 
 import re
 
 import nbformat
 import pytest
 
-from cipherlab import viva
-from cipherlab.viva import answers
-from cipherlab.viva import (GENERATED_KEY, Question, cited_facts, compute_facts, expected_notebook, fill_facts,
+from cipherbook import viva
+from cipherbook.viva import answers
+from cipherbook.viva import (GENERATED_KEY, Question, cited_facts, compute_facts, expected_notebook, fill_facts,
                             load_bank, myst_markup, prose_facts, refill_prose, render_question,
                             setup_cell_source, viva_cells)
-from cipherlab.viva.facts import load_facts
+from cipherbook.viva.facts import load_facts
 
 
 def _ids(prefix, numbers):
@@ -165,14 +165,14 @@ def test_every_fact_is_cited_by_the_bank_or_its_chapter(chapter):
     paths = [viva.REPO_ROOT / bank.notebook] + ([viva.REPO_ROOT / bank.appendix] if bank.appendix else [])
     prose = "".join(c.source for path in paths for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
     unused = set(load_facts(chapter)) - set(cited_facts(text)) - set(prose_facts(prose))
-    assert not unused, f"FACTS[{chapter!r}] in cipherlab/viva/facts.py defines facts nothing cites: {sorted(unused)}"
+    assert not unused, f"FACTS[{chapter!r}] in book/cipherbook/viva/facts.py defines facts nothing cites: {sorted(unused)}"
 
 
 def test_a_cited_fact_missing_from_facts_is_an_error_naming_both_files(monkeypatch):
     monkeypatch.setattr(answers, "load_facts", lambda chapter: {})
     answers._compute_facts.cache_clear()
     try:
-        with pytest.raises(KeyError, match=r"bank/task.yml cites .*FACTS\['task'\] in cipherlab/viva/facts.py"):
+        with pytest.raises(KeyError, match=r"bank/task.yml cites .*FACTS\['task'\] in book/cipherbook/viva/facts.py"):
             compute_facts("task")
     finally:
         answers._compute_facts.cache_clear()
@@ -188,8 +188,8 @@ def test_importing_the_viva_imports_neither_the_experiments_nor_torch():
     import subprocess
     import sys
 
-    code = ("import sys, cipherlab.viva, cipherlab.viva.flashcards, cipherlab.viva.view; "
-            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('cipherlab.experiments', 'cipherlab.viva.facts'))))")
+    code = ("import sys, cipherbook.viva, cipherbook.viva.flashcards, cipherbook.viva.view; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('cipherbook.experiments', 'cipherbook.viva.facts'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -211,7 +211,7 @@ def test_refill_prose_rewrites_a_stale_number_and_keeps_the_tags():
 
 
 def test_prose_quoting_an_unknown_fact_is_an_error_naming_the_cell_and_the_facts_file():
-    with pytest.raises(KeyError, match=r"markdown cell 7 .*'nope'.*FACTS\['task'\] in cipherlab/viva/facts.py"):
+    with pytest.raises(KeyError, match=r"markdown cell 7 .*'nope'.*FACTS\['task'\] in book/cipherbook/viva/facts.py"):
         refill_prose('<span data-fact="nope">1</span>', "task", "markdown cell 7 of the task chapter")
 
 
@@ -260,7 +260,7 @@ def test_show_source_displays_the_real_file_and_line_numbers(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", shown.append)
     viva.show_source(viva.load_chapter)
     text = shown[0].data
-    assert text.startswith("`cipherlab/viva/answers.py`, lines ") and "def load_chapter" in text
+    assert text.startswith("`book/cipherbook/viva/answers.py`, lines ") and "def load_chapter" in text
 
 
 def test_bank_errors_name_the_file_and_the_field(tmp_path):
@@ -272,7 +272,7 @@ def test_bank_errors_name_the_file_and_the_field(tmp_path):
 
 
 def test_drill_command_asks_then_shows_the_answer_with_facts_filled_in(monkeypatch, capsys):
-    from cipherlab.viva.__main__ import main
+    from cipherbook.viva.__main__ import main
 
     asked = []
     monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "")
@@ -283,7 +283,7 @@ def test_drill_command_asks_then_shows_the_answer_with_facts_filled_in(monkeypat
 
 
 def test_terminal_text_makes_every_answer_readable_without_a_tex_renderer():
-    from cipherlab.viva.flashcards import terminal_text
+    from cipherbook.viva.flashcards import terminal_text
 
     assert terminal_text(r"costs $4D^2$, $\frac{QK^\top}{\sqrt{d_k}}$") == "costs 4D^2, (QKᵀ)/(√(d_k))"
     for q in ALL_QUESTIONS:
@@ -292,7 +292,7 @@ def test_terminal_text_makes_every_answer_readable_without_a_tex_renderer():
 
 
 def test_check_command_fails_on_a_notebook_that_differs_from_sync(tmp_path, monkeypatch):
-    from cipherlab.viva.__main__ import main
+    from cipherbook.viva.__main__ import main
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("import cipherlab")]
@@ -363,7 +363,7 @@ def test_facts_do_not_depend_on_what_ran_before(chapter):
 
 
 def test_chapter_drill_and_flashcards_render_one_answer_alike():
-    from cipherlab.viva.flashcards import card_markdown
+    from cipherbook.viva.flashcards import card_markdown
 
     q = viva.questions("task")[0]
     rendered = render_question(1, q)

@@ -32,10 +32,10 @@ print(repo["url"], repo.get("branch", "main"), version)
 PY
 )
 url=${url:-$config_url}
-[ "$tag" = "v$version" ] || die "_config.yml names tag $tag but pyproject.toml's version is $version: set repository.branch to v$version, run python -m cipherlab.viva sync, commit"
-"$PY" - <<'PY' || die "the chapters' setup cells do not clone $tag: run .venv/bin/python -m cipherlab.viva sync and commit"
+[ "$tag" = "v$version" ] || die "_config.yml names tag $tag but pyproject.toml's version is $version: set repository.branch to v$version, run python -m cipherbook.viva sync, commit"
+"$PY" - <<'PY' || die "the chapters' setup cells do not clone $tag: run .venv/bin/python -m cipherbook.viva sync and commit"
 import sys, nbformat
-from cipherlab.viva import book_notebooks, setup_cell_source
+from cipherbook.viva import book_notebooks, setup_cell_source
 stale = [p.name for p in book_notebooks() if nbformat.read(p, as_version=4).cells[0].source != setup_cell_source()]
 sys.exit(f"stale setup cells: {', '.join(stale)}" if stale else 0)
 PY

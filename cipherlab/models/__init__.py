@@ -7,12 +7,12 @@
                  RotaryAdapter (a student's rotary class inside cipherlab's attention)
 """
 
-from .attention import (GroupedQueryAttention, KVCache, MultiHeadAttention, ScaledDotProductAttention,
+from cipherlab.models.attention import (GroupedQueryAttention, KVCache, MultiHeadAttention, ScaledDotProductAttention,
                         causal_mask, make_attention, padding_mask, repeat_kv, select_rows)
-from .norm import LayerNorm, RMSNorm, make_norm
-from .positional import (AbsolutePositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding,
+from cipherlab.models.norm import LayerNorm, RMSNorm, make_norm
+from cipherlab.models.positional import (AbsolutePositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding,
                          SinusoidalPositionalEncoding, interleaved_to_half_split, rotate_half)
-from .transformer import (Decoder, DecoderCache, DecoderLayer, DecodingState, Encoder, EncoderLayer, FeedForward,
+from cipherlab.models.transformer import (Decoder, DecoderCache, DecoderLayer, DecodingState, Encoder, EncoderLayer, FeedForward,
                           RotaryAdapter, Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights,
                           kv_cache_bytes)
 

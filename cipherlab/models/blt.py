@@ -7,7 +7,7 @@ after the local layers, not a cross-attention per layer; fixed target patches an
 cross-attention from every target byte to the source.  The source is the cipher grouped eight bits -> one byte value
 0..255; the target is the plaintext bytes, then three special ids, PAD, BOS and EOS, which the
 model is given (``pad_id``, ``bos_id``, ``eos_id``: cipherlab's are those of
-``cipherlab.tokenizers.bytes``, 256, 257 and 258, passed in by ``cipherlab.codec.build_model``).  The data flow, with B examples, Ls source bytes grouped
+``cipherlab.data.tokenizers.bytes``, 256, 257 and 258, passed in by ``cipherlab.pipeline.codec.build_model``).  The data flow, with B examples, Ls source bytes grouped
 into Ks entropy patches, Lt target bytes and P = patch_tgt:
 
     src (B, Ls) --LocalEncoder: embed, windowed self-attention, PatchPooling--> (B, Ks, D)
@@ -45,8 +45,8 @@ that no logit at i changes when any byte after i does.
 
 Why fixed target patches and entropy source patches: see ``blt_patching``.  Like the rest of
 ``cipherlab.models`` this module imports nothing from the rest of cipherlab: its sizes and special
-ids are constructor arguments, whose values for C5 live in ``cipherlab.config.Config`` and
-``cipherlab.tokenizers.bytes``; the batches it reads are built by ``cipherlab.codec``.
+ids are constructor arguments, whose values for C5 live in ``cipherlab.base.config.Config`` and
+``cipherlab.data.tokenizers.bytes``; the batches it reads are built by ``cipherlab.pipeline.codec``.
 """
 
 from __future__ import annotations
@@ -59,18 +59,18 @@ from torch import nn
 
 from dataclasses import dataclass
 
-from .attention import KVCache, MultiHeadAttention, causal_mask
-from .embedding import BitFactoredEmbedding, key_phase_embedding
-from .blt_patching import (
+from cipherlab.models.attention import KVCache, MultiHeadAttention, causal_mask
+from cipherlab.models.embedding import BitFactoredEmbedding, key_phase_embedding
+from cipherlab.models.blt_patching import (
     DEFAULT_MIN_COUNT,
     N_BYTES,
     ByteEntropyModel,
     fixed_patch_membership,
     patch_membership,
 )
-from .norm import make_norm
-from .positional import SinusoidalPositionalEncoding
-from .transformer import Decoder, DecoderCache, DecodingState, Encoder, FeedForward, init_transformer_weights
+from cipherlab.models.norm import make_norm
+from cipherlab.models.positional import SinusoidalPositionalEncoding
+from cipherlab.models.transformer import Decoder, DecoderCache, DecodingState, Encoder, FeedForward, init_transformer_weights
 
 __all__ = [
     "DEFAULT_MIN_COUNT", "N_BYTES", "ByteEntropyModel", "fixed_patch_membership", "patch_membership",
@@ -380,18 +380,18 @@ class BLTModel(nn.Module):
     """The C5 model.  ``forward(src, src_member, tgt_in, tgt_member=None) -> logits (B, Lt, V)``.
 
     src (B, Ls) cipher byte values, PAD-padded; src_member (B, Ks, Ls) its entropy
-    patches (``cipherlab.codec.collate_bytes``); tgt_in (B, Lt) = ``tgt[:, :-1]``, i.e. [BOS] + plain bytes.
+    patches (``cipherlab.pipeline.codec.collate_bytes``); tgt_in (B, Lt) = ``tgt[:, :-1]``, i.e. [BOS] + plain bytes.
     tgt_member (B, Lt // patch_tgt, Lt), optional, is the complete fixed ``patch_tgt``
     patches of tgt_in; the model builds it when it is None, and ``collate_bytes``
     returns the same tensor so a DataLoader can build it off the training loop.  The global encoder and decoder are
     ``cipherlab.models.transformer.Encoder`` / ``Decoder`` with C1's settings (LayerNorm,
     MHA, sinusoidal positions, here at patch level).  Call ``model.eval()`` before decoding
-    (``cipherlab.decode``): dropout is not switched off for you.
+    (``cipherlab.pipeline.decode``): dropout is not switched off for you.
 
     The C5-only sizes have no defaults here: C5's are ``Config.blt_local_layers``, ``blt_window``,
-    ``blt_patch_tgt`` and ``blt_source_memory`` (``cipherlab.codec.build_model`` passes them).  Nor
+    ``blt_patch_tgt`` and ``blt_source_memory`` (``cipherlab.pipeline.codec.build_model`` passes them).  Nor
     do the special ids: ``pad_id``, ``bos_id`` and ``eos_id`` follow the 256 byte values, so
-    V = max of them + 1 (cipherlab's, ``cipherlab.tokenizers.bytes.SPECIAL_IDS``: 256, 257, 258; V = 259).
+    V = max of them + 1 (cipherlab's, ``cipherlab.data.tokenizers.bytes.SPECIAL_IDS``: 256, 257, 258; V = 259).
     """
 
     def __init__(self, d_model: int = 256, n_heads: int = 8, enc_layers: int = 4, dec_layers: int = 4,
@@ -436,7 +436,7 @@ class BLTModel(nn.Module):
         _check_ids(src, N_BYTES - 1, "src", self.specials, also=self.eos_id)
         if src_member.dim() != 3 or src_member.shape[0] != src.shape[0] or src_member.shape[2] != src.shape[1]:
             raise ValueError(f"src_member has shape {tuple(src_member.shape)}, expected (B, Ks, Ls) with "
-                             f"(B, Ls) = {tuple(src.shape)}; build it with cipherlab.codec.collate_bytes or collate_source")
+                             f"(B, Ls) = {tuple(src.shape)}; build it with cipherlab.pipeline.codec.collate_bytes or collate_source")
         patches, empty, byte_states = self.local_encoder(src, src_member, return_bytes=True)  # (B, Ks, D), (B, Ks)
         memory_mask = empty[:, None, None, :]  # (B, 1, 1, Ks): padding patches are blocked keys
         memory = self.global_encoder(self.patch_pos(patches), memory_mask)
@@ -471,7 +471,7 @@ class BLTModel(nn.Module):
     def patch_mask(self, Lt: int, K: int, device=None) -> torch.Tensor:
         """(1, 1, Lt, K) bool, True = blocked: which of K global slots each of Lt target bytes may
         not read in :meth:`decode` (:func:`patch_causal_mask` at ``patch_tgt``).  A subclass may
-        override this one method to try another mask (``cipherlab.broken.OwnPatchBLT``)."""
+        override this one method to try another mask (``cipherbook.broken.OwnPatchBLT``)."""
         return patch_causal_mask(Lt, K, self.patch_tgt, device)
 
     def decode(self, tgt_in, memory, memory_mask, tgt_member=None, source=None) -> torch.Tensor:
@@ -493,7 +493,7 @@ class BLTModel(nn.Module):
     def begin_decoding(self, src: torch.Tensor, src_member: torch.Tensor) -> DecodingState:
         """Encode the source once, build the start slot g_0; then call :meth:`decode_step` byte by byte.
 
-        The decoding loops are in :mod:`cipherlab.decode`, shared with C1-C4.
+        The decoding loops are in :mod:`cipherlab.pipeline.decode`, shared with C1-C4.
         """
         memory, memory_mask, source = self.encode_source(src, src_member)
         n = len(self.local_decoder.layers)
@@ -537,7 +537,7 @@ class BLTModel(nn.Module):
 
     def decode_prefix(self, state: DecodingState, prefix: torch.Tensor) -> torch.Tensor:
         """The whole prefix (B, t) through the decoder again, no cache -> logits (B, t, V): the
-        reference :meth:`decode_step` is tested against (``cipherlab.decode``, ``use_cache=False``)."""
+        reference :meth:`decode_step` is tested against (``cipherlab.pipeline.decode``, ``use_cache=False``)."""
         return self.decode(prefix, state.memory, state.memory_mask, source=state.source)
 
     def attention_modules(self) -> dict[tuple[str, int], nn.Module]:

@@ -14,9 +14,9 @@ decided before the network sees the data, and it needs no gradients:
   ``member[b, k, i]`` (True: byte i of example b is in patch k).
 
 Turning bit strings and byte lists into padded batches is the codec's work
-(``cipherlab.codec.collate_source`` / ``collate_bytes``); this module, like the rest of
+(``cipherlab.pipeline.codec.collate_source`` / ``collate_bytes``); this module, like the rest of
 ``cipherlab.models``, imports nothing from the rest of cipherlab, so the sizes it uses
-(``max_patch``, the percentile) are arguments, with their defaults in ``cipherlab.config.Config``.
+(``max_patch``, the percentile) are arguments, with their defaults in ``cipherlab.base.config.Config``.
 
 Source and target are patched differently, and it is worth being precise about why.
 The source is fully known before decoding starts, so it gets entropy patches.  The
@@ -56,7 +56,7 @@ def as_byte_array(seq, where: str = "sequence") -> np.ndarray:
     if isinstance(seq, str):
         raise TypeError(
             f"{where} is a str; the entropy model reads byte values. Group the cipher bits "
-            "first (cipherlab.cipher.bits_to_bytes) or pass text.encode()."
+            "first (cipherlab.data.cipher.bits_to_bytes) or pass text.encode()."
         )
     arr = np.asarray(seq)
     if arr.size == 0:

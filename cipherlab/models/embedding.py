@@ -114,8 +114,8 @@ class BitFactoredEmbedding(nn.Module):
 class KeyPhaseEmbedding(nn.Module):
     """A learned vector per key phase (position mod ``period``), added to every token's embedding.
 
-    The cipher's period is part of the task statement (``cipherlab.cipher.PERIOD``, 8, which
-    ``cipherlab.codec.build_model`` passes as the models' ``key_period``), and the XOR mask of
+    The cipher's period is part of the task statement (``cipherlab.data.cipher.PERIOD``, 8, which
+    ``cipherlab.pipeline.codec.build_model`` passes as the models' ``key_period``), and the XOR mask of
     position i depends on i mod 8 alone. Sinusoidal or learned absolute positions carry that phase; RoPE's scores
     see only offsets, so on text without a language to lean on (random strings) C2 must rebuild
     the absolute phase from the sequence start. Adding the phase to the input embeddings of
@@ -145,5 +145,5 @@ def key_phase_embedding(embedding_dim: int, phase_embedding: bool, key_period: i
     if not phase_embedding:
         return None
     if key_period is None:
-        raise ValueError("phase_embedding=True needs key_period, the cipher's period (cipherlab.cipher.PERIOD)")
+        raise ValueError("phase_embedding=True needs key_period, the cipher's period (cipherlab.data.cipher.PERIOD)")
     return KeyPhaseEmbedding(embedding_dim, key_period)

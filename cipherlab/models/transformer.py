@@ -24,7 +24,7 @@ to both inputs. The BLT (C5) reuses Encoder and Decoder unchanged.
 
 A student's own classes can stand in for cipherlab's (``attention_cls``, ``norm_cls``,
 ``positional_cls``, ``rope_cls`` of Seq2SeqTransformer; their interfaces, the checks before
-training and the command line are in ``cipherlab.parts``). They are built by the ``build_own_*``
+training and the command line are in ``cipherlab.student.parts``). They are built by the ``build_own_*``
 functions below, the only place that calls a student's constructor, so the checks build them the
 same way.
 """
@@ -36,10 +36,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import KVCache, MultiHeadAttention, causal_mask, make_attention, padding_mask, select_rows
-from .norm import make_norm
-from .embedding import BitFactoredEmbedding, key_phase_embedding
-from .positional import LearnedPositionalEncoding, RotaryPositionalEmbedding, SinusoidalPositionalEncoding
+from cipherlab.models.attention import KVCache, MultiHeadAttention, causal_mask, make_attention, padding_mask, select_rows
+from cipherlab.models.norm import make_norm
+from cipherlab.models.embedding import BitFactoredEmbedding, key_phase_embedding
+from cipherlab.models.positional import LearnedPositionalEncoding, RotaryPositionalEmbedding, SinusoidalPositionalEncoding
 
 POS_ENCODINGS = ("sinusoidal", "rope", "learned")
 NORM_EPS = 1e-5  # make_norm's default, given to a student's norm class too
@@ -127,7 +127,7 @@ class FeedForward(nn.Module):
 class EncoderLayer(nn.Module):
     """Pre-LN: bidirectional self-attention, then the FFN, each in its own residual branch.
 
-    attention_cls / norm_cls: a student's classes in place of cipherlab's (``cipherlab.parts``).
+    attention_cls / norm_cls: a student's classes in place of cipherlab's (``cipherlab.student.parts``).
     """
 
     def __init__(self, d_model, n_heads, ffn_dim, dropout=0.1, *, norm="layernorm", attn_type="mha",
@@ -150,7 +150,7 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Pre-LN: causal self-attention, cross-attention to the encoder memory, then the FFN.
 
-    attention_cls / norm_cls: a student's classes in place of cipherlab's (``cipherlab.parts``). A
+    attention_cls / norm_cls: a student's classes in place of cipherlab's (``cipherlab.student.parts``). A
     student's attention replaces the self-attention and is never given a KV cache: in incremental
     decoding the layer keeps the normalised inputs of the earlier positions instead and runs the
     attention over the whole prefix again (:meth:`_attend_prefix`). Cross-attention stays cipherlab's.
@@ -254,7 +254,7 @@ class DecodingState:
     and key-padding mask, reused at every step. ``cache`` holds what the decoder side keeps: a
     :class:`DecoderCache` for C1-C4, a ``BLTDecoderCache`` for C5. ``source``: C5's source byte
     states and mask (``source_memory="bytes"``), None otherwise. :meth:`select` keeps the batch
-    rows a beam search continues (:func:`cipherlab.decode.beam_search`).
+    rows a beam search continues (:func:`cipherlab.pipeline.decode.beam_search`).
     """
 
     memory: torch.Tensor  # (B, Ls, D), or (B, Ks, D) source patches for C5
@@ -335,9 +335,9 @@ class Seq2SeqTransformer(nn.Module):
     byte or character code, None for a special or multi-character token) make the tables
     bit-factored (``cipherlab.models.embedding``); ``phase_embedding`` adds a learned vector per
     key phase (position mod ``key_period``, the cipher's 8) to both sides' embeddings. Call model.eval() before decoding
-    (``cipherlab.decode``): dropout is not switched off for you.
+    (``cipherlab.pipeline.decode``): dropout is not switched off for you.
 
-    A student's own classes replace cipherlab's (None: cipherlab's; interfaces in ``cipherlab.parts``):
+    A student's own classes replace cipherlab's (None: cipherlab's; interfaces in ``cipherlab.student.parts``):
     ``attention_cls`` every self-attention (cross-attention stays cipherlab's), ``norm_cls`` every norm,
     ``positional_cls`` the absolute position encoding (sinusoidal or learned), ``rope_cls`` the rotary
     embedding. cipherlab's weight initialisation applies to their nn.Linear layers as to its own.
@@ -428,7 +428,7 @@ class Seq2SeqTransformer(nn.Module):
     def begin_decoding(self, src, src_phase=None) -> DecodingState:
         """Encode src (B, Ls) once and start an empty decoder cache; then call :meth:`decode_step`.
 
-        The decoding loops (greedy, length-aware, beam search) are in :mod:`cipherlab.decode`; they
+        The decoding loops (greedy, length-aware, beam search) are in :mod:`cipherlab.pipeline.decode`; they
         drive every model family through these two methods.
         """
         memory, src_mask = self.encode(src, **_phase(src_phase))
@@ -444,7 +444,7 @@ class Seq2SeqTransformer(nn.Module):
 
     def decode_prefix(self, state: DecodingState, prefix: torch.Tensor) -> torch.Tensor:
         """The whole prefix (B, t) through the decoder again, no cache -> logits (B, t, V): the
-        reference :meth:`decode_step` is tested against (``cipherlab.decode``, ``use_cache=False``)."""
+        reference :meth:`decode_step` is tested against (``cipherlab.pipeline.decode``, ``use_cache=False``)."""
         return self.decode(prefix, state.memory, state.memory_mask, **_phase(state.phases))
 
     def attention_modules(self) -> dict[tuple[str, int], nn.Module]:

@@ -12,9 +12,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cipherlab.config import TOKENIZATIONS  # noqa: E402
-from cipherlab.results import learning_curve_table, load_learn_runs, recipe_comparison, reference_tables  # noqa: E402
-from cipherlab.tables import markdown_table  # noqa: E402
+from cipherlab.base.config import TOKENIZATIONS  # noqa: E402
+from cipherlab.analysis.ablation import learning_curve_table, load_learn_runs, recipe_comparison, reference_tables  # noqa: E402
+from cipherlab.base.markdown import markdown_table  # noqa: E402
 
 REFERENCE = ROOT / "results" / "reference"  # the same ablation with no merges
 

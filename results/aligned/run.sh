@@ -1,6 +1,6 @@
 #!/bin/bash
 # The reference ablation's C1-C4 again with a BPE that learns merges: the aligned tokenisation
-# (TOKENIZATIONS["aligned"] in cipherlab/config.py: 1,021 merges over the cipher bytes tagged with
+# (TOKENIZATIONS["aligned"] in cipherlab/base/config.py: 1,021 merges over the cipher bytes tagged with
 # their key phase, learned on the training chunks as the recipe shows them; target token i is the
 # plaintext of source token i). Everything else as results/reference/run.sh: the cpu preset, the
 # default recipe, seeds 0 and 1 side by side (one torch thread each), 4 epochs and at most 30

@@ -1,6 +1,6 @@
 """Where the committed aligned-BPE models (C1, C3, C4, seed 0) go wrong on the 200 random strings of
 their records: each wrong character's key phase, its place in its 32-character chunk, and the length
-of the source token that covers it (``cipherlab.results.random_string_errors``). Prints only; writes
+of the source token that covers it (``cipherlab.analysis.ablation.random_string_errors``). Prints only; writes
 nothing. About a minute on one CPU thread.
 
     python results/aligned/where_errors.py
@@ -16,7 +16,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from cipherlab.results import random_string_errors  # noqa: E402
+from cipherlab.analysis.ablation import random_string_errors  # noqa: E402
 
 
 def main() -> None:

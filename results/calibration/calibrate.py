@@ -7,10 +7,12 @@ overrides as JSON on top of the cpu preset (max_eval_lines defaults to 60). Prin
 and a RESULT line with the greedy metrics of best.pt on the validation lines. The test split is
 never touched: these runs chose the cpu preset's settings.
 """
-import json, sys, time, os
-from cipherlab.config import make_config
-from cipherlab.train import train_config
-from cipherlab.evaluate import evaluate_checkpoint
+import json
+import sys
+import time
+from cipherlab.base.config import make_config
+from cipherlab.pipeline.train import train_config
+from cipherlab.pipeline.evaluate import evaluate_checkpoint
 name, budget, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 over = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
 over.setdefault("max_eval_lines", 60)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cipherlab.tables import markdown_table
+from cipherlab.base.markdown import markdown_table
 
 HERE = Path(__file__).resolve().parent
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import shlex
 import sys
 import time
@@ -27,19 +26,19 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from cipherlab.cipher import encrypt  # noqa: E402
-from cipherlab.config import TOKENIZATIONS, make_config, parse_field  # noqa: E402
-from cipherlab.data import load_corpus, load_pairs  # noqa: E402
-from cipherlab.decode import decrypt_lines  # noqa: E402
-from cipherlab.checkpoint import export_checkpoint, load_trained  # noqa: E402
-from cipherlab.codec import select_lines  # noqa: E402
-from cipherlab.evaluate import versions  # noqa: E402
-from cipherlab.score import score_predictions  # noqa: E402
-from cipherlab.train import train_config  # noqa: E402
+from cipherlab.data.cipher import encrypt  # noqa: E402
+from cipherlab.base.config import TOKENIZATIONS, make_config, parse_field  # noqa: E402
+from cipherlab.data.corpus import load_corpus  # noqa: E402
+from cipherlab.pipeline.decode import decrypt_lines  # noqa: E402
+from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained  # noqa: E402
+from cipherlab.pipeline.codec import select_lines  # noqa: E402
+from cipherlab.pipeline.evaluate import versions  # noqa: E402
+from cipherlab.analysis.score import score_predictions  # noqa: E402
+from cipherlab.pipeline.train import train_config  # noqa: E402
 
-from cipherlab.config import recipe_caveats  # noqa: E402
-from cipherlab.probes import probe_sets  # noqa: E402
-from cipherlab.tokenizers.cipher_task import aligned_target_ids  # noqa: E402
+from cipherlab.base.config import recipe_caveats  # noqa: E402
+from cipherlab.analysis.probes import probe_sets  # noqa: E402
+from cipherlab.data.tokenizers.cipher_task import aligned_target_ids  # noqa: E402
 
 
 def probe(model, codec, config, plain: list[str], cipher: list[str], length_aware: bool) -> dict:
@@ -84,7 +83,7 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--tokens", choices=list(TOKENIZATIONS),
-                        help="C1-C4's tokenisation (cipherlab.config.TOKENIZATIONS; default: the cpu preset's)")
+                        help="C1-C4's tokenisation (cipherlab.base.config.TOKENIZATIONS; default: the cpu preset's)")
     parser.add_argument("--epochs", type=int, help="max_epochs (default: the preset's); the budget still applies")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--random", type=int, default=30, help="how many random strings to decode")
@@ -96,9 +95,9 @@ def main(argv=None) -> int:
     parser.add_argument("--last", action="store_true",
                         help="with --eval-only: probe last.pt (the final epoch) instead of best.pt, into <name>-last.json")
     parser.add_argument("--update", metavar="SET[,SET]",
-                        help="with --eval-only: decode only these sets of cipherlab.probes again and rewrite "
+                        help="with --eval-only: decode only these sets of cipherlab.analysis.probes again and rewrite "
                              "them in the existing record, which lists the command under 'updates'")
-    parser.add_argument("--recipe", default="cipher", help="the training recipe (cipherlab.config.RECIPES)")
+    parser.add_argument("--recipe", default="cipher", help="the training recipe (cipherlab.base.config.RECIPES)")
     parser.add_argument("--more-sets", action="store_true",
                         help="also decode random strings over the training alphabet, upper case and long lines")
     args = parser.parse_args(argv)

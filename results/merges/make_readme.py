@@ -13,12 +13,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cipherlab.codec import fit_codec, select_lines  # noqa: E402
-from cipherlab.config import TOKENIZATIONS, config_from_dict  # noqa: E402
-from cipherlab.data import load_corpus  # noqa: E402
-from cipherlab.results import first_step  # noqa: E402
-from cipherlab.tables import markdown_table  # noqa: E402
-from cipherlab.tokenizers.cipher_task import aligned_target_ids  # noqa: E402
+from cipherlab.pipeline.codec import fit_codec, select_lines  # noqa: E402
+from cipherlab.base.config import TOKENIZATIONS, config_from_dict  # noqa: E402
+from cipherlab.data.corpus import load_corpus  # noqa: E402
+from cipherlab.analysis.ablation import first_step  # noqa: E402
+from cipherlab.base.markdown import markdown_table  # noqa: E402
+from cipherlab.data.tokenizers.cipher_task import aligned_target_ids  # noqa: E402
 
 REFERENCE = ROOT / "results" / "reference" / "ref-c1-seed0.json"  # the same run with no merges
 NOTES_BITS = ROOT / "results" / "learn" / "bits" / "cipher-c1-bits-seed0.json"  # the notes' bits-mode BPE

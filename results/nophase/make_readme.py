@@ -12,8 +12,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cipherlab.config import RECIPE_KNOWLEDGE  # noqa: E402
-from cipherlab.results import learning_curve_table, load_learn_runs, paired_rows, paired_table, recipe_comparison, reference_tables  # noqa: E402
+from cipherlab.base.config import RECIPE_KNOWLEDGE  # noqa: E402
+from cipherlab.analysis.ablation import learning_curve_table, load_learn_runs, paired_rows, paired_table, recipe_comparison, reference_tables  # noqa: E402
 
 REFERENCE = ROOT / "results" / "reference"  # the same ablation with the key-phase embedding
 

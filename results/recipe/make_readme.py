@@ -14,8 +14,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cipherlab.config import RECIPE_KNOWLEDGE, RECIPES  # noqa: E402
-from cipherlab.results import (RECIPE_RUNS, REFERENCE_RUN, learning_curve_table, load_learn_runs,  # noqa: E402
+from cipherlab.base.config import RECIPE_KNOWLEDGE, RECIPES  # noqa: E402
+from cipherlab.analysis.ablation import (RECIPE_RUNS, REFERENCE_RUN, learning_curve_table, load_learn_runs,  # noqa: E402
                                load_recipe_runs, recipe_comparison, recipe_cost_table, reference_tables, results_dir)
 
 INTRO = """# The recipe, part by part

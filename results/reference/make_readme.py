@@ -12,8 +12,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cipherlab.config import RECIPES  # noqa: E402
-from cipherlab.results import load_learn_runs, recipe_comparison, reference_tables  # noqa: E402
+from cipherlab.base.config import RECIPES  # noqa: E402
+from cipherlab.analysis.ablation import load_learn_runs, recipe_comparison, reference_tables  # noqa: E402
 
 SHUFFLES = ROOT / "results" / "learn" / "ablation"  # the same ablation with the recipe before it
 EXPERIMENTS = ROOT / "results" / "learn" / "recipe"  # single runs that tried one change each
@@ -21,7 +21,7 @@ EXPERIMENTS = ROOT / "results" / "learn" / "recipe"  # single runs that tried on
 INTRO = """# The reference ablation: the recipe that learns the cipher
 
 Each record here is one run of `results/learn/probe.py` (its `command` field): the `cpu` preset of
-one configuration trained with the default recipe, `cipher` (`RECIPES` in `cipherlab/config.py`,
+one configuration trained with the default recipe, `cipher` (`RECIPES` in `cipherlab/base/config.py`,
 what `make_config` and `python -m cipherlab train` give unless told otherwise), for 4 epochs
 with two seeds, one torch thread per run, two runs side by side on a 2-core machine. `run.sh`
 reruns it. The recipe is the same for all five configurations:
@@ -40,7 +40,7 @@ reruns it. The recipe is the same for all five configurations:
 - `select_on`: `best.pt` is the epoch with the best teacher-forced validation token accuracy.
 
 Every run is decoded (greedy; length-aware unless it says free) on sets that no model here was
-trained on, made by `cipherlab/probes.py`:
+trained on, made by `cipherlab/analysis/probes.py`:
 
 - **random letters**: {n_letters} strings of 40-120 characters over a-z, A-Z and space;
 - **random alphabet**: {n_alphabet} strings of 40-120 characters drawn uniformly from every character

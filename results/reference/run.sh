@@ -1,9 +1,9 @@
 #!/bin/bash
-# The reference ablation: the default recipe ("cipher", cipherlab/config.py RECIPES) for all five
+# The reference ablation: the default recipe ("cipher", cipherlab/base/config.py RECIPES) for all five
 # configurations of the cpu preset, seeds 0 and 1 side by side (one torch thread each), C1..C5 in
 # turn, 4 epochs and at most 30 minutes of training per run. Every run is then decoded on all 500
 # Brown test lines (free and length-aware), 200 random strings and the other probe sets of
-# cipherlab/probes.py. Seed 0 exports its models to results/checkpoints/. Then:
+# cipherlab/analysis/probes.py. Seed 0 exports its models to results/checkpoints/. Then:
 #   python results/reference/make_readme.py
 cd "$(dirname "$0")/../.."
 stream() {

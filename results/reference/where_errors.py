@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-from cipherlab.checkpoint import load_trained
-from cipherlab.cipher import KEY, encrypt
-from cipherlab.decode import decrypt_lines
-from cipherlab.probes import probe_sets
+from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.data.cipher import KEY, encrypt
+from cipherlab.pipeline.decode import decrypt_lines
+from cipherlab.analysis.probes import probe_sets
 
 SETS = {"random_letters": "random_strings", "random_alphabet": "random_alphabet", "stdlib": "stdlib",
         "stdlib_upper": "stdlib_upper", "stdlib_long": "stdlib_long"}  # probe set -> record field

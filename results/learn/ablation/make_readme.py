@@ -12,7 +12,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from cipherlab.results import LEARN_HEADERS, learn_row, learn_tables, load_learn_runs, markdown_table  # noqa: E402
+from cipherlab.analysis.ablation import LEARN_HEADERS, learn_row, learn_tables, load_learn_runs, markdown_table  # noqa: E402
 
 BITS = HERE.parent / "bits"  # the course notes' bits-mode BPE with the same method, beside it
 
@@ -45,7 +45,7 @@ INTRO = """# Learning the cipher, not the corpus: the controlled ablation
 Each record here is one run of `results/learn/probe.py` (its `command` field): the `cpu` preset of
 one configuration with the same three changes to the shared data pipeline and embeddings for all
 five, trained for the same number of epochs with two seeds, one torch thread per run, two runs side
-by side on a 2-core machine. The changes (`cipherlab/config.py`; the `shuffles` recipe of `RECIPES`):
+by side on a 2-core machine. The changes (`cipherlab/base/config.py`; the `shuffles` recipe of `RECIPES`):
 
 - `phase_shuffle=1.0`: every training chunk is replaced by a *phase-preserving shuffle* -- its
   characters permuted among positions with the same index mod 8 and its cipher bytes alike, drawn

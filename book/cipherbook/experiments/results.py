@@ -1,0 +1,376 @@
+"""Chapter 9's experiments (results and the ablation): what its facts quote, and what its cells call.
+
+Two kinds. The metric demonstrations run ``cipherlab.pipeline.metrics`` on one sentence and its damaged
+copies, and need nothing but the package. Everything about what was *measured* reads the committed
+results through ``cipherlab.analysis.ablation``; a missing file is a FileNotFoundError naming it.
+
+Every fact is a number (or a configuration's name, such as ``"C3"``), never a sentence: the answers
+in ``bank/results.yml`` are written by hand around them, and ``tests/test_results.py`` checks the
+claims those sentences make (``test_the_results_answers_say_what_the_files_hold``), so a changed
+result fails a test instead of leaving a wrong sentence.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import sacrebleu
+
+from cipherlab.data.cipher import encrypt
+from cipherlab.base.config import CONFIG_NAMES, TOKENIZATIONS, make_config
+from cipherbook.experiments.common import reference_runs
+from cipherlab.pipeline.metrics import compute_metrics
+from cipherlab.analysis.ablation import (ANALYSIS_RUNS, BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
+                               REFERENCE_SETS, beam_gains, decoding_gains, exact_difference_stderr, lines_of,
+                               load_beam, load_curve, load_errors, load_generalisation, load_learn_runs,
+                               load_run, mcnemar, metric, paired_rows, rate_difference_stderr,
+                               run_path, section)
+
+RUN = PRIMARY_RUN
+# The first sentence of the Brown corpus, and what a model might make of it.
+SENTENCE = ("The Fulton County Grand Jury said Friday an investigation of Atlanta's recent primary "
+            "election produced no evidence.")
+DROP_AT = 4  # the damaged copy misses the character at this index (the F of Fulton)
+SWAPPED = SENTENCE.replace("Grand Jury", "Jury Grand")  # two words in the wrong order
+MISSPELT = SENTENCE.replace("evidence", "evidance")  # one wrong character
+BYTES_PER_PARAM_TRAINING = 16  # fp32 weight + gradient + AdamW's two moments, 4 bytes each
+C1_C4 = ("c1", "c2", "c3", "c4")
+
+
+# --------------------------------------------------------------------------- metric demonstrations
+
+@functools.cache
+def damaged(kind: str) -> dict:
+    """compute_metrics of one damaged copy of SENTENCE: "drop", "swap" or "lower"."""
+    prediction = {"drop": SENTENCE[:DROP_AT] + SENTENCE[DROP_AT + 1:], "swap": SWAPPED,
+                  "lower": SENTENCE.lower()}[kind]
+    return compute_metrics([prediction], [SENTENCE], [encrypt(SENTENCE)])
+
+
+@functools.cache
+def drop_bits() -> dict:
+    """Why dropping one character costs the bits it does: after the gap, predicted character j is
+    SENTENCE[j + 1] under key byte j mod 8, and the cipher holds SENTENCE[j] under the same key byte, so
+    the key cancels and the bits lost at j are the Hamming distance between the two neighbours; the
+    missing last character loses all 8. "neighbour_bits": their mean Hamming distance; "bit_accuracy"
+    recomputed that way (per cent), checked against ``compute_metrics``."""
+    after = [bin(ord(a) ^ ord(b)).count("1") for a, b in zip(SENTENCE[DROP_AT:], SENTENCE[DROP_AT + 1:])]
+    compared = 8 * len(SENTENCE)
+    accuracy = pct((compared - sum(after) - 8) / compared)
+    if abs(accuracy - pct(damaged("drop")["bit_accuracy"])) > 1e-9:
+        raise ValueError("the Hamming-distance account of the dropped character disagrees with compute_metrics")
+    return {"neighbour_bits": sum(after) / len(after), "bit_accuracy": accuracy}
+
+
+def bleu_by_unit(tokenize: str) -> float:
+    """sacrebleu's sentence BLEU of the one-wrong-character copy, with words (13a) or characters as n-gram units."""
+    return sacrebleu.sentence_bleu(MISSPELT, [SENTENCE], tokenize=tokenize).score
+
+
+# --------------------------------------------------------------------------- the committed results
+
+@functools.cache
+def records(run: str = RUN) -> dict[str, dict]:
+    return load_run(run)
+
+
+def value(config: str, key: str, run: str = RUN) -> float:
+    """A test metric of a run; an error naming it when the run does not hold it."""
+    got = metric(records(run)[config], key)
+    if got is None:
+        raise ValueError(f"results/{run}/{config}.json has no comparable {key}")
+    return got
+
+
+def pct(x: float) -> float:
+    return 100 * x
+
+
+def exact_pct(config: str, run: str = RUN) -> float:
+    return pct(value(config, "sequence_accuracy", run))
+
+
+def bit_pct(config: str, run: str = RUN) -> float:
+    return pct(value(config, "bit_accuracy", run))
+
+
+def against_c1(config: str, key: str, run: str = EQUAL_EPOCHS_RUN) -> float:
+    """Points of ``key`` of ``config`` minus C1's, in a run (by default at equal epochs)."""
+    return pct(value(config, key, run) - value("c1", key, run))
+
+
+def se_against_c1(config: str, run: str = EQUAL_EPOCHS_RUN) -> float:
+    """One binomial standard error of the exact-line difference from C1, in points."""
+    return pct(exact_difference_stderr(records(run), config))
+
+
+@functools.cache
+def test_line_lengths(run: str = RUN) -> tuple[int, ...]:
+    """Characters of each test line the run was scored on (its preset's first ``lines`` test lines)."""
+    return tuple(len(line) for line in lines_of(next(iter(records(run).values()))))
+
+
+def exact_if_independent(config: str) -> float:
+    """The exact-line rate if every character were right with probability p = 1 - CER, independently:
+    the mean of p ** n over the test lines' own lengths n (not p to the mean length)."""
+    p = 1 - value(config, "char_error_rate")
+    lengths = test_line_lengths()
+    return sum(p ** n for n in lengths) / len(lengths)
+
+
+def exact_at_mean_length(config: str) -> float:
+    """p ** (mean test-line length), p = 1 - CER: what one line of average length would give."""
+    lengths = test_line_lengths()
+    return (1 - value(config, "char_error_rate")) ** (sum(lengths) / len(lengths))
+
+
+def over_c1_c4(key: str, run: str = RUN, scale: float = 1.0) -> list[float]:
+    return [scale * value(c, key, run) for c in C1_C4 if c in records(run)]
+
+
+def epoch_time_spread(run: str = RUN) -> float:
+    """The largest ratio of a configuration's slowest to its fastest epoch (the machine's load, nothing else)."""
+    spreads = []
+    for name in records(run):
+        seconds = [r["seconds"] for r in load_curve(run, name)]
+        spreads.append(max(seconds) / min(seconds))
+    return max(spreads)
+
+
+# greedy vs beam (beam.json): the committed models on the first test lines
+
+@functools.cache
+def beam() -> dict:
+    return load_beam(RUN)
+
+
+def beam_width(config: str) -> str:
+    return next(k for k in beam()[config] if k.startswith("beam"))
+
+
+def beam_exact(config: str, decoding: str) -> float:
+    decoding = beam_width(config) if decoding == "beam" else decoding
+    return pct(metric(beam()[config][decoding], "sequence_accuracy"))
+
+
+def beam_lines_gained(config: str) -> int:
+    """Exact lines beam search gained over greedy (negative: lost)."""
+    return round(beam_gains(beam())[config] * beam()[config]["greedy"]["lines"])
+
+
+def beam_lowest_p(config: str) -> float:
+    """The lowest McNemar p-value (:func:`cipherlab.analysis.ablation.mcnemar`) any pairing of beam search's and greedy
+    decoding's outcomes on the same lines allows. beam.json keeps no per-line outcomes, only the exact-line
+    counts, so a net change of n lines means n + k lines only one decoding got right and k only the other;
+    every k the line count allows is tried."""
+    entry = beam()[config]
+    lines, n = entry["greedy"]["lines"], abs(beam_lines_gained(config))
+    return min(mcnemar("1" * (n + k) + "0" * k, "0" * (n + k) + "1" * k)[2] for k in range((lines - n) // 2 + 1))
+
+
+def beam_slowdown(config: str) -> float:
+    """How many times longer beam search took than greedy decoding on the same lines."""
+    entry = beam()[config]
+    return entry[beam_width(config)]["decode_seconds"] / entry["greedy"]["decode_seconds"]
+
+
+# the committed models: C2 and C5 trained on (notes/extended/cpu)
+
+def decode_lps(config: str) -> float:
+    """Lines per second the committed model decoded its test lines at (greedy, its own record)."""
+    return records(EXTENDED_RUN)[config]["decode_lines_per_s"]
+
+
+@functools.cache
+def decode_benchmark() -> dict:
+    """benchmarks/results/decode.json (``benchmarks/bench_decode.py``): the committed ablation models decoding."""
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
+    return json.loads(path.read_text(encoding="utf-8"))["configurations"]
+
+
+def decode_checkpoints() -> str:
+    """The folder of the models decode.json timed, as the file records it."""
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
+    return json.loads(path.read_text(encoding="utf-8"))["checkpoints"]
+
+
+def bench_lps(config: str, decoding: str = "greedy") -> float:
+    """Lines per second of ``config``'s committed ablation model in decode.json ("greedy", "beam4", ...)."""
+    return decode_benchmark()[config]["lines_per_second"][decoding]["lines_per_s"]
+
+
+def bench_beam_cost() -> list[float]:
+    """How many times greedy decoding's time batched, cached beam search took, per configuration."""
+    return [bench_lps(c) / bench_lps(c, f"beam{r['beam']['beam_size']}") for c, r in decode_benchmark().items()]
+
+
+def extended_c5_minus_c2() -> float:
+    return exact_pct("c5", EXTENDED_RUN) - exact_pct("c2", EXTENDED_RUN)
+
+
+def extended_se() -> float:
+    ext = records(EXTENDED_RUN)
+    return pct(rate_difference_stderr(ext["c5"], ext["c2"]))
+
+
+# parameters at the assignment's sizes
+
+@functools.cache
+def assignment_model(name: str):
+    """Configuration ``name`` built at the assignment's sizes (the course notes' model), untrained."""
+    from cipherlab.models import Seq2SeqTransformer
+    from cipherlab.models.blt import BLTModel
+    from cipherlab.data.tokenizers.bytes import SPECIAL_IDS
+
+    config = make_config(name, "assignment", **TOKENIZATIONS["notes"])  # the notes' 1024 / 8000 BPEs
+    if config.tokenization == "blt":  # the special ids as cipherlab.pipeline.codec.build_model passes them
+        return BLTModel(**config.model_hyperparameters(), local_layers=config.blt_local_layers,
+                        window=config.blt_window, patch_tgt=config.blt_patch_tgt,
+                        source_memory=config.blt_source_memory, **SPECIAL_IDS)
+    # as SubwordCodec.build_model, with the vocabulary sizes the configuration asks for
+    return Seq2SeqTransformer(config.src_vocab, config.tgt_vocab, **config.model_hyperparameters(),
+                              pos_encoding=config.pos_encoding, attn_type=config.attn_type,
+                              n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None,
+                              norm=config.norm, rope_cross_attention=config.rope_cross_attention)
+
+
+@functools.cache
+def assignment_params() -> dict[str, int]:
+    return {name: assignment_model(name).num_params() for name in CONFIG_NAMES}
+
+
+def fewest(counts: dict[str, int]) -> str:
+    return min(counts, key=counts.get).upper()
+
+
+def self_attention_modules() -> int:
+    """Self-attention modules of C1-C4 (encoder and decoder layers); cross-attention is MHA in all."""
+    model = assignment_model("c3")
+    return len(model.encoder.layers) + len(model.decoder.layers)
+
+
+def norm_layers() -> int:
+    """Norm modules of C1 (two per encoder layer, three per decoder layer, one final norm per stack)."""
+    from cipherlab.models.norm import LayerNorm
+
+    return sum(isinstance(m, LayerNorm) for m in assignment_model("c1").modules())
+
+
+def single_change_fields() -> dict[str, list[str]]:
+    """For C2-C5: the Config fields that differ from C1 at the assignment's sizes."""
+    base = make_config("c1", "assignment").to_dict()
+    return {name: [k for k, v in make_config(name, "assignment").to_dict().items() if k != "name" and base[k] != v]
+            for name in CONFIG_NAMES[1:]}
+
+
+# memory
+
+def state_mib(config: str) -> float:
+    """Weights, gradients and AdamW moments in fp32, the part of training memory the model size fixes."""
+    return BYTES_PER_PARAM_TRAINING * records()[config]["params"] / 2**20
+
+
+def peak_mib(config: str) -> float:
+    peak = records()[config].get("peak_memory_bytes")
+    if peak is None:
+        raise ValueError(f"results/{RUN}/{config}.json has no peak memory (it ran where none is measured)")
+    return peak / 2**20
+
+
+def triangle(n: int) -> int:
+    """1 + 2 + ... + n: decoder positions computed over n steps when every step recomputes the prefix."""
+    return n * (n + 1) // 2
+
+
+def run_chunk_chars() -> int:
+    return next(iter(records().values()))["hyperparameters"]["chunk_chars"]
+
+
+@functools.cache
+def learned() -> dict[tuple[str, int], dict]:
+    """The controlled ablation of the recipe before case flips and the end-of-source token (results/learn/ablation)."""
+    return load_learn_runs(LEARN_RUN)
+
+
+# --------------------------------------------------------------------------- the chapter's findings
+
+def ref_runs() -> dict[tuple[str, int], dict]:
+    """The reference ablation (results/reference): the default recipe, five configurations, two seeds."""
+    return reference_runs()
+
+
+def ref_time_ratios(config: str) -> list[float]:
+    """Training seconds of ``config`` over C1's with the same seed, seed by seed (every reference run trained
+    the same number of epochs)."""
+    runs = ref_runs()
+    return [r["train_seconds"] / runs[("c1", seed)]["train_seconds"] for (name, seed), r in runs.items()
+            if name == config]
+
+
+def ref_exact_pct(pick=min, sets: tuple[str, ...] | None = None) -> float:
+    """``pick`` over every run and probe set of the reference ablation of the exact-line rate, in percent."""
+    names = sets or tuple(name for name, _ in REFERENCE_SETS)
+    return pct(pick(section(r, n)["sequence_accuracy"] for r in ref_runs().values() for n in names))
+
+
+def ref_perfect_runs() -> int:
+    """Reference runs that decoded every line of every probe set exactly."""
+    return sum(all(section(r, n)["exact_lines"] == section(r, n)["lines"] for n, _ in REFERENCE_SETS)
+               for r in ref_runs().values())
+
+
+@functools.cache
+def paired() -> tuple[dict, ...]:
+    """McNemar's exact test of C2-C5 against C1, seed by seed, on every probe set of the reference ablation."""
+    return tuple(paired_rows(ref_runs()))
+
+
+def paired_lowest() -> dict:
+    return min(paired(), key=lambda row: row["p"])
+
+
+def paired_other_seed() -> dict:
+    """The test of the lowest p-value's configuration and set with the other seed."""
+    low = paired_lowest()
+    return next(row for row in paired() if (row["config"], row["set"]) == (low["config"], low["set"])
+                and row["seed"] != low["seed"])
+
+
+@functools.cache
+def recipe_steps() -> tuple[dict, ...]:
+    """The recipe before case flips and the end-of-source token (results/learn/ablation) against the reference,
+    run by run, on the sets both decoded: lines only the new model got right, only the old, McNemar's p."""
+    before, after = learned(), ref_runs()
+    steps = []
+    for key in sorted(set(before) & set(after)):
+        for name in ("random_letters", "stdlib", "brown_test_free"):
+            only_before, only_after, p = mcnemar(section(before[key], name)["exact_by_line"],
+                                                 section(after[key], name)["exact_by_line"])
+            steps.append({"key": key, "set": name, "gained": only_after, "lost": only_before, "p": p})
+    return tuple(steps)
+
+
+def generalisation_exact(config: str, text: str) -> float:
+    """Exact lines (percent) of a committed course-notes model on its Brown test lines or the docstrings."""
+    if text == "brown":
+        return exact_pct(config, EXTENDED_RUN)
+    return pct(metric(load_generalisation(RUN)[config], "sequence_accuracy"))
+
+
+@functools.cache
+def recipe_bits() -> dict:
+    """C1 with the default recipe reading the course notes' bits-mode BPE (results/learn/bits)."""
+    return json.loads((run_path("learn/bits") / "cipher-c1-bits-seed0.json").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def aware_gains() -> dict[str, float]:
+    """Bit-accuracy gain (points) of length-aware over free decoding, per errors.json entry."""
+    return {key: pct(gain) for key, gain in decoding_gains(load_errors(RUN), "bit_accuracy").items()}
+
+
+def aware_gain_range(bits: bool, pick=max) -> float:
+    prefix = ANALYSIS_RUNS[BITS_RUN] + "/"
+    return pick(g for key, g in aware_gains().items() if key.startswith(prefix) == bits)

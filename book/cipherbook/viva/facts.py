@@ -1,0 +1,732 @@
+"""The facts registry: every number a viva answer or a chapter's prose quotes, computed, never typed.
+
+``FACTS[chapter]`` maps a key to a zero-argument callable that returns an int, float or short
+str computed by the chapter's experiments (``book/cipherbook/experiments/<chapter>.py``: a parameter
+count of a real model, cache bytes from ``kv_cache_bytes``, a committed result, ...). The
+chapter's cells call the same functions and print what they return, so the number in a sentence
+is the one the cell above it shows.
+
+An answer in ``book/cipherbook/viva/bank/<chapter>.yml`` cites a fact as ``{fact}`key``` or with a
+format, ``{fact}`key:,d```; a chapter's prose quotes one as ``<span data-fact="key:,d">...</span>``.
+``python -m cipherbook.viva sync`` writes the numbers in, and the book's tests fail when a notebook
+and its facts disagree. Importing this module imports every chapter's experiments (torch and all):
+``cipherbook.viva`` imports it only when facts are computed.
+
+Keys say what the number is (``c2_exact_lines_over_c1_in_stderrs``). A lambda names the
+experiments module it calls (``pos.wavelengths()``); a result several facts read is cached once
+here (``_pos_permutation_checks``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from cipherbook import broken
+from cipherlab.data.cipher import BITS_PER_CHAR, KEY, encrypt, key_phase
+from cipherlab.base.config import CONFIG_NAMES, make_config
+from cipherlab.data.corpus import CHUNK_CHARS, load_corpus
+from cipherbook.experiments import attention as att
+from cipherbook.experiments import blt, bpe, common, mha
+from cipherbook.experiments import broken as brk
+from cipherbook.experiments import norm as nrm
+from cipherbook.experiments import positional as pos
+from cipherbook.experiments import results as res
+from cipherbook.experiments import task as tsk
+from cipherbook.experiments import training as trn
+from cipherlab.pipeline.metrics import bit_matches, levenshtein
+from cipherlab.models.attention import MultiHeadAttention
+from cipherlab.models.norm import LayerNorm, RMSNorm
+from cipherlab.models.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
+from cipherlab.models.transformer import cross_kv_cache_bytes, kv_cache_bytes
+from cipherlab.analysis.ablation import (BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, PRIMARY_RUN,
+                               exact_lines_stderr, reference)
+from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
+
+FACTS: dict[str, dict[str, Callable[[], object]]] = {}
+
+
+# --------------------------------------------------------------------------- chapter 1, the task and the data: experiments/task.py
+
+FACTS["task"] = {
+    "task_key_len": lambda: len(KEY),
+    "task_chunk_chars": lambda: CHUNK_CHARS,
+    "task_cpu_chunk_chars": lambda: make_config("c1", "cpu").chunk_chars,
+    "task_phases_256": lambda: tsk.start_phases_text(256),
+    "task_phases_250": lambda: tsk.start_phases_text(250),
+    "task_distinct_250": lambda: len(set(tsk.chunk_start_phases(250))),
+    "task_distinct_253": lambda: len(set(tsk.chunk_start_phases(253))),
+    "task_chunk1_phase_250": lambda: key_phase(250),
+    "task_chunk1_bit_offset_250": lambda: 250 * BITS_PER_CHAR,
+    "task_wrong_bits_e_for_a": lambda: tsk.wrong_bits("e", "a"),
+    "task_wrong_bits_space_for_e": lambda: tsk.wrong_bits(" ", "e"),
+    "task_worst_swap_codes": lambda: "{} and {}".format(*map(ord, tsk.worst_character_swap()[:2])),
+    "task_worst_swap_bits": lambda: tsk.worst_character_swap()[2],
+    "task_prefix_bits_right": lambda: bit_matches("H", encrypt("Hi"))[0],
+    "task_prefix_bits_compared": lambda: bit_matches("H", encrypt("Hi"))[1],
+}
+
+
+# --------------------------------------------------------------------------- chapter 2, attention: experiments/attention.py
+
+FACTS["attention"] = {
+    "attn_var_over_d_512": lambda: att.scaling_experiment(512)["var_over_d"],
+    "attn_max_weight_raw_512": lambda: att.scaling_experiment(512)["max_weight_raw"],
+    "attn_max_weight_scaled_512": lambda: att.scaling_experiment(512)["max_weight_scaled"],
+    "attn_head_dim": lambda: MultiHeadAttention(common.D_MODEL, common.N_HEADS).head_dim,
+    "attn_pm1_pairs": lambda: att.sign_enumeration()["pairs"],
+    "attn_pm1_var": lambda: int(att.sign_enumeration()["var"]),
+    "attn_pm1_scaled_var": lambda: int(att.sign_enumeration()["scaled_var"]),
+    "attn_padding_shape": lambda: att.shape_text(att.mask_shapes()["padding"]),
+    "attn_causal_shape": lambda: att.shape_text(att.mask_shapes()["causal"]),
+    "attn_both_shape": lambda: att.shape_text(att.mask_shapes()["both"]),
+    "attn_neg_inf_row": lambda: str(att.blocked_row_policies()["neg_inf"].tolist()),
+    "attn_dtype_min_row": lambda: str(att.blocked_row_policies()["dtype_min"].tolist()),
+    "attn_blocked_output": lambda: str(att.blocked_row_policies()["cipherlab_output"].tolist()),
+    "attn_shortest_line_chars": lambda: min(map(len, load_corpus().plain)),
+    "attn_blocked_batches": lambda: att.BLOCKED_ROW_BATCHES,
+    "attn_blocked_rows_c1": lambda: att.blocked_total("c1")[0],
+    "attn_rows_c1": lambda: att.blocked_total("c1")[1],
+    "attn_blocked_pool_frac_c5": lambda: (lambda b, n: b / n)(*att.blocked_rows_in_training("c5")["local_encoder.pooling.attn.attention"]),
+    "attn_window_blocked_rows": lambda: att.padded_window_rows()["blocked"],
+    "attn_window_rows": lambda: att.padded_window_rows()["rows"],
+    "attn_window_finite": lambda: str(att.padded_window_rows()["finite"]),
+    "attn_window_blind_batches": lambda: att.padded_window_batches()[0],
+    "attn_window_batches": lambda: att.padded_window_batches()[1],
+    "attn_cpu_blt_window": lambda: make_config("c5", "cpu").blt_window,
+    "attn_cpu_chunk_chars": lambda: make_config("c5", "cpu").chunk_chars,
+    "attn_blocked_rows_c5_elsewhere": lambda: att.blocked_total("c5", skip="local_encoder.pooling")[0],
+    "attn_longest_line_chars": att.longest_line,
+    "attn_longest_line_bits": lambda: 8 * att.longest_line(),
+    "attn_longest_line_scores_gb": lambda: (8 * att.longest_line()) ** 2 * 4 / 1e9,
+    "attn_chunk_bits": lambda: 8 * CHUNK_CHARS,
+    "attn_proj_flops_over_d2": lambda: att.flop_model()["proj_per_token"] // common.D_MODEL**2,
+    "attn_pair_flops_over_d": lambda: att.flop_model()["pair"] // common.D_MODEL,
+    "attn_ffn_flops_over_d2": lambda: att.flop_model()["ffn_per_token"] // common.D_MODEL**2,
+    "attn_flop_crossover": lambda: int(att.flop_model()["crossover"]),
+    "attn_fused_gap": att.fused_vs_scratch,
+    "attn_leak_right_axis": lambda: att.softmax_axis_leak()["keys"],
+    "attn_leak_wrong_axis": lambda: att.softmax_axis_leak()["queries"],
+    "attn_wrong_axis_row_sum_min": lambda: att.softmax_axis_leak()["row_sum_min"],
+    "attn_wrong_axis_row_sum_max": lambda: att.softmax_axis_leak()["row_sum_max"],
+    "attn_reparam_output_gap": lambda: att.reparametrisation_gap()["output_gap"],
+    "attn_reparam_weight_change": lambda: att.reparametrisation_gap()["weight_change"],
+    "attn_reparam_rope_gap": lambda: att.reparametrisation_gap()["rope_gap"],
+    "attn_reparam_across_heads_gap": lambda: att.reparametrisation_gap()["across_heads_gap"],
+}
+
+
+# --------------------------------------------------------------------------- chapter 3, multi-head and grouped-query attention, the KV cache: experiments/mha.py
+
+FACTS["mha"] = {
+    # the (2, 4, 12), h = 3 trace
+    "mha_trace_projected": lambda: str(mha.trace_shapes()["projected"]),
+    "mha_trace_heads": lambda: str(mha.trace_shapes()["heads"]),
+    "mha_trace_scores": lambda: str(mha.trace_shapes()["scores"]),
+    "mha_trace_head_outputs": lambda: str(mha.trace_shapes()["head_outputs"]),
+    "mha_trace_concatenated": lambda: str(mha.trace_shapes()["concatenated"]),
+    "mha_trace_o_proj_weight": lambda: str(mha.trace_shapes()["o_proj_weight"]),
+    "mha_trace_output": lambda: str(mha.trace_shapes()["output"]),
+    # chapter 3's trace: 5 queries read 7 keys, every axis a different size
+    **{f"mha_xtrace_{stage}": (lambda stage=stage: str(mha.trace_shapes(length=5, key_length=7)[stage]))
+       for stage in ("projected", "heads", "scores", "head_outputs", "concatenated", "output")},
+    # parameter budgets from real modules
+    "mha_params_d12": lambda: mha.projection_params(12, 3),
+    "mha_params_d12_bias": lambda: mha.projection_params(12, 3, bias=True),
+    "mha_params_d12_mqa": lambda: mha.projection_params(12, 3, n_kv_heads=1),
+    "mha_params_d512": lambda: ", ".join(f"{n:,}" for n in sorted({mha.projection_params(512, h)
+                                                                   for h in (1, 2, 8, 32, 128)})),
+    "mha_params_d256_mha": lambda: mha.projection_params(256, 8, bias=True),
+    "mha_params_d256_gqa": lambda: mha.projection_params(256, 8, n_kv_heads=2, bias=True),
+    "mha_params_d256_mqa": lambda: mha.projection_params(256, 8, n_kv_heads=1, bias=True),
+    "mha_o_proj_params": lambda: sum(p.numel() for p in MultiHeadAttention(256, 8).o_proj.parameters()),
+    "mha_c1_params": lambda: mha.model("C1").num_params(),
+    "mha_c3_params": lambda: mha.model("C3").num_params(),
+    "mha_c1_c3_saving": lambda: mha.model("C1").num_params() - mha.model("C3").num_params(),
+    "mha_c1_c3_saving_pct": lambda: 100 * (1 - mha.model("C3").num_params() / mha.model("C1").num_params()),
+    # K/V head grouping
+    "mha_repeat_kv_equal": lambda: str(mha.grouping_checks()["equal"]),
+    "mha_tile_equal": lambda: str(mha.grouping_checks()["tile_equal"]),
+    "mha_expand_is_view": lambda: str(mha.grouping_checks()["expand_is_view"]),
+    # KV cache: drill sheet step 4 (80 layers, bf16) ...
+    "mha_cache_mha_2048": lambda: mha.big_cache(64, 2048),
+    "mha_cache_mha_32768": lambda: mha.big_cache(64, 32768),
+    "mha_cache_gqa_2048": lambda: mha.big_cache(8, 2048),
+    "mha_cache_gqa_32768": lambda: mha.big_cache(8, 32768),
+    "mha_cache_mha_2048_gb": lambda: mha.big_cache(64, 2048) / 1e9,
+    "mha_cache_mha_2048_gib": lambda: mha.big_cache(64, 2048) / 2**30,
+    "mha_cache_mha_32768_gb": lambda: mha.big_cache(64, 32768) / 1e9,
+    "mha_cache_mha_32768_gib": lambda: mha.big_cache(64, 32768) / 2**30,
+    "mha_cache_ratio": lambda: mha.big_cache(64, 2048) // mha.big_cache(8, 2048),
+    # ... and cipherlab's own C1 / C3 (float32, a batch of 64 targets of 256 tokens)
+    "mha_c1_cache_mb": lambda: mha.megabytes(kv_cache_bytes(mha.model("C1"), 64, 256)),
+    "mha_c3_cache_mb": lambda: mha.megabytes(kv_cache_bytes(mha.model("C3"), 64, 256)),
+    "mha_cross_cache_mb": lambda: mha.megabytes(cross_kv_cache_bytes(mha.model("C1"), 64, 256)),
+    "mha_c1_total_cache_mb": lambda: mha.megabytes(sum(mha.cache_by_module("C1").values())),
+    "mha_c3_total_cache_mb": lambda: mha.megabytes(sum(mha.cache_by_module("C3").values())),
+    "mha_total_cache_drop_pct": mha.total_cache_drop_pct,
+    # C3 against C1 in the course notes' recipe runs: the controlled run (equal minutes), one seed each
+    "mha_controlled_c3_minus_c1_exact_points": lambda: mha.c3_against_c1(PRIMARY_RUN)["exact"],
+    "mha_controlled_c3_minus_c1_exact_stderr": lambda: mha.c3_against_c1(PRIMARY_RUN)["se"],
+    "mha_c3_reading_ctrl": lambda: mha.c3_against_c1(PRIMARY_RUN)["reading"],
+    # C3 against C1 in the reference ablation (results/reference): the default recipe, two seeds, paired
+    "mha_ref_seeds": common.reference_seeds,
+    "mha_ref_epochs": common.reference_epochs,
+    "mha_ref_sets": common.reference_sets,
+    "mha_ref_c3_lost": lambda: common.reference_against_c1("c3")["lost"],
+    "mha_ref_c3_min_p": lambda: common.reference_against_c1("c3")["p"],
+    "mha_ref_c3_saving_pct": lambda: 100 * (1 - common.reference_params("c3") / common.reference_params("c1")),
+    "mha_ref_queries_per_kv": lambda: make_config("c3", "cpu").n_heads // make_config("c3", "cpu").n_kv_heads,
+    # C3 against C1 without the key-phase embedding (results/nophase): Brown decoded length-aware, seed by seed
+    "mha_nophase_tests": common.nophase_tests,
+    "mha_nophase_bonferroni": common.nophase_bonferroni,
+    "mha_nophase_brown_lines": lambda: common.nophase_lines("brown_test"),
+    "mha_nophase_c1_brown_exact": lambda: common.nophase_by_seed("c3", "brown_test", "base_exact"),
+    "mha_nophase_c3_brown_exact": lambda: common.nophase_by_seed("c3", "brown_test", "exact"),
+    "mha_nophase_c3_brown_p": lambda: common.nophase_by_seed("c3", "brown_test", "p", ".2g"),
+    "mha_nophase_c3_low_p": lambda: common.nophase_lowest("c3")["p"],
+    "mha_nophase_c3_low_other_p": lambda: common.nophase_lowest("c3")["other"]["p"],
+    "mha_notes_c1_bit": lambda: reference("seed", "c1", "bit_accuracy"),
+    "mha_notes_c3_bit": lambda: reference("seed", "c3", "bit_accuracy"),
+    "mha_test_lines": lambda: mha.c3_against_c1(PRIMARY_RUN)["lines"],
+}
+
+
+# --------------------------------------------------------------------------- chapter 4, positions: experiments/positional.py
+
+_pos_permutation_checks = functools.cache(pos.permutation_checks)  # several facts read one run
+_pos_phase_readout_table = functools.cache(pos.phase_readout_table)
+_pos_bits_alignments = functools.cache(pos.bits_alignments)
+_pos_cross_rope_checks = functools.cache(pos.cross_rope_checks)
+
+FACTS["positional"] = {
+    "pe_shortest_wavelength": lambda: pos.wavelengths()[0].item(),
+    "pe_longest_wavelength": lambda: pos.wavelengths()[-1].item(),
+    "pe_pair_below_key_period_dims": lambda: pos.pair_dims(pos.pairs_near_period()["below"][0]),
+    "pe_pair_below_key_period_wavelength": lambda: pos.pairs_near_period()["below"][1],
+    "pe_pair_above_key_period_dims": lambda: pos.pair_dims(pos.pairs_near_period()["above"][0]),
+    "pe_pair_above_key_period_wavelength": lambda: pos.pairs_near_period()["above"][1],
+    "pe_rms": lambda: common.sinusoidal_table().pow(2).mean().sqrt().item(),
+    "emb_scaled_std": pos.scaled_embedding_std,
+    "pe_buffer_bytes": lambda: f"{pos.nonpersistent_buffer_bytes(SinusoidalPositionalEncoding(common.D_MODEL, common.MAX_LEN)):,}",
+    "rope_offset_err": pos.rope_offset_error,
+    "cross_attn_memory_shuffle_max_diff": lambda: _pos_permutation_checks()["cross_shuffle"],
+    "rope_halfsplit_vs_interleaved_max_diff": pos.halfsplit_vs_interleaved_error,
+    "self_attn_permutation_max_diff": lambda: _pos_permutation_checks()["equivariance"],
+    "causal_self_attn_permutation_max_diff": lambda: _pos_permutation_checks()["causal"],
+    "learned_pe_params": lambda: f"{pos.count_parameters(LearnedPositionalEncoding(common.D_MODEL, common.MAX_LEN)):,}",
+    "phase_readout_float64_fit_share": lambda: _pos_phase_readout_table()["table, float64"]["fit"],
+    "pe_min_row_distance": pos.min_row_distance,
+    "pe_table_rank_float64": lambda: pos.table_rank(True),
+    "pair_first_misread": pos.first_misread,
+    "cpu_head_dim": pos.cpu_head_dim,
+    "cpu_rope_wavelength_pair0": lambda: pos.wavelengths(pos.cpu_head_dim())[0].item(),
+    "cpu_rope_wavelength_pair1": lambda: pos.wavelengths(pos.cpu_head_dim())[1].item(),
+    "bits_src_over_tgt_tokens_assignment": lambda: _pos_bits_alignments()["assignment shape"]["ratio"],
+    "bits_src_over_tgt_tokens_cpu": lambda: _pos_bits_alignments()["cpu-bits shape"]["ratio"],
+    "bits_c1_cer": lambda: common.percent(common.BITS, "c1", "char_error_rate"),
+    "bits_c2_cer": lambda: common.percent(common.BITS, "c2", "char_error_rate"),
+    "rope_head_dim": lambda: pos.HEAD_DIM,
+    "rope_n_pairs": lambda: pos.HEAD_DIM // 2,
+    "rope_long_pairs": lambda: int((pos.wavelengths(pos.HEAD_DIM) > CHUNK_CHARS).sum()),
+    "chunk_chars": lambda: CHUNK_CHARS,
+    "cross_rope_offset_only_max_err": lambda: _pos_cross_rope_checks()["diagonal_err"],
+    "cross_no_rope_score_spread": lambda: _pos_cross_rope_checks()["flat_spread"],
+    "calibration_b_first_epoch_val_loss": lambda: common.first_epoch_loss("B"),
+    "calibration_c_first_epoch_val_loss": lambda: common.first_epoch_loss("C"),
+    "calibration_e_first_epoch_val_loss": lambda: common.first_epoch_loss("E"),
+    "calibration_c_val_bit_accuracy": lambda: common.calibration_bits("C"),
+    "calibration_e_val_bit_accuracy": lambda: common.calibration_bits("E"),
+    "calibration_c_scored_step": lambda: common.scored_step(common.calibration_run("C")),
+    "calibration_e_scored_step": lambda: common.scored_step(common.calibration_run("E")),
+    "calibration_c_src_vocab": lambda: common.calibration_run("C")["overrides"]["src_vocab"],
+    "calibration_c_tgt_vocab": lambda: common.calibration_run("C")["overrides"]["tgt_vocab"],
+    "bits_run_c2_rope_in_cross_attention": lambda: pos.cross_rotation(common.BITS),
+    "bits_src_vocab": lambda: common.run_records(common.BITS)["c2"]["hyperparameters"]["src_vocab"],
+    "bits_lines": lambda: common.test_lines(common.BITS),
+    "bits_exact_lines": lambda: pos.shared_value(f"{common.BITS} exact lines", {c: common.exact_lines(common.BITS, c) for c in ("c1", "c2")}),
+    "bits_c1_bit": lambda: common.percent(common.BITS, "c1", "bit_accuracy"),
+    "bits_c2_bit": lambda: common.percent(common.BITS, "c2", "bit_accuracy"),
+    "bits_c1_epochs": lambda: common.run_records(common.BITS)["c1"]["epochs"],
+    "bits_c2_epochs": lambda: common.run_records(common.BITS)["c2"]["epochs"],
+    # C2 against C1 in the reference ablation (results/reference): the default recipe, two seeds, paired
+    "key_period": lambda: common.KEY_PERIOD,
+    "ref_seeds": common.reference_seeds,
+    "ref_sets": common.reference_sets,
+    "ref_epochs": common.reference_epochs,
+    "ref_c2_lost": lambda: common.reference_against_c1("c2")["lost"],
+    "ref_c2_min_p": lambda: common.reference_against_c1("c2")["p"],
+    "ref_c2_min_p_seed": lambda: common.reference_against_c1("c2")["seed"],
+    "ref_c2_min_p_set": lambda: common.reference_against_c1("c2")["set"],
+    "ref_c2_other_seed_p": lambda: common.reference_against_c1("c2")["other_p"],
+    # C2 against C1 without the key-phase embedding (results/nophase): the same ablation, the period withheld
+    "nophase_tests": common.nophase_tests,
+    "nophase_bonferroni": common.nophase_bonferroni,
+    "nophase_alphabet_lines": lambda: common.nophase_lines("random_alphabet"),
+    "nophase_c1_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "base_exact"),
+    "nophase_c2_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "exact"),
+    "nophase_c2_alphabet_p": lambda: common.nophase_by_seed("c2", "random_alphabet", "p", ".2g"),
+    # C2 against C1 with the aligned BPE (results/aligned): merged tokens, the period handed in
+    "aligned_c1_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "base_exact"),
+    "aligned_c2_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "exact"),
+    "aligned_c2_alphabet_p": lambda: common.aligned_by_seed("c2", "random_alphabet", "p", ".2g"),
+}
+
+
+# --------------------------------------------------------------------------- chapter 5, normalisation: experiments/norm.py
+
+_nrm_depth_profile = functools.cache(nrm.depth_profile)  # many facts read the same three runs
+_nrm_bf16_errors = functools.cache(nrm.bf16_statistics_errors)
+_nrm_first_norm_inputs = functools.cache(nrm.first_norm_inputs)
+
+FACTS["norm"] = {
+    "ln_params": lambda: sum(p.numel() for p in LayerNorm(common.D_MODEL).parameters()),
+    "rms_params": lambda: sum(p.numel() for p in RMSNorm(common.D_MODEL).parameters()),
+    "bf16_smallest_normal": lambda: f"{torch.finfo(torch.bfloat16).smallest_normal:.2e}",
+    "bf16_eps": lambda: f"2^{round(math.log2(torch.finfo(torch.bfloat16).eps))} = {torch.finfo(torch.bfloat16).eps}",
+    "bf16_demo_offset": lambda: 30,
+    "ln_mean_err_bf16_statistics": lambda: _nrm_bf16_errors()["bf16"],
+    "ln_mean_err_fp32_statistics": lambda: _nrm_bf16_errors()["fp32"],
+    "bf16_naive_var_min": lambda: _nrm_bf16_errors()["naive_var_min"],
+    "grad_depth": lambda: nrm.DEPTH,
+    "pre_resid_rms_top": lambda: _nrm_depth_profile("pre")["rms"][-1],
+    "final_norm_rms": lambda: _nrm_depth_profile("pre")["final_rms"],
+    "pre_top_over_bottom_grad": lambda: _nrm_depth_profile("pre")["grad"][-1] / _nrm_depth_profile("pre")["grad"][0],
+    "post_over_pre_top_grad": lambda: _nrm_depth_profile("post")["grad"][-1] / _nrm_depth_profile("pre")["grad"][-1],
+    "n_norm_layers": lambda: nrm.count_norm_layers(nrm.ablation_model("layernorm")),
+    "c4_params_saved": lambda: f"{nrm.c4_parameters_saved():,}",
+    "c4_train_bytes_saved": lambda: f"{nrm.c4_parameters_saved() * 4 * 4:,}",  # fp32 weight, grad, Adam m and v
+    "pe_pos0_mean_ratio": lambda: nrm.mean_over_rms(common.sinusoidal_table(common.D_MODEL, 1)).item(),
+    "init_mean_ratio_median": lambda: nrm.mean_over_rms(_nrm_first_norm_inputs()).median().item(),
+    "ln_rms_diff_median": lambda: nrm.layernorm_vs_rmsnorm(_nrm_first_norm_inputs()).median().item(),
+    "pre_bottom_grad": lambda: _nrm_depth_profile("pre")["grad"][0],
+    "pre_bottom_over_top_stream_grad": lambda: _nrm_depth_profile("pre")["stream_grad"][0] / _nrm_depth_profile("pre")["stream_grad"][-1],
+    "noresid_bottom_grad": lambda: _nrm_depth_profile("no-residual")["grad"][0],
+    "noresid_over_pre_bottom_grad": lambda: _nrm_depth_profile("no-residual")["grad"][0] / _nrm_depth_profile("pre")["grad"][0],
+    "noresid_bottom_over_top_grad": lambda: _nrm_depth_profile("no-residual")["grad"][0] / _nrm_depth_profile("no-residual")["grad"][-1],
+    "input_spread": lambda: _nrm_depth_profile("pre")["input_spread"],
+    "pre_spread": lambda: _nrm_depth_profile("pre")["spread"],
+    "post_spread": lambda: _nrm_depth_profile("post")["spread"],
+    "noresid_spread": lambda: _nrm_depth_profile("no-residual")["spread"],
+    # C4 against C1 in the course notes' recipe runs at equal epochs, one seed each
+    "eq_epochs_c4_minus_c1_exact_points": lambda: nrm.c4_against_c1(EQUAL_EPOCHS_RUN)["exact"],
+    "eq_epochs_c4_minus_c1_exact_stderr": lambda: nrm.c4_against_c1(EQUAL_EPOCHS_RUN)["se"],
+    "eq_epochs_c4_vs_c1_reading": lambda: nrm.c4_against_c1(EQUAL_EPOCHS_RUN)["reading"],
+    # C4 against C1 in the reference ablation (results/reference): the default recipe, two seeds, paired
+    "ref_seeds": common.reference_seeds,
+    "ref_sets": common.reference_sets,
+    "ref_epochs": common.reference_epochs,
+    "ref_c4_lost": lambda: common.reference_against_c1("c4")["lost"],
+    "ref_c4_min_p": lambda: common.reference_against_c1("c4")["p"],
+    # C4 against C1 without the key-phase embedding (results/nophase): its lowest p-value and the other seed's
+    "nophase_c4_low_p": lambda: common.nophase_lowest("c4")["p"],
+    "nophase_c4_low_c1_exact": lambda: common.nophase_lowest("c4")["base_exact"],
+    "nophase_c4_low_exact": lambda: common.nophase_lowest("c4")["exact"],
+    "nophase_c4_low_lines": lambda: common.nophase_lowest("c4")["lines"],
+    "nophase_c4_low_other_p": lambda: common.nophase_lowest("c4")["other"]["p"],
+    # what the course notes report of their own C1 and C4 runs (cipherlab.analysis.ablation.reported)
+    "notes_c1_bit": lambda: reference("seed", "c1", "bit_accuracy"),
+    "notes_c4_bit": lambda: reference("seed", "c4", "bit_accuracy"),
+    "notes_c1_peak_gb": lambda: reference("seed", "c1", "peak_memory_gb"),
+    "notes_c4_peak_gb": lambda: reference("seed", "c4", "peak_memory_gb"),
+    "notes_peak_gap_mb": lambda: 1000 * (reference("seed", "c1", "peak_memory_gb")
+                                         - reference("seed", "c4", "peak_memory_gb")),
+}
+
+
+# --------------------------------------------------------------------------- chapter 6, tokenisation: experiments/bpe.py
+
+FACTS["bpe"] = {
+    "drill_first_merge": lambda: " + ".join(repr(s) for s in bpe.drill_trace()[0][0]),
+    "drill_first_count": lambda: bpe.drill_trace()[0][1],
+    "drill_n_words": lambda: sum(bpe.drill_segmented().values()),
+    "prose_tokens_per_word": lambda: bpe.byte_drill_table()["prose"]["tokens_per_word"],
+    "identifier_tokens_per_word": lambda: bpe.byte_drill_table()["identifier"]["tokens_per_word"],
+    "nonlatin_tokens_per_word": lambda: bpe.byte_drill_table()["non-Latin"]["tokens_per_word"],
+    "telugu_chars": lambda: bpe.byte_drill_table()["non-Latin"]["chars"],
+    "telugu_bytes": lambda: bpe.byte_drill_table()["non-Latin"]["bytes"],
+    "telugu_tokens": lambda: bpe.byte_drill_table()["non-Latin"]["tokens"],
+    "src_vocab": lambda: common.SRC_VOCAB,
+    "src_merges_bits": lambda: bpe.cipher_mode_stats("bits")["merges"],
+    "bits_per_token_bits": lambda: bpe.cipher_mode_stats("bits")["bits_per_token"],
+    "bits_per_token_bytes": lambda: bpe.cipher_mode_stats("bytes")["bits_per_token"],
+    "straddle_bits": lambda: bpe.cipher_mode_stats("bits")["straddle"],
+    "straddle_bytes": lambda: bpe.cipher_mode_stats("bytes")["straddle"],
+    "small_cipher_lines": lambda: bpe.SMALL_CIPHER_LINES,
+    "src_embed_params": lambda: f"{common.baseline_model().src_embed.weight.numel():,}",
+    "tgt_embed_params": lambda: f"{common.baseline_model().tgt_embed.weight.numel():,}",
+    "cross_word_share_plain": lambda: bpe.cross_word_share("plaintext"),
+    "cross_word_share_whole_line": lambda: bpe.cross_word_share("cipher"),
+    "bpe_bench_summary": bpe.benchmark_summary,
+    "mode_bits_src_vocab": lambda: common.run_records(common.BITS)["c1"]["hyperparameters"]["src_vocab"],
+    "mode_lines": lambda: common.run_records(bpe.BYTES)["c1"]["test"]["lines"],
+    "mode_bytes_exact": lambda: common.percent(bpe.BYTES, "c1", "sequence_accuracy"),
+    "mode_bits_exact": lambda: common.percent(common.BITS, "c1", "sequence_accuracy"),
+    "mode_exact_se": lambda: math.hypot(common.exact_stderr(bpe.BYTES, "c1"), common.exact_stderr(common.BITS, "c1")),
+    "mode_bytes_epochs": lambda: common.run_records(bpe.BYTES)["c1"]["epochs"],
+    "mode_bits_epochs": lambda: common.run_records(common.BITS)["c1"]["epochs"],
+    "mode_bytes_bit": lambda: common.percent(bpe.BYTES, "c1", "bit_accuracy"),
+    "mode_bits_bit": lambda: common.percent(common.BITS, "c1", "bit_accuracy"),
+    "bits_over_whole_bytes": bpe.bits_over_whole_bytes,
+    "mode_bytes_bit_min": lambda: min(r["bytes_bit"] for r in bpe.mode_table().values()),
+    "mode_bytes_bit_max": lambda: max(r["bytes_bit"] for r in bpe.mode_table().values()),
+    "mode_bits_bit_min": lambda: min(r["bits_bit"] for r in bpe.mode_table().values()),
+    "mode_bits_bit_max": lambda: max(r["bits_bit"] for r in bpe.mode_table().values()),
+    "wordpiece_disagree_share": lambda: bpe.segmentation_disagreements()[0] / bpe.segmentation_disagreements()[1],
+}
+
+
+# --------------------------------------------------------------------------- chapter 7, the Byte Latent Transformer: experiments/blt.py
+
+FACTS["blt"] = {
+    "byte_vocab": lambda: VOCAB_SIZE,
+    "byte_pad_id": lambda: PAD_ID,
+    "byte_bos_id": lambda: BOS_ID,
+    "byte_eos_id": lambda: EOS_ID,
+    "chunk_chars": lambda: CHUNK_CHARS,
+    "chunk_bits": lambda: 8 * CHUNK_CHARS,
+    "straddle_bits_full": lambda: blt.benchmark("bpe")["sides"]["source_bits"]["boundary_straddle_rate_val"],
+    "chunk_src_bytes": lambda: blt.chunk_patch_stats()["source_bytes"],
+    "chunk_src_patches": lambda: blt.chunk_patch_stats()["source_patches"],
+    "chunk_src_bpe": lambda: blt.per_chunk("bpe")["source_tokens"],
+    "chunk_tgt_bytes": lambda: blt.chunk_patch_stats()["target_bytes_with_bos"],
+    "chunk_tgt_slots": lambda: blt.chunk_patch_stats()["target_global_slots"],
+    "chunk_tgt_bpe": lambda: blt.per_chunk("bpe")["target_tokens"],
+    "c1_params": lambda: f"{blt.benchmark('blt')['training_step']['params']['c1']:,}",
+    "c5_params": lambda: f"{blt.benchmark('blt')['training_step']['params']['c5']:,}",
+    "percentile": lambda: blt.SETTINGS.blt_entropy_percentile,
+    "threshold_bits": blt.threshold,
+    "threshold_bits_cpu": lambda: blt.threshold_at_preset("cpu"),
+    "train_lines_cpu": lambda: f"{make_config('c5', 'cpu').max_train_lines:,}",
+    "max_entropy": lambda: float(blt.entropy_model().train_entropies.max()),
+    "unigram_entropy": lambda: blt.entropy_model().unigram_entropy,
+    "max_entropy_context": blt.max_entropy_with_context,
+    "start_after_space": lambda: blt.boundary_share_by_previous_char()["space"],
+    "start_after_letter": lambda: blt.boundary_share_by_previous_char()["letter or digit"],
+    "absolute_cutoff": lambda: blt.ABSOLUTE_CUTOFF,
+    "max_patch": lambda: blt.SETTINGS.blt_max_patch,
+    "patch_tgt": lambda: blt.SETTINGS.blt_patch_tgt,
+    "window": lambda: blt.SETTINGS.blt_window,
+    "mean_patch": lambda: blt.patch_stats(blt.threshold(), blt.SETTINGS.blt_max_patch)["mean"],
+    "share_capped": lambda: blt.patch_stats(blt.threshold(), blt.SETTINGS.blt_max_patch)["share_at_cap"],
+    "cutoff_entropy_starts": lambda: blt.patch_stats(blt.ABSOLUTE_CUTOFF, blt.SETTINGS.blt_max_patch)["entropy_starts"],
+    "cutoff_share_capped": lambda: blt.patch_stats(blt.ABSOLUTE_CUTOFF, blt.SETTINGS.blt_max_patch)["share_at_cap"],
+    "longest_uncapped": lambda: blt.patch_stats(blt.threshold(), 10**9)["longest"],
+    "cutoff_longest_uncapped": lambda: blt.patch_stats(blt.ABSOLUTE_CUTOFF, 10**9)["longest"],
+    "longest_line": blt.longest_line,
+    "scores_full_mib": lambda: blt.mib(blt.windowed_vs_full()["full_bytes"]),
+    "scores_windowed_mib": lambda: blt.mib(blt.windowed_vs_full()["windowed_bytes"]),
+    "scores_ratio": lambda: blt.windowed_vs_full()["full_bytes"] / blt.windowed_vs_full()["windowed_bytes"],
+    "window_max_diff": lambda: blt.windowed_vs_full()["max_diff"],
+    "source_memory_default": lambda: blt.SETTINGS.blt_source_memory,
+    "calibration_val_lines": common.calibration_lines,
+    "calibration_patches_val_bit_accuracy": lambda: common.calibration_bits("D"),
+    "calibration_bytes_val_bit_accuracy": lambda: common.calibration_bits("F"),
+    "calibration_patches_scored_step": lambda: common.scored_step(common.calibration_run("D")),
+    "calibration_bytes_scored_step": lambda: common.scored_step(common.calibration_run("F")),
+    # at the cpu preset: the reference ablation's models (the default recipe), as its records count them
+    "c1_params_cpu": lambda: f"{common.reference_params('c1'):,}",
+    "c5_params_cpu": lambda: f"{common.reference_params('c5'):,}",
+    "c5_over_c1_cpu": lambda: common.reference_params("c5") / common.reference_params("c1"),
+    "c5_over_c1_assignment": lambda: blt.c5_model("assignment").num_params() / blt.c1_params("assignment"),
+    "window_cpu": lambda: make_config("c5", "cpu").blt_window,
+    "chunk_chars_cpu": lambda: make_config("c5", "cpu").chunk_chars,
+}
+
+
+# --------------------------------------------------------------------------- chapter 8, assembling and training the model: experiments/training.py
+
+_trn_init_scales = functools.cache(trn.init_scales)
+_trn_spike = functools.cache(trn.adam_spike)
+_trn_byte_waste = functools.cache(lambda: trn.waste(trn.training_byte_lengths()))
+_trn_adam = functools.cache(trn.adam_first_step)
+_trn_sample_waste = functools.cache(lambda kind: trn.waste(trn.sample_lengths()[kind]))
+
+FACTS["training"] = {
+    "d_model": lambda: trn.ASSIGNMENT.d_model,
+    "tgt_vocab": lambda: f"{trn.ASSIGNMENT.tgt_vocab:,}",
+    "tie_saved": lambda: f"{trn.tying_saves():,}",
+    "c1_params": lambda: f"{trn.assignment_model().num_params():,}",
+    "tie_share_untied": lambda: trn.tying_saves() / (trn.assignment_model().num_params() + trn.tying_saves()),
+    "n_heads": lambda: trn.ASSIGNMENT.n_heads,
+    "n_kv_heads": lambda: trn.ASSIGNMENT.n_kv_heads,
+    "sqrt_d": lambda: math.sqrt(trn.ASSIGNMENT.d_model),
+    "embed_over_pe_default_init": lambda: _trn_init_scales(1.0)["embed_over_pe"],
+    "embed_over_pe_scaled_init": lambda: _trn_init_scales(trn.ASSIGNMENT.d_model ** -0.5)["embed_over_pe"],
+    "logit_std_default_init": lambda: _trn_init_scales(1.0)["logit_std"],
+    "logit_std_scaled_init": lambda: _trn_init_scales(trn.ASSIGNMENT.d_model ** -0.5)["logit_std"],
+    "initial_loss_default_init": lambda: _trn_init_scales(1.0)["loss"],
+    "initial_loss_scaled_init": lambda: _trn_init_scales(trn.ASSIGNMENT.d_model ** -0.5)["loss"],
+    "ln_vocab": lambda: math.log(trn.ASSIGNMENT.tgt_vocab),
+    "smoothing": lambda: trn.SMOOTHING,
+    "confident_margin": lambda: trn.CONFIDENT_MARGIN,
+    "confident_loss_no_smoothing": lambda: f"{trn.confident_loss(trn.CONFIDENT_MARGIN, 0.0):.1e}",
+    "confident_loss_with_smoothing": lambda: trn.confident_loss(trn.CONFIDENT_MARGIN, trn.SMOOTHING),
+    "best_margin": lambda: trn.best_margin(),
+    "best_margin_loss": lambda: trn.confident_loss(trn.best_margin(), trn.SMOOTHING),
+    "warmup_steps": lambda: trn.ASSIGNMENT.warmup_steps,
+    "peak_lr": lambda: f"{trn.ASSIGNMENT.lr:g}",
+    "lr_factor_at_4x_warmup": lambda: trn.lr_factor(4 * trn.ASSIGNMENT.warmup_steps),
+    "betas": lambda: f"{trn.ASSIGNMENT.betas}",
+    "adam_move_median": lambda: _trn_adam()["move_median"],
+    "adam_grad_spread": lambda: _trn_adam()["grad_spread"],
+    "adam_v_effective_grads_step10": lambda: trn.adam_v_samples(10),
+    "adam_v_steady": lambda: trn.adam_v_steady(),
+    "adam_v_settle_step": lambda: trn.adam_v_settle_step(),
+    "norm_gain_init": trn.norm_gains_at_init,
+    "c1_self_cache_mb": lambda: trn.decode_cache_mb()["c1_self"],
+    "c3_self_cache_mb": lambda: trn.decode_cache_mb()["c3_self"],
+    "cross_cache_mb": lambda: trn.decode_cache_mb()["cross"],
+    "cross_cache_gqa_mb": lambda: trn.decode_cache_mb()["cross_gqa"],
+    "grad_clip": lambda: trn.ASSIGNMENT.grad_clip,
+    "enc_layer_ffn_share": lambda: trn.layer_ffn_shares()["encoder"],
+    "dec_layer_ffn_share": lambda: trn.layer_ffn_shares()["decoder"],
+    "spike_damped_noclip": lambda: _trn_spike(False)["damped"],
+    "spike_damped_clip": lambda: _trn_spike(True)["damped"],
+    "patience": lambda: trn.ASSIGNMENT.patience,
+    "token_budget": lambda: f"{trn.ASSIGNMENT.token_budget:,}",
+    "max_batch_size": lambda: trn.ASSIGNMENT.max_batch_size,
+    "chunk_chars": lambda: CHUNK_CHARS,
+    "train_chunks": lambda: f"{_trn_byte_waste()['examples']:,}",
+    "full_chunk_share": lambda: _trn_byte_waste()["full_share"],
+    "waste_bucketed": lambda: _trn_byte_waste()["bucketed"],
+    "waste_random": lambda: _trn_byte_waste()["random"],
+    "sample_lines": lambda: trn.SAMPLE_LINES,
+    "sample_waste_bytes": lambda: _trn_sample_waste("bytes")["bucketed"],
+    "sample_waste_bpe": lambda: _trn_sample_waste("bpe")["bucketed"],
+    "sample_waste_bpe_random": lambda: _trn_sample_waste("bpe")["random"],
+}
+
+
+# --------------------------------------------------------------------------- chapter 9, results and the ablation: experiments/results.py
+
+FACTS["results"] = {
+    # the findings that open the chapter
+    "res_ref_runs": lambda: len(res.ref_runs()),
+    "res_ref_seeds": common.reference_seeds,
+    "res_ref_sets": common.reference_sets,
+    "res_ref_perfect_runs": res.ref_perfect_runs,
+    "res_ref_exact_min": res.ref_exact_pct,
+    "res_ref_brown_exact_min": lambda: res.ref_exact_pct(min, ("brown_test_free",)),
+    "res_ref_c5_time_ratio": lambda: (sum(r["train_seconds"] for (c, _), r in res.ref_runs().items() if c == "c5")
+                                      / sum(r["train_seconds"] for (c, _), r in res.ref_runs().items() if c == "c1")),
+    "res_ref_epochs": common.reference_epochs,
+    "res_ref_c5_time_ratio_min": lambda: min(res.ref_time_ratios("c5")),  # seed by seed
+    "res_ref_c5_time_ratio_max": lambda: max(res.ref_time_ratios("c5")),
+    "res_ref_brown_exact_max": lambda: res.ref_exact_pct(max, ("brown_test_free",)),
+    "res_ref_brown_lines": lambda: common.reference_lines("brown_test_free"),
+    **{f"res_ref_{name}_lost": (lambda name=name: common.reference_against_c1(name)["lost"])
+       for name in CONFIG_NAMES[1:]},  # lines only C1 decoded, over every probe set and seed
+    "res_step_tests": lambda: len(res.recipe_steps()),
+    "res_step_gains": lambda: sum(s["p"] < 0.05 and s["gained"] > s["lost"] for s in res.recipe_steps()),
+    "res_step_loss_p": lambda: min(s["p"] for s in res.recipe_steps() if s["lost"] > s["gained"]),
+    "res_paired_tests": lambda: len(res.paired()),
+    "res_paired_below_05": lambda: sum(row["p"] < 0.05 for row in res.paired()),
+    "res_paired_min_p": lambda: res.paired_lowest()["p"],
+    "res_paired_min_where": lambda: (f"{res.paired_lowest()['config'].upper()}, seed {res.paired_lowest()['seed']}, "
+                                     f"{res.paired_lowest()['label']}"),
+    "res_paired_min_lost": lambda: res.paired_lowest()["only_base"],
+    "res_paired_min_other_p": lambda: res.paired_other_seed()["p"],
+    "res_paired_bonferroni": lambda: 0.05 / len(res.paired()),
+    "res_gen_c2_brown": lambda: res.generalisation_exact("c2", "brown"),
+    "res_gen_c2_stdlib": lambda: res.generalisation_exact("c2", "stdlib"),
+    "res_gen_c5_brown": lambda: res.generalisation_exact("c5", "brown"),
+    "res_gen_c5_stdlib": lambda: res.generalisation_exact("c5", "stdlib"),
+    "res_recipe_bits_exact": lambda: res.recipe_bits()["brown_test_free"]["exact_lines"],
+    "res_recipe_bits_lines": lambda: res.recipe_bits()["brown_test_free"]["lines"],
+    "res_recipe_bits_random_chars": lambda: res.pct(res.recipe_bits()["random_strings"]["char_accuracy"]),
+    "res_aware_bits_gain_min": lambda: res.aware_gain_range(True, min),
+    "res_aware_bits_gain_max": lambda: res.aware_gain_range(True, max),
+    "res_aware_bytes_gain_max": lambda: res.aware_gain_range(False, max),
+    # the same ablation without the key-phase embedding (results/nophase): paired tests against C1, learning curves
+    "res_nophase_runs": lambda: len(common.nophase_runs()),
+    "res_nophase_tests": common.nophase_tests,
+    "res_nophase_below_05": common.nophase_below,
+    "res_nophase_below_bonferroni": lambda: common.nophase_below(common.nophase_bonferroni()),
+    "res_nophase_bonferroni": common.nophase_bonferroni,
+    "res_nophase_repeated": lambda: len(common.nophase_repeated()),
+    "res_nophase_alphabet_lines": lambda: common.nophase_lines("random_alphabet"),
+    "res_nophase_c1_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "base_exact"),
+    "res_nophase_c2_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "exact"),
+    "res_nophase_c2_alphabet_p": lambda: common.nophase_by_seed("c2", "random_alphabet", "p", ".2g"),
+    "res_nophase_c3_brown_p": lambda: common.nophase_by_seed("c3", "brown_test", "p", ".2g"),
+    "res_aligned_c1_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "base_exact"),
+    "res_aligned_c2_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "exact"),
+    "res_aligned_c2_alphabet_p": lambda: common.aligned_by_seed("c2", "random_alphabet", "p", ".2g"),
+    "res_nophase_c5_low_p": lambda: common.nophase_lowest("c5")["p"],
+    "res_nophase_c5_low_c1_exact": lambda: common.nophase_lowest("c5")["base_exact"],
+    "res_nophase_c5_low_exact": lambda: common.nophase_lowest("c5")["exact"],
+    "res_nophase_c5_low_lines": lambda: common.nophase_lowest("c5")["lines"],
+    "res_nophase_c5_low_other_p": lambda: common.nophase_lowest("c5")["other"]["p"],
+    "res_nophase_steps_to_99_min": lambda: min(common.nophase_steps_to(0.99)),
+    "res_nophase_steps_to_99_max": lambda: max(common.nophase_steps_to(0.99)),
+    "res_nophase_steps_per_epoch": common.nophase_steps_per_epoch,
+
+    # §7.8 Q1: what each metric sees
+    "res_demo_chars": lambda: len(res.SENTENCE),
+    "res_drop_at": lambda: res.DROP_AT,
+    "res_drop_bit": lambda: res.pct(res.damaged("drop")["bit_accuracy"]),
+    "res_drop_neighbour_bits": lambda: res.drop_bits()["neighbour_bits"],
+    "res_drop_lev": lambda: int(res.damaged("drop")["levenshtein"]),
+    "res_drop_chrf": lambda: res.damaged("drop")["chrf"],
+    "res_drop_bleu": lambda: res.damaged("drop")["bleu"],
+    "res_swap_bit": lambda: res.pct(res.damaged("swap")["bit_accuracy"]),
+    "res_swap_lev": lambda: int(res.damaged("swap")["levenshtein"]),
+    "res_swap_bleu": lambda: res.damaged("swap")["bleu"],
+    "res_swap_rouge1": lambda: res.damaged("swap")["rouge1"],
+    "res_swap_rougeL": lambda: res.damaged("swap")["rougeL"],
+    "res_swap_rouge2": lambda: res.damaged("swap")["rouge2"],
+    # §7.8 Q3: exact lines against BLEU
+    "res_c1c4_exact_min": lambda: min(res.over_c1_c4("sequence_accuracy", scale=100)),
+    "res_c1c4_exact_max": lambda: max(res.over_c1_c4("sequence_accuracy", scale=100)),
+    "res_c1c4_bleu_min": lambda: min(res.over_c1_c4("bleu")),
+    "res_c1c4_bleu_max": lambda: max(res.over_c1_c4("bleu")),
+    "res_bits_exact_max": lambda: max(res.over_c1_c4("sequence_accuracy", BITS_RUN, 100)),
+    "res_exact_pct_at_99pct_chars_256": lambda: res.pct(0.99 ** 256),
+    "res_test_lines": lambda: len(res.test_line_lengths()),
+    "res_mean_line_chars": lambda: sum(res.test_line_lengths()) / len(res.test_line_lengths()),
+    "res_longest_line": lambda: max(res.test_line_lengths()),
+    "res_c1_cer": lambda: res.pct(res.value("c1", "char_error_rate")),
+    "res_c1_exact": lambda: res.exact_pct("c1"),
+    "res_c1_exact_if_chars_independent": lambda: res.pct(res.exact_if_independent("c1")),
+    "res_c1_char_right_prob": lambda: 1 - res.value("c1", "char_error_rate"),
+    "res_c1_exact_at_mean": lambda: res.pct(res.exact_at_mean_length("c1")),
+    # §7.8 Q4: BLEU and ROUGE depend on their units
+    "res_lower_rougeL": lambda: res.damaged("lower")["rougeL"],
+    "res_lower_bleu": lambda: res.damaged("lower")["bleu"],
+    "res_bleu_words": lambda: res.bleu_by_unit("13a"),
+    "res_bleu_chars": lambda: res.bleu_by_unit("char"),
+    "res_c5_chrf": lambda: res.value("c5", "chrf"),
+    "res_c1_chrf": lambda: res.value("c1", "chrf"),
+    # §7.8 Q5: two rows
+    "res_levenshtein_kitten_sitting": lambda: levenshtein("kitten", "sitting"),
+    "res_full_cells": lambda: (max(res.test_line_lengths()) + 1) ** 2,
+    "res_two_rows": lambda: 2 * (max(res.test_line_lengths()) + 1),
+    # §7.8 Q6: greedy vs beam
+    "res_beam_lines": lambda: res.beam()["c5"]["greedy"]["lines"],
+    "res_beam_width": lambda: int(res.beam_width("c5").removeprefix("beam")),
+    "res_beam_c2_greedy": lambda: res.beam_exact("c2", "greedy"),
+    "res_beam_c2_beam": lambda: res.beam_exact("c2", "beam"),
+    "res_beam_c5_greedy": lambda: res.beam_exact("c5", "greedy"),
+    "res_beam_c5_beam": lambda: res.beam_exact("c5", "beam"),
+    "res_beam_c5_lines_lost": lambda: -res.beam_lines_gained("c5"),
+    "res_beam_c5_lowest_p": lambda: res.beam_lowest_p("c5"),
+    "res_beam_c2_slowdown": lambda: res.beam_slowdown("c2"),
+    "res_beam_c5_slowdown": lambda: res.beam_slowdown("c5"),
+    # §7.8 Q7: what the KV cache saves
+    "res_chunk_chars": res.run_chunk_chars,
+    "res_uncached_positions": lambda: res.triangle(res.run_chunk_chars() + 1),
+    "res_cached_positions": lambda: res.run_chunk_chars() + 1,
+    "res_c2_decode_lps": lambda: res.decode_lps("c2"),
+    "res_c5_decode_lps": lambda: res.decode_lps("c5"),
+    "res_extended_run": lambda: f"results/{EXTENDED_RUN}",
+    "res_bench_models": lambda: str(Path(res.decode_checkpoints()).parent),
+    "res_bench_lines": lambda: res.decode_benchmark()["c5"]["lines_per_second"]["lines"],
+    "res_bench_c1_lps": lambda: res.bench_lps("c1"),
+    "res_bench_c2_lps": lambda: res.bench_lps("c2"),
+    "res_bench_c5_lps": lambda: res.bench_lps("c5"),
+    "res_bench_c5_cache_bytes": lambda: res.decode_benchmark()["c5"]["cache"]["target_tokens"],
+    "res_bench_c5_cache_speedup": lambda: res.decode_benchmark()["c5"]["cache"]["speedup"],
+    "res_bench_beam_cost_min": lambda: min(res.bench_beam_cost()),
+    "res_bench_beam_cost_max": lambda: max(res.bench_beam_cost()),
+    # §7.9 Q1: what one change at a time guarantees
+    "res_seeds": lambda: len({r["seed"] for r in res.records().values()}),
+    "res_c1_exact_se": lambda: res.pct(exact_lines_stderr(res.records()["c1"])),
+    "res_budget_minutes": lambda: res.records()["c1"]["hyperparameters"]["time_budget_s"] / 60,
+    "res_epochs_min": lambda: min(r["epochs"] for r in res.records().values()),
+    "res_epochs_max": lambda: max(r["epochs"] for r in res.records().values()),
+    "res_epoch_time_spread": res.epoch_time_spread,
+    "res_equal_epochs": lambda: res.records(EQUAL_EPOCHS_RUN)["c1"]["epochs"],
+    # §7.9 Q1: C4 at equal epochs and in the time-budget run
+    "res_equal_c4_exact": lambda: res.against_c1("c4", "sequence_accuracy"),
+    "res_equal_c4_se": lambda: res.se_against_c1("c4"),
+    "res_c4_controlled_exact": lambda: res.against_c1("c4", "sequence_accuracy", res.RUN),
+    # §7.9 Q3: C5
+    "res_ext_c5_minus_c2": res.extended_c5_minus_c2,
+    "res_ext_c5_minus_c2_stderr": res.extended_se,
+    "res_ext_c5_exact": lambda: res.exact_pct("c5", EXTENDED_RUN),
+    "res_ext_c2_exact": lambda: res.exact_pct("c2", EXTENDED_RUN),
+    "res_ext_c5_epochs": lambda: res.records(EXTENDED_RUN)["c5"]["epochs"],
+    "res_ext_c2_epochs": lambda: res.records(EXTENDED_RUN)["c2"]["epochs"],
+    "res_c1_bit": lambda: res.bit_pct("c1"),
+    "res_bits_c1_bit": lambda: res.bit_pct("c1", BITS_RUN),
+    "res_seed_c1_bit": lambda: res.pct(reference("seed", "c1", "bit_accuracy")),
+    "res_seed_c5_bit": lambda: res.pct(reference("seed", "c5", "bit_accuracy")),
+    # §7.9 Q4: the slot already spent on bits vs bytes
+    "res_bytes_bit_min": lambda: min(res.over_c1_c4("bit_accuracy", scale=100)),
+    "res_bytes_bit_max": lambda: max(res.over_c1_c4("bit_accuracy", scale=100)),
+    "res_bits_bit_min": lambda: min(res.over_c1_c4("bit_accuracy", BITS_RUN, 100)),
+    "res_bits_bit_max": lambda: max(res.over_c1_c4("bit_accuracy", BITS_RUN, 100)),
+    # §7.9 Q5: what peak memory means here
+    "res_device": lambda: next(iter(res.records().values()))["device"],
+    "res_c1_peak_mib": lambda: res.peak_mib("c1"),
+    "res_c5_peak_mib": lambda: res.peak_mib("c5"),
+    "res_c1_state_mib": lambda: res.state_mib("c1"),
+    "res_c5_state_mib": lambda: res.state_mib("c5"),
+    "res_c1_state_share": lambda: res.state_mib("c1") / res.peak_mib("c1"),
+    # §7.9 Q6: fewest parameters
+    "res_fewest_run": lambda: res.fewest({name: r["params"] for name, r in res.records().items()}),
+    "res_fewest_assignment": lambda: res.fewest(res.assignment_params()),
+    **{f"res_{name}_params": (lambda name=name: res.assignment_params()[name]) for name in CONFIG_NAMES},
+    "res_c3_saving": lambda: res.assignment_params()["c1"] - res.assignment_params()["c3"],
+    "res_c4_saving": lambda: res.assignment_params()["c1"] - res.assignment_params()["c4"],
+    "res_heads": lambda: make_config("c3", "assignment").n_heads,
+    "res_kv_heads": lambda: make_config("c3", "assignment").n_kv_heads,
+    "res_self_attn_modules": res.self_attention_modules,
+    "res_c3_per_module": lambda: (res.assignment_params()["c1"] - res.assignment_params()["c3"]) // res.self_attention_modules(),
+    "res_norm_layers": res.norm_layers,
+}
+
+
+# --------------------------------------------------------------------------- chapter 11, broken models: experiments/broken.py
+
+FACTS["broken"] = {
+    # 11.1 the causal mask
+    "tiny_train_steps": lambda: brk.default_argument(broken.train_and_decode, "steps"),
+    "chance_char_accuracy": lambda: 1 / (ord("z") - ord("a") + 1),  # random lowercase lines
+    "nomask_teacher_forced_acc": lambda: brk.trainings()["no_mask"]["teacher_forced_acc"],
+    "nomask_greedy_acc": lambda: brk.trainings()["no_mask"]["greedy_acc"],
+    "real_teacher_forced_acc": lambda: brk.trainings()["real"]["teacher_forced_acc"],
+    "real_greedy_acc": lambda: brk.trainings()["real"]["greedy_acc"],
+    "nomask_future_leak": lambda: broken.future_leak(broken.tiny(broken.NoCausalMask)),
+    # 11.2 the target shift
+    "shift_steps": lambda: broken.SHIFT_STEPS,
+    "unshifted_train_loss": lambda: brk.trainings()["unshifted"]["train_loss"],
+    "unshifted_teacher_forced_loss": lambda: brk.trainings()["unshifted"]["teacher_forced_loss"],
+    "unshifted_greedy_acc": lambda: brk.trainings()["unshifted"]["greedy_acc"],
+    "chance_loss": lambda: math.log(VOCAB_SIZE),
+    "unshifted_answer_share": lambda: broken.answer_in_input(broken.unshifted_pair),
+    # 11.3 PAD in the loss
+    "pad_loss_real": lambda: brk.pad_losses()["real"]["loss"],
+    "pad_loss_broken": lambda: brk.pad_losses()["broken"]["loss"],
+    "pad_loss_broken_longer": lambda: brk.pad_losses()["broken"]["loss_longer"],
+    "pad_share_longer": lambda: brk.pad_losses()["broken"]["pad_share"],
+    # 11.6 heads without transpose
+    "heads_future_leak": lambda: broken.mha_future_leak(broken.tiny_attention(broken.HeadsWithoutTranspose)),
+    "heads_future_leak_real": lambda: broken.mha_future_leak(broken.tiny_attention()),
+    # 11.9 RoPE under the KV cache
+    "cache_gap_real": lambda: broken.cache_gap(broken.tiny(pos_encoding="rope")),
+    "cache_gap_broken": lambda: broken.cache_gap(broken.tiny(broken.RopeCacheWithoutOffset)),
+    # 11.10 dropout at evaluation
+    "eval_repeat_share": lambda: broken.repeat_gap(broken.decode_without_eval),
+    "eval_dropout": lambda: broken.EVAL_DROPOUT,
+    "cpu_dropout": lambda: make_config("c1", "cpu").dropout,
+    "assignment_dropout": lambda: make_config("c1", "assignment").dropout,
+    # 11.13 the BLT's own-patch mask
+    "blt_leak_share": lambda: broken.blt_answer_leak(broken.tiny_blt(broken.OwnPatchBLT)),
+}
+
+
+def load_facts(chapter: str) -> dict[str, Callable[[], object]]:
+    """The facts of one chapter, {key: zero-argument callable} (a chapter must have an entry, even an empty one)."""
+    if chapter not in FACTS:
+        raise ModuleNotFoundError(f"no facts for chapter {chapter!r}: add FACTS[{chapter!r}] = {{}} to {__file__} "
+                                  f"(and its experiments to book/cipherbook/experiments/{chapter}.py)")
+    facts = FACTS[chapter]
+    if not isinstance(facts, dict) or not all(callable(f) for f in facts.values()):
+        raise TypeError(f"{__file__}: FACTS[{chapter!r}] must be a dict of zero-argument callables")
+    return facts

@@ -1,0 +1,347 @@
+"""Where the results live, and reading them back (chapter 9: results and the ablation).
+
+Training writes one record per configuration into ``results/<run>/``; this module names the committed
+runs, finds their folders (``$CIPHERLAB_RESULTS_DIR`` points the names at another results folder), and
+reads the records, logs and side files back: a missing file is a FileNotFoundError naming it, a broken
+one a ValueError naming the file and what is wrong. It also reads single facts off a record (a metric,
+what it changes from C1, how it tokenised) and the plaintext lines a record was scored on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from cipherlab.pipeline.checkpoint import read_log
+from cipherlab.base.config import CONFIG_NAMES
+from cipherlab.base.config import change_from_c1 as components_change
+
+__all__ = [
+    "ANALYSIS_RUNS",
+    "BITS_RUN",
+    "EQUAL_EPOCHS_RUN",
+    "EXTENDED_RUN",
+    "LEARN_RUN",
+    "PRIMARY_RUN",
+    "RECIPE_RUNS",
+    "REFERENCE_RUN",
+    "REFERENCE_SETS",
+    "REPO_RESULTS_DIR",
+    "RESULTS_ENV",
+    "byte_aligned",
+    "change_from_c1",
+    "entry_label",
+    "error_entry",
+    "lines_of",
+    "load_beam",
+    "load_calibration",
+    "load_curve",
+    "load_errors",
+    "load_generalisation",
+    "load_learn_runs",
+    "load_recipe_runs",
+    "load_reference_runs",
+    "load_run",
+    "metric",
+    "provenance",
+    "results_dir",
+    "run_path",
+    "section",
+    "tokenization",
+]
+
+
+RESULTS_ENV = "CIPHERLAB_RESULTS_DIR"
+REPO_RESULTS_DIR = Path(__file__).resolve().parents[3] / "results"
+PRIMARY_RUN = "notes/cpu"  # the course notes recipe's reference run: C1-C4 read the cipher in bytes mode
+BITS_RUN = "notes/cpu-bits"  # the same preset with the course notes' bits mode for C1-C4
+EQUAL_EPOCHS_RUN = "notes/equal-epochs/cpu"  # every cpu run continued (--resume) to the same number of epochs
+EXTENDED_RUN = "notes/extended/cpu"  # C2 and C5 trained on further (--resume): the committed models
+# results/analysis.py names each entry of errors.json after the runs/ folder it read ("cpu-long/c2")
+ANALYSIS_RUNS = {PRIMARY_RUN: "cpu", BITS_RUN: "cpu-bits", EQUAL_EPOCHS_RUN: "cpu-5ep", EXTENDED_RUN: "cpu-long"}
+
+# Did the models learn the cipher? The controlled ablation with phase shuffles, bit-factored
+# and key-phase embeddings, two seeds (results/learn/ablation, written by results/learn/probe.py).
+# Its goals are cipherlab.analysis.ablation.probe_tables.LEARN_GOALS.
+LEARN_RUN = "learn/ablation"
+
+# The reference ablation: the default recipe, the cpu preset, two seeds (results/reference, written by
+# results/learn/probe.py). Its goals are cipherlab.analysis.ablation.probe_tables.REFERENCE_GOALS.
+REFERENCE_RUN = "reference"
+
+# The recipe ablation: C1 and C2 of the reference ablation trained again with one part of the default
+# recipe off, seeds 0 and 1 (results/recipe/<folder>, written by results/recipe/run.sh), and all five
+# without the key-phase embedding (results/nophase). {part: (folder, {field: the value it takes instead})};
+# without phase shuffles there are no case flips either (they apply to shuffled chunks only).
+RECIPE_RUNS = {
+    "phase_embedding": ("nophase", {"phase_embedding": False}),
+    "bit_embeddings": ("recipe/no-bit-embeddings", {"bit_embeddings": False}),
+    "phase_shuffle": ("recipe/no-phase-shuffle", {"phase_shuffle": 0.0, "case_flip": 0.0}),
+    "case_flip": ("recipe/no-case-flip", {"case_flip": 0.0}),
+    "source_eos": ("recipe/no-source-eos", {"source_eos": False}),
+    "select_on": ("recipe/select-on-loss", {"select_on": "val_loss"}),
+}
+
+# record sections: the probe records call the letters set "random_strings"
+_SECTION = {"random_letters": "random_strings"}
+REFERENCE_SETS = (("random_letters", "random letters"), ("random_alphabet", "random alphabet"),
+                  ("stdlib", "docstrings"), ("stdlib_upper", "upper case"), ("stdlib_long", "long lines"),
+                  ("brown_test_free", "Brown free"), ("brown_test", "Brown length-aware"))
+
+
+# --------------------------------------------------------------------------- reading the files
+
+
+def results_dir() -> Path:
+    """The results folder: ``$CIPHERLAB_RESULTS_DIR``, else the repository's ``results/``."""
+    return Path(os.environ.get(RESULTS_ENV) or REPO_RESULTS_DIR).expanduser()
+
+
+def run_path(run: str | os.PathLike) -> Path:
+    """The folder of a run: a name such as ``"cpu"`` or ``"notes/extended/cpu"`` lives in :func:`results_dir`;
+    a ``Path``, an absolute path, or a relative one that exists only from the working directory, is a path."""
+    if isinstance(run, str) and not Path(run).is_absolute():
+        named = results_dir() / run
+        if named.exists() or not Path(run).exists():
+            return named
+    return Path(run)
+
+
+_REQUIRED = ("config", "source_mode", "components", "test", "params", "seconds_per_epoch", "epochs")
+_REQUIRED_TEST = ("lines", "bit_accuracy", "sequence_accuracy", "levenshtein", "char_error_rate", "chrf")
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
+                         "restore the file from git or write it again with cipherlab") from None
+
+
+def _read_record(path: Path, name: str) -> dict:
+    record = _read_json(path)
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: expected a JSON object (one configuration's record), got {type(record).__name__}")
+    missing = [k for k in _REQUIRED if k not in record]
+    missing += [f"test.{k}" for k in _REQUIRED_TEST if k not in (record.get("test") or {})]
+    if missing:
+        raise ValueError(f"{path}: missing field(s) {', '.join(missing)}; it is not a record written by "
+                         "cipherlab.pipeline.evaluate.write_results")
+    if record["config"] != name:
+        raise ValueError(f"{path}: holds configuration {record['config']!r}, not {name!r}")
+    return record
+
+
+def load_run(folder: str | os.PathLike) -> dict[str, dict]:
+    """Every ``c1.json`` ... ``c5.json`` of a run, as ``{"c1": record, ...}`` in configuration order.
+
+    A configuration without a file is left out (``notes/cpu-bits`` has only C1-C4). Raises
+    FileNotFoundError when the folder or all five files are missing, and ValueError naming the
+    file for one that is not valid JSON or lacks a field of cipherlab's records.
+    """
+    path = run_path(folder)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such results folder; train it first "
+                                "(python -m cipherlab ablate --preset cpu) or check the run name")
+    records = {name: _read_record(path / f"{name}.json", name)
+               for name in CONFIG_NAMES if (path / f"{name}.json").is_file()}
+    if not records:
+        raise FileNotFoundError(f"{path}: none of {', '.join(f'{n}.json' for n in CONFIG_NAMES)} is there")
+    return records
+
+
+def load_learn_runs(folder: str | os.PathLike = LEARN_RUN) -> dict[tuple[str, int], dict]:
+    """The records ``[<prefix>-]<config>-seed<k>.json`` of a learn run, as ``{(config, seed): record}`` in order."""
+    path = run_path(folder)
+    files = sorted(path.glob("*c[1-5]*-seed*.json"))
+    if not files:
+        raise _missing(path / "c1-seed0.json", "python results/learn/probe.py, see results/learn/ablation/README.md")
+    records = {}
+    for file in files:
+        record = _read_json(file)
+        records[(record["config"], record["seed"])] = record
+    return dict(sorted(records.items()))
+
+
+def load_reference_runs(folder: str | os.PathLike = REFERENCE_RUN) -> dict[tuple[str, int], dict]:
+    """The reference ablation (``results/reference``) as ``{(config, seed): record}``: every set's
+    per-line outcomes are in ``exact_by_line``."""
+    return load_learn_runs(folder)
+
+
+def load_recipe_runs() -> dict[str, dict[tuple[str, int], dict]]:
+    """The recipe ablation (:data:`RECIPE_RUNS`) as ``{part: {(config, seed): record}}``, for the parts
+    whose folder holds records (a part not yet run is left out)."""
+    runs = {}
+    for part, (folder, _) in RECIPE_RUNS.items():
+        if any(run_path(folder).glob("*c[1-5]*-seed*.json")):
+            runs[part] = load_learn_runs(folder)
+    return runs
+
+
+def section(record: dict, name: str) -> dict:
+    """One probe set of a learn or reference record (``random_letters`` is stored as ``random_strings``)."""
+    return record[_SECTION.get(name, name)]
+
+
+def _missing(path: Path, made_by: str) -> FileNotFoundError:
+    return FileNotFoundError(f"{path}: no such file; it is part of the committed results, so restore it from git "
+                             f"or make it again ({made_by})")
+
+
+def load_curve(folder: str | os.PathLike, config: str) -> list[dict]:
+    """The per-epoch training log ``<config>.log.jsonl`` of a run (oldest first).
+
+    Each record has at least ``epoch``, ``train_loss``, ``val_loss``, ``seconds`` and ``tokens_per_s``.
+    Raises FileNotFoundError naming the file when it is not there.
+    """
+    path = run_path(folder) / f"{config}.log.jsonl"
+    if not path.is_file():
+        raise _missing(path, "cipherlab train writes it beside the record")
+    try:
+        return read_log(path)
+    except json.JSONDecodeError:  # read_log parses line by line; find the line to name it
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            try:
+                json.loads(line or "null")
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}: line {number} is not valid JSON ({e.msg})") from None
+        raise
+
+
+def _load_file(folder: str | os.PathLike, name: str, made_by: str) -> dict:
+    """A JSON object file of a run; FileNotFoundError naming it when absent, ValueError when not an object."""
+    path = run_path(folder) / name
+    if not path.is_file():
+        raise _missing(path, made_by)
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object keyed by configuration, got {type(data).__name__}")
+    return data
+
+
+_MADE_BY = {"beam.json": "python results/extras.py", "generalisation.json": "python results/extras.py",
+            "errors.json": "python results/analysis.py"}
+
+
+def _per_config(data: dict) -> dict:
+    """The configuration entries of a file, in configuration order (its "about" entry left out)."""
+    return {name: data[name] for name in CONFIG_NAMES if name in data}
+
+
+def load_beam(folder: str | os.PathLike) -> dict:
+    """``beam.json`` of a run as ``{"c2": {"greedy": metrics, "beam4": metrics}, ...}``.
+
+    Only the configuration entries; :func:`provenance` reads the file's "about" entry.
+    """
+    return _per_config(_load_file(folder, "beam.json", _MADE_BY["beam.json"]))
+
+
+def load_generalisation(folder: str | os.PathLike) -> dict:
+    """``generalisation.json`` of a run as ``{"c2": metrics, "c5": metrics}`` (out-of-corpus lines)."""
+    return _per_config(_load_file(folder, "generalisation.json", _MADE_BY["generalisation.json"]))
+
+
+def provenance(folder: str | os.PathLike, name: str) -> str:
+    """How a file of a run was made: the command and commit its "about" entry records ("not recorded" if none)."""
+    about = _load_file(folder, name, _MADE_BY.get(name, "see results/README.md")).get("about") or {}
+    if not about:
+        return "not recorded"
+    return f"{about.get('command', '?')} (commit {str(about.get('git_commit') or about.get('commit') or '?')[:12]})"
+
+
+def load_calibration() -> dict:
+    """``results/calibration/calibration.json``, the short validation runs that chose the ``cpu`` preset."""
+    path = results_dir() / "calibration" / "calibration.json"
+    if not path.is_file():
+        raise _missing(path, "results/calibration/calibrate.py")
+    data = _read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        raise ValueError(f"{path}: expected an object with a list of runs under \"runs\"")
+    return data
+
+
+def load_errors(folder: str | os.PathLike = PRIMARY_RUN) -> dict:
+    """``errors.json`` of a run (``results/analysis.py``) without its "about" entry.
+
+    Keyed ``"<runs folder>/<config>"`` (see :data:`ANALYSIS_RUNS`), each value with ``test_free`` and
+    ``test_length_aware`` (metrics of free and length-aware greedy decoding), ``lines``,
+    ``lines_with_wrong_length``, ``char_error_by_chunk_position``, ``char_error_by_key_phase``,
+    ``exact_lines_by_length``, ``exact_chunks`` and a few ``errors``.
+    """
+    data = _load_file(folder, "errors.json", _MADE_BY["errors.json"])
+    return {key: entry for key, entry in data.items() if key != "about"}
+
+
+def error_entry(errors: dict | None, run: str, config: str) -> dict | None:
+    """The ``errors.json`` entry of one configuration of a run (``"cpu"``, ``"notes/extended/cpu"``); None when
+    ``errors`` is None (no analysis given) or the analysis did not cover that model (notes/equal-epochs/cpu)."""
+    return None if errors is None else errors.get(f"{ANALYSIS_RUNS.get(run, run)}/{config}")
+
+
+def entry_label(key: str) -> str:
+    """``"cpu-long/c2"`` -> ``"C2, notes/extended/cpu"``: an ``errors.json`` key named like the results folders."""
+    folder, config = key.rsplit("/", 1)
+    runs = {analysed: run for run, analysed in ANALYSIS_RUNS.items()}
+    return f"{config.upper()}, {runs.get(folder, folder)}"
+
+
+# --------------------------------------------------------------------------- reading a record
+
+
+def metric(record: dict, key: str) -> float | None:
+    """A test metric of a record (``"bit_accuracy"``, ``"bleu"``, ...); None where it is not comparable.
+
+    Also reads a bare metrics dict such as one entry of ``beam.json``.
+    """
+    test = record.get("test", record)
+    if key in (test.get("not_comparable") or {}):
+        return None
+    return test.get(key)
+
+
+def change_from_c1(record: dict) -> str:
+    """What a configuration changes from C1, e.g. ``"pos_encoding=rope"`` (``"baseline"`` for C1)."""
+    return components_change(record["components"])
+
+
+def tokenization(record: dict) -> str:
+    """How a configuration read the cipher and wrote the plaintext, from its hyperparameters.
+
+    E.g. ``"source: cipher bytes, no merges; target: characters"`` or
+    ``"source: BPE over cipher bits, 512 tokens; target: BPE, 1,000 tokens"``.
+    """
+    hp = record["hyperparameters"]
+    if hp["tokenization"] == "blt":
+        return "source: cipher bytes in entropy patches; target: bytes (no tokenizer)"
+    unit = "cipher bits" if hp["source_mode"] == "bits" else "cipher bytes"
+    source = f"BPE over {unit}, {hp['src_vocab']:,} tokens" if hp.get("src_vocab") else f"{unit}, no merges"
+    target = f"BPE, {hp['tgt_vocab']:,} tokens" if hp.get("tgt_vocab") else "characters"
+    return f"source: {source}; target: {target}"
+
+
+def byte_aligned(record: dict) -> bool:
+    """True when a C1-C4 record read the cipher one whole byte per token (bytes mode, no merges)."""
+    hp = record["hyperparameters"]
+    return hp["tokenization"] == "bpe" and hp["source_mode"] == "bytes" and not hp.get("src_vocab")
+
+
+def _source_modes(records: dict[str, dict]) -> str:
+    """How the run's C1-C4 read the cipher: "bits", "bytes" ("-" for a run without them)."""
+    return "/".join(sorted({r["source_mode"] for r in records.values()
+                            if r["components"]["tokenization"] == "bpe"})) or "-"
+
+
+def lines_of(record: dict, split: str = "test", data_dir: str | os.PathLike | None = None) -> list[str]:
+    """The plaintext lines of a split as a record's preset selects them; for ``"test"``, the first
+    ``test.lines``, the lines its test metrics (and ``errors.json``) were computed on."""
+    from cipherlab.base.config import config_from_dict
+    from cipherlab.data.corpus import load_corpus
+    from cipherlab.pipeline.codec import select_lines
+
+    config = config_from_dict(record["hyperparameters"])
+    plain, _ = select_lines(load_corpus(data_dir), config).lines(split)
+    return plain[: record["test"]["lines"]] if split == "test" else plain

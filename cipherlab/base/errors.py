@@ -1,0 +1,244 @@
+"""Every error a user can meet, as one line on stderr: what both command lines share.
+
+``python -m cipherlab`` and ``python -m cipherbook.viva`` run each command through
+:func:`run_command`: an exception becomes one line, ``PROG: error: MESSAGE``, and a non-zero exit,
+never a traceback (``CIPHERLAB_DEBUG=1`` shows the traceback). The message names the file or
+value and the fix:
+
+- cipherlab's own errors (ValueError, KeyError, OSError raised with a message) already do;
+- an operating-system error (``[Errno 30] Read-only file system: 'out/c2.safetensors'``) becomes
+  ``out/c2.safetensors: read-only file system; choose a location on a writable disk``;
+- anything else is named as unexpected, first line only;
+- a reader that closes the output pipe early (``decrypt ... | head -1``) is no error: the command
+  ends quietly with the shell's exit code for it, 141 (128 + SIGPIPE).
+
+:func:`require_file`, :func:`writable_folder` and :func:`writable_file` check inputs and output
+locations *before* a command starts its work, so a long run never fails at its end on a path.
+:func:`outside_results` keeps every command's output out of the repository's committed ``results/``
+(symlinks followed) unless the command says how to write there on purpose.
+:func:`strip_bom` accepts what Windows Notepad writes, saying so. :func:`write_text_atomic` writes a
+file whole or not at all (every results file, every ``--json``).
+
+The command line's own pieces, its one-line usage errors (``OneLineParser``) and the check of ``--device``
+as it is read (``device_option``), are argparse's: they are in :mod:`cipherlab.cli.common`. What is here,
+both command lines and the library share; it imports no argparse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = [
+    "DEBUG_ENV",
+    "SIGPIPE_EXIT",
+    "describe",
+    "first_line",
+    "outside_results",
+    "REPO_RESULTS_DIR",
+    "UTF8_BOM",
+    "require_file",
+    "run_command",
+    "strip_bom",
+    "why",
+    "writable_file",
+    "writable_folder",
+    "write_text_atomic",
+]
+
+DEBUG_ENV = "CIPHERLAB_DEBUG"
+REPO_RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
+"""The committed reference results (as ``cipherlab.analysis.ablation.REPO_RESULTS_DIR``): no command writes there by accident."""
+
+# What to do about an operating-system error, by its errno.
+_FIXES = {
+    errno.ENOENT: "check the path",
+    errno.EACCES: "choose a location you may use, or change its permissions",
+    errno.EPERM: "choose a location you may use, or change its permissions",
+    errno.EROFS: "choose a location on a writable disk",
+    errno.EISDIR: "that is a folder; pass a file",
+    errno.ENOTDIR: "a part of that path is a file, not a folder; check the path",
+    errno.EEXIST: "a file of that name is in the way; choose another name",
+    errno.ENOSPC: "free some disk space or choose another disk",
+    errno.ENAMETOOLONG: "choose a shorter path",
+}
+_DEFAULT_FIX = "check the path"
+
+
+def first_line(message: object) -> str:
+    """The first non-blank line of a message (torch's and safetensors' run to many lines)."""
+    return next((line.strip() for line in str(message).splitlines() if line.strip()), "")
+
+
+def why(e: BaseException) -> str:
+    """``TypeName: first sentence`` of a foreign exception, for the parentheses of a message of ours
+    (torch's unpickling errors go on to advise what cipherlab must not do: weights_only=False)."""
+    sentence = first_line(e).split(". ")[0]
+    return f"{type(e).__name__}: {sentence}" if sentence else type(e).__name__
+
+
+def _os_message(e: OSError) -> str | None:
+    """``PATH: reason; fix`` for an error the operating system raised (it has errno and filename)."""
+    if e.errno is None or not e.strerror:
+        return None  # raised by cipherlab with its own message
+    where = f"{e.filename}: " if e.filename is not None else ""
+    return f"{where}{e.strerror[0].lower()}{e.strerror[1:]}; {_FIXES.get(e.errno, _DEFAULT_FIX)}"
+
+
+def describe(e: BaseException) -> str:
+    """One line that says what went wrong (see the module docstring)."""
+    if isinstance(e, KeyError) and e.args:
+        return first_line(str(e.args[0]))
+    if isinstance(e, OSError) and (message := _os_message(e)):
+        return message
+    if isinstance(e, (ValueError, OSError, KeyError)):
+        return first_line(str(e))
+    return (f"unexpected {type(e).__name__}: {first_line(str(e))} (a bug in cipherlab; "
+            f"{DEBUG_ENV}=1 shows where it happened)")
+
+
+def run_command(prog: str, command: Callable[..., int], args: object) -> int:
+    """``command(args)``, with any exception turned into one line on stderr and exit code 1 (130 on Ctrl-C)."""
+    try:
+        code = command(args)
+        sys.stdout.flush()  # a reader that closed the pipe is found here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(f"{prog}: error: {describe(e)}", file=sys.stderr)
+        return 1
+
+
+SIGPIPE_EXIT = 141
+"""The exit code of a command whose reader closed its output (``... | head -1``): 128 + SIGPIPE, as the shell's
+own tools end; not an error, so nothing is printed."""
+
+
+def _reader_gone() -> int:
+    """End quietly after the reader of stdout went away: what is left unprinted goes to the null device
+    (else the interpreter's last flush fails again, with a traceback), and the exit code is SIGPIPE's."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return SIGPIPE_EXIT
+
+
+# --------------------------------------------------------------------------- checks before the work
+
+
+def require_file(path: str | os.PathLike, what: str, fix: str) -> Path:
+    """``path`` as a Path if it is a file; else FileNotFoundError / IsADirectoryError naming it and ``fix``."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: a folder, not the {what} expected; {fix}")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such {what}; {fix}")
+    return path
+
+
+def writable_folder(path: str | os.PathLike, option: str) -> Path:
+    """Create folder ``path`` if needed and check a file can be written in it, before any work.
+
+    Raises OSError naming ``option`` (e.g. ``--results-dir``), the folder, the reason and the fix.
+    """
+    path = Path(path)
+    _check_writable(path, f"{option} {path}")
+    return path
+
+
+def writable_file(path: str | os.PathLike, option: str) -> Path:
+    """Check that file ``path`` can be written (its folder is created if needed), before any work."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{option} {path}: a folder; name a file inside it to write")
+    _check_writable(path.parent, f"{option} {path}")
+    return path
+
+
+def outside_results(path: str | os.PathLike, option: str, on_purpose: str | None = None) -> Path:
+    """``path`` as a Path unless it lies inside the repository's committed ``results/``; else ValueError
+    naming ``option``, the path and how to write there on purpose. Checks only; creates nothing.
+
+    Symlinks are followed: a link into ``results/`` is inside it. ``on_purpose`` is the option's own
+    way in (``"--results-dir results"``): a path that names the ``results`` folder itself, not through
+    a link to it or into it, is then allowed. Without it, the way in is to write elsewhere and copy.
+    """
+    path = Path(path)
+    committed = REPO_RESULTS_DIR.resolve()
+    if not _inside(path.resolve(), committed):
+        return path
+    entry = next((p for p in (*reversed(path.absolute().parents), path.absolute())
+                  if _inside(p.resolve(), committed)), None)  # where the path, as written, enters results/
+    named = entry is not None and entry.name == committed.name and not entry.is_symlink()
+    if on_purpose is not None and named:
+        return path
+    via = "" if named else f" through the link {entry}" if entry is not None else " through a link"
+    fix = (f"name the folder itself, as {on_purpose}" if on_purpose is not None
+           else "write it elsewhere (e.g. under runs/) and copy it in by hand")
+    raise ValueError(f"{option} {path}: inside the repository's committed results folder ({committed}){via}, "
+                     f"which no command overwrites unless asked; to change the committed results on purpose, {fix}")
+
+
+def _inside(target: Path, folder: Path) -> bool:
+    return target == folder or folder in target.parents
+
+
+def _check_writable(folder: Path, label: str) -> None:
+    in_the_way = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if in_the_way is not None:
+        raise NotADirectoryError(f"{label}: {in_the_way} is a file, not a folder; choose another location")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        reason = f"{e.strerror[0].lower()}{e.strerror[1:]}" if e.strerror else str(e)
+        raise OSError(f"{label}: cannot write in {folder} ({reason}); "
+                      f"{_FIXES.get(e.errno, 'choose a folder you can write to')}") from None
+
+
+# --------------------------------------------------------------------------- writing a file whole
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` so that a reader sees the old file or the new one, never half, and
+    a full disk or a crash leaves the old file (or none), not a torn or empty one: a temporary file beside
+    it, flushed to disk, then ``os.replace``. The temporary file is removed whatever happens."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per process: two writers never share it
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+# --------------------------------------------------------------------------- input quirks accepted with a note
+
+UTF8_BOM = b"\xef\xbb\xbf"
+"""The byte-order mark Windows Notepad writes at the start of UTF-8 files; not part of the text."""
+
+
+def strip_bom(raw: bytes, path: str | os.PathLike) -> bytes:
+    """``raw`` without a leading UTF-8 byte-order mark, saying so in one line on stderr."""
+    if not raw.startswith(UTF8_BOM):
+        return raw
+    print(f"cipherlab: note: {path} starts with a UTF-8 byte-order mark (Windows Notepad writes one); "
+          "it is not text, so it was skipped", file=sys.stderr)
+    return raw[len(UTF8_BOM):]

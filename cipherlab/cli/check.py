@@ -1,0 +1,38 @@
+"""The command ``python -m cipherlab check PART FILE.py:NAME``.
+
+The checks are :mod:`cipherlab.student.check`'s (:data:`~cipherlab.student.check.PARTS`, by name); here the
+command loads NAME from FILE.py, prints one line per check and exits 0 when every check passes, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+from cipherlab.student.check import PARTS, InterfaceError, load_target
+
+__all__ = ["register_cli"]
+
+
+def _cmd_check(args) -> int:
+    obj = load_target(args.target)
+    try:
+        report = PARTS[args.part](obj)
+    except InterfaceError as e:
+        raise ValueError(f"{args.target}: {e}") from None
+    print(report)
+    return 0 if report.passed else 1
+
+
+def register_cli(subparsers) -> None:
+    """Add ``python -m cipherlab check``."""
+    p = subparsers.add_parser(
+        "check",
+        help="check your own attention, norm, positions, BPE, BLT parts or decoding against cipherlab's",
+        description="Load NAME from FILE.py and check it against cipherlab's reference module and PyTorch's own "
+        "(F.scaled_dot_product_attention, nn.MultiheadAttention, nn.LayerNorm, nn.RMSNorm): shapes, dtypes "
+        "(bfloat16 too), masks (True = blocked), causality, invariances, RoPE's relative property, the KV cache; "
+        "BPE merges against a textbook loop, pre-token boundaries, round trips and speed; the BLT's patcher, "
+        "pooling and patch-causal mask; a whole model's cached decoding against full passes. One line per check; "
+        "exit 0 when all pass. The interface of each part: help(cipherlab.student.check.PART).",
+    )
+    p.add_argument("part", choices=list(PARTS), help="the part NAME implements")
+    p.add_argument("target", metavar="FILE.py:NAME", help="your file and the class or function in it")
+    p.set_defaults(func=_cmd_check)

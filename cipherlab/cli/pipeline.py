@@ -1,0 +1,570 @@
+"""The commands ``train``, ``evaluate``, ``decrypt``, ``export`` and ``ablate`` of ``python -m cipherlab``.
+
+Chapter 8 runs them. ``cipherlab/__main__.py`` builds the parser and calls
+:func:`register_cli`; every command returns an exit code. A user error (unknown configuration
+or preset, a missing file, a cipher line that is not bits, an output folder that cannot be
+written) raises ValueError or OSError, which ``__main__`` turns into one line on stderr and a
+non-zero exit. Output locations are checked before any work starts.
+
+Every figure printed says which decoding produced it, and the default is the same for
+``train``, ``evaluate`` and ``decrypt``: greedy decoding that ends each line where its cipher's
+length says (length-aware greedy); ``--free`` lets the model decide where a line ends (free greedy).
+
+    python -m cipherlab train --config c2 --preset cpu          # runs/cpu/c2/ and runs/cpu/c2.json
+    python -m cipherlab train --config c2 --preset cpu --resume # continue from runs/cpu/c2/last.pt
+    python -m cipherlab evaluate --checkpoint runs/cpu/c2/best.pt
+    python -m cipherlab decrypt --checkpoint runs/cpu/c2/best.pt 0000100100100111
+    python -m cipherlab export --checkpoint runs/cpu/c2/best.pt --out c2.safetensors
+    python -m cipherlab ablate --preset smoke                   # all five, then runs/smoke/table.md
+
+``--part PART=FILE.py:NAME`` (train, evaluate, decrypt, ablate; repeatable) puts a class of the
+student's in place of cipherlab's: ``attention``, ``norm``, ``positional`` or ``rope``
+(:mod:`cipherlab.student.parts` gives each interface). It is checked before training starts, and the
+checkpoint and results record name it; such a checkpoint decodes again only with the same ``--part``.
+
+    python -m cipherlab train --config c1 --preset cpu --part attention=my_attention.py:MyAttention
+
+User runs write under ``runs/`` (ignored by git): the committed reference results in ``results/``
+change only when a command is given ``--results-dir results`` on purpose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from cipherlab.data.cipher import check_bits
+from cipherlab.base.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOKENIZATIONS, make_config, parse_field,
+                              recipe_caveats)
+from cipherlab.pipeline.decode import decrypt_lines
+from cipherlab.student.check import load_target
+from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained, parts_in_place
+from cipherlab.base.errors import first_line, outside_results, writable_file, writable_folder, write_text_atomic
+from cipherlab.cli.common import device_option
+from cipherlab.pipeline.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
+                                write_table)
+from cipherlab.student.parts import PARTS, PartError, load_parts, parse_part, part_records, unused_parts, using
+from cipherlab.analysis.score import read_text_lines
+from cipherlab.pipeline.train import TrainingDiverged, own_folder, train_config
+
+__all__ = ["register_cli"]
+
+_DATA_HELP = "folder with brown_plain.txt (default: $CIPHERLAB_DATA_DIR or the repository's data/)"
+_DEVICE_HELP = "cpu, cuda, cuda:1 or mps (default: cuda if present, then mps, then cpu)"
+_THREADS_NOTE = "On a shared CPU, OMP_NUM_THREADS=1 avoids threads fighting over cores."
+
+
+def _error(message: str) -> int:
+    print(f"cipherlab: error: {message}", file=sys.stderr)
+    return 1
+
+
+# --------------------------------------------------------------------------- train
+
+
+def _cmd_train(args) -> int:
+    started = time.monotonic()
+    overrides = _mode(args)
+    if args.time_budget is not None:
+        overrides["time_budget_s"] = args.time_budget or None
+    config = make_config(args.config, args.preset, args.recipe, **overrides)
+    for caveat in recipe_caveats(config):
+        print(f"note: {config.name} ({config.preset} preset) cannot take all of the recipe: {caveat}")
+    parts = load_parts(args.part, config, load=load_target)  # loaded and tried before anything else
+    _note_parts(parts, config)
+    out = Path(args.out) if args.out else Path("runs") / config.run_name / config.name
+    results_folder = _results_folder(args.results_dir, config.run_name)
+    created = _missing_folders(out, results_folder)  # removed again if the run ends leaving them empty
+    try:
+        writable_folder(outside_results(out, "--out"), "--out")  # both before training, not after it
+        results = writable_folder(results_folder, "--results-dir")
+        with own_folder(out, "--out"):  # the run owns --out until its record is written: one writer at a time
+            if (out / "last.pt").exists() and not (args.resume or args.overwrite):
+                raise FileExistsError(
+                    f"{out} already holds a training run; pass --resume to continue it, --overwrite to start "
+                    "again, or --out to train somewhere else"
+                )
+            _check_records(results)
+            # the first line at once: reading the data and fitting the tokenizers take seconds to minutes
+            print(f"{config.name} ({config.preset} preset, {config.recipe} recipe) -> {out}: reading the data, "
+                  "fitting or loading the tokenizers, building the model ...", flush=True)
+            return _train_and_score(args, config, parts, out, started)
+    finally:
+        _remove_empty(created)
+
+
+def _missing_folders(*folders: Path) -> list[Path]:
+    """The folders (and parents) among ``folders`` that do not exist yet, deepest first."""
+    missing = {f for folder in folders for f in (folder, *folder.parents) if not f.exists()}
+    return sorted(missing, key=lambda f: len(f.absolute().parts), reverse=True)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove each of ``folders`` (this run's own, deepest first) that holds nothing: an interrupted or
+    failed run leaves no empty ``runs/cpu/c1/`` behind. A folder with anything in it stays."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only an empty folder can be removed
+
+
+def _train_and_score(args, config, parts: dict, out: Path, started: float) -> int:
+    """The rest of ``train``, in the --out folder it owns: train, evaluate best.pt, write the record."""
+    length_aware = _length_aware(args)
+    try:
+        run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True,
+                           parts=parts)
+    except TrainingDiverged as e:
+        return _error(str(e))
+    except KeyboardInterrupt:
+        if (out / "last.pt").exists():
+            print(f"\ninterrupted; continue from the last saved state ({out / 'last.pt'}) with --resume",
+                  file=sys.stderr)
+        else:
+            print(f"\ninterrupted before the first checkpoint: nothing to resume (an empty {out} is removed)",
+                  file=sys.stderr)
+        return 130
+    fit = run.fit
+    if not run.best_checkpoint.exists():
+        print(f"stopped by the time budget during epoch 1; continue with --resume (state in {out / 'last.pt'})")
+        return 0
+    print(
+        f"{config.name} ({config.recipe} recipe): {fit.stopped} after {fit.epochs} epochs; best.pt is epoch "
+        f"{fit.best_epoch}, " + (f"validation token accuracy {fit.best_val_accuracy:.4f} (teacher-forced)"
+                                 if config.select_on == "val_accuracy" else f"validation loss {fit.best_val_loss:.4f}")
+        + f". Evaluating {run.best_checkpoint} on the test lines ({decoding_name(1, length_aware)} decoding)"
+    )
+    with using(parts):
+        metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device,
+                                      length_aware=length_aware)
+    record = results_record(config, run, metrics)
+    if run.parts:
+        record["parts"] = run.parts  # [{"part", "file", "class", "sha256", "class_sha256"}]: the student's classes
+    record["command"] = shlex.join(["python", "-m", "cipherlab", *getattr(args, "argv", [])])
+    record["wall_seconds"] = time.monotonic() - started  # data, tokenizers, training and the test lines
+    path = write_results(config, record, args.results_dir, curve=out / "log.jsonl")
+    print(f"{metrics_line(metrics)} -> {path}")
+    if fit.stopped == "time budget":
+        print(f"(the time budget ended this run; --resume continues it from {out / 'last.pt'})")
+    return 0
+
+
+def _check_records(folder: Path) -> None:
+    """Refuse, before training, a results folder whose records (``c*.json``) the table could not read
+    (a torn or foreign file), rather than finding it when the run's own record is written."""
+    for path in sorted(folder.glob("c[0-9]*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"--results-dir: {path} is not a readable results record ({first_line(e)}); the "
+                             "table is made from every c*.json there: restore, repair or remove it") from None
+        if not isinstance(record, dict) or not isinstance(record.get("test"), dict):
+            raise ValueError(f"--results-dir: {path} is not a results record (a JSON object with its test "
+                             "metrics); the table is made from every c*.json there: restore or remove it")
+
+
+def _results_folder(results_dir: str, run_name: str) -> Path:
+    """``results_dir/run_name``, which may be inside the committed results/ only when named as such."""
+    return outside_results(Path(results_dir) / run_name, "--results-dir", on_purpose="--results-dir results")
+
+
+def _note_parts(parts: dict, config) -> None:
+    """One line per part of the student's: what it replaces, and that only its interface was checked."""
+    for record in part_records(parts):
+        part, name = record["part"], record["class"]
+        check = f"python -m cipherlab check {PARTS[part].check(config)} {record['file'] or 'FILE.py'}:{name}"
+        print(f"note: {part} is your {name}, in place of {PARTS[part].replaces}; its interface fits "
+              f"(`{check}` checks its maths)")
+
+
+# --------------------------------------------------------------------------- evaluate / decrypt
+
+
+def _checkpoint_parts(path, values):
+    """The ``--part`` classes the checkpoint ``path`` was trained with, in place for the block."""
+    return parts_in_place(path, values, load=load_target)
+
+
+
+def _length_aware(args) -> bool:
+    """Greedy decoding that ends each line where its cipher says (8 bits a character), unless --free
+    or a beam search (which decodes freely) is asked for: the default of train, evaluate and decrypt."""
+    beam = getattr(args, "beam", 1)  # train has no --beam
+    if beam < 1:
+        raise ValueError(f"--beam {beam}: the beam size is at least 1 (1 is greedy decoding)")
+    return not args.free and beam == 1
+
+
+def _cmd_evaluate(args) -> int:
+    if args.json:
+        writable_file(outside_results(args.json, "--json"), "--json")  # before the work
+    with _checkpoint_parts(args.checkpoint, args.part):
+        metrics = evaluate_checkpoint(
+            args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
+            length_aware=_length_aware(args),
+        )
+    text = json.dumps(metrics, indent=2)
+    if args.json:
+        write_text_atomic(args.json, text + "\n")  # a reader never sees half of it
+    print(text)
+    print(metrics_line(metrics), file=sys.stderr)  # stdout stays JSON; the summary names its decoding
+    return 0
+
+
+def _cmd_export(args) -> int:
+    out = export_checkpoint(args.checkpoint, outside_results(args.out, "--out"))
+    print(f"{args.checkpoint} -> {out} ({out.stat().st_size / 2**20:.1f} MiB, weights and codec, no optimiser state)")
+    return 0
+
+
+def _read_cipher_lines(args) -> list[str]:
+    """The cipher lines to decrypt, each checked: only '0'/'1', a multiple of 8 long."""
+    if args.bits is not None:
+        bits = args.bits.strip()
+        if not bits:
+            raise ValueError("BITS: an empty cipher line; pass a string of 0s and 1s, 8 per character")
+        check_bits(bits, path="BITS")
+        return [bits]
+    path = Path(args.input)
+    lines = [line.strip() for line in read_text_lines(path, "input file", "one cipher line per line")]
+    for n, line in enumerate(lines, start=1):
+        check_bits(line, path=str(path), line=n)
+    return lines
+
+
+_DECODING_NOTES = {
+    True: "each line ends where its cipher's length says; --free lets the model decide",
+    False: "the model decides where each line ends",
+}
+
+
+def _cmd_decrypt(args) -> int:
+    length_aware = _length_aware(args)
+    lines = _read_cipher_lines(args)
+    with _checkpoint_parts(args.checkpoint, args.part):
+        model, codec, config = load_trained(args.checkpoint, args.device)
+    print(f"cipherlab: {decoding_name(args.beam, length_aware)} decoding ({_DECODING_NOTES[length_aware]})",
+          file=sys.stderr)  # stdout holds the plaintext lines alone
+    device = next(model.parameters()).device
+    for plain in decrypt_lines(
+        model, codec, lines, chunk_chars=config.chunk_chars, device=device, beam_size=args.beam,
+        length_aware=length_aware,
+    ):
+        print(plain)
+    return 0
+
+
+# --------------------------------------------------------------------------- ablate
+
+
+def _cmd_ablate(args) -> int:
+    preset = args.preset.lower()
+    names = [name.strip().lower() for name in args.configs.split(",")]
+    configs = [make_config(name, preset, args.recipe, **_mode(args)) for name in names]  # fail early
+    parts = _ablation_parts(args.part or [], configs)  # each configuration's --part values, tried first
+    run_name = configs[0].run_name
+    outside_results(Path(args.runs_dir) / run_name, "--runs-dir")
+    _results_folder(args.results_dir, run_name)  # each train checks it again; the table goes there too
+    started = time.monotonic()
+    failed = []
+    for name in names:
+        print(f"=== {name} ({preset}) ===", flush=True)
+        # One process per configuration: peak memory (RSS) is a per-process high-water mark.
+        command = [
+            sys.executable, "-m", "cipherlab", "train", "--config", name, "--preset", preset,
+            "--out", str(Path(args.runs_dir) / run_name / name), "--results-dir", args.results_dir,
+            "--resume" if args.resume else "--overwrite", "--recipe", args.recipe,
+        ]  # fmt: skip
+        for item in args.set or []:
+            command += ["--set", item]
+        for value in parts[name]:
+            command += ["--part", value]
+        for flag, value in (("--source-mode", args.source_mode), ("--tokens", getattr(args, "tokens", None)),
+                            ("--data-dir", args.data_dir), ("--device", args.device), ("--time-budget", args.time_budget)):
+            if value is not None:
+                command += [flag, str(value)]
+        if _run_child(command) != 0:
+            failed.append(name)
+    minutes = (time.monotonic() - started) / 60
+    if len(failed) == len(names):
+        return _error(f"every configuration failed ({', '.join(failed)}); see the messages above")
+    md, _ = write_table(Path(args.results_dir) / run_name)
+    print(md.read_text(encoding="utf-8"))
+    print(f"ablation of {len(names)} configurations took {minutes:.1f} minutes; table in {md}")
+    if failed:
+        return _error(f"configuration(s) {', '.join(failed)} failed; the table has the others")
+    return 0
+
+
+_CHILD_GRACE_S = 10.0  # seconds a train child has to save and exit after ablate passes on a signal
+
+
+def _run_child(command: list[str]) -> int:
+    """Run one ``train`` child and return its exit code; it never outlives ``ablate``.
+
+    A SIGTERM, SIGHUP or SIGINT to ablate is passed on to the child as SIGINT (it says how to resume and
+    exits; killed after :data:`_CHILD_GRACE_S` seconds if it does not), and then ends ablate. On Linux
+    the child also gets SIGTERM from the kernel if ablate dies of a signal it cannot catch (``kill -9``).
+    """
+    child = subprocess.Popen(command, preexec_fn=_die_with_parent())
+    previous = {}
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None and threading.current_thread() is threading.main_thread():
+            previous[sig] = signal.signal(sig, interrupted)
+    try:
+        return child.wait()
+    except BaseException:
+        _end_child(child)
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _end_child(child: subprocess.Popen) -> None:
+    """Stop a child still running: SIGINT (it saves nothing new and exits), then a kill after the grace time."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=1.0)  # a Ctrl-C at the terminal reached the child too: let it finish alone
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout=_CHILD_GRACE_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _die_with_parent():
+    """A ``preexec_fn`` that has Linux send the child SIGTERM when its parent dies (None elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):  # pragma: no cover - no C library to ask
+        return None
+    parent, pr_set_pdeathsig = os.getpid(), 1
+
+    def set_death_signal() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was set
+            os._exit(1)
+
+    return set_death_signal
+
+
+def _ablation_parts(values: list[str], configs: list) -> dict[str, list[str]]:
+    """The ``--part`` values each configuration takes, every one loaded and tried first.
+
+    A configuration trains with the parts it has a place for (C2 has no sinusoidal encoding, C5 none of
+    these parts) and cipherlab's own others, with a note; a part no configuration takes is an error.
+    """
+    named = [(parse_part(value)[0], value) for value in values]
+    taken = {}
+    for config in configs:
+        unused = unused_parts([part for part, _ in named], config)
+        taken[config.name] = [value for part, value in named if part not in unused]
+        load_parts(taken[config.name], config, load=load_target)
+        for part, reason in unused.items():
+            print(f"note: {config.name} trains with cipherlab's own {part}: {reason}")
+    for part, value in named:
+        if not any(value in chosen for chosen in taken.values()):
+            raise PartError(f"--part {value}: none of {', '.join(taken)} has a place for {part}; "
+                            f"{unused_parts([part], configs[0])[part]}")
+    return taken
+
+
+# --------------------------------------------------------------------------- the parsers
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", help=_DATA_HELP)
+    p.add_argument("--device", type=device_option, help=_DEVICE_HELP)
+
+
+def _add_free(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--free", action="store_true",
+                   help="decode freely: the model decides where a line ends (the course notes' decoding); "
+                   "by default greedy decoding places EOS where the cipher's length fixes it (the same "
+                   "default for train, evaluate and decrypt; every printed figure names its decoding)")
+
+
+def _add_source_mode(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--source-mode",
+        choices=["bits", "bytes", "phase"],
+        help="how C1-C4 tokenize the cipher: BPE over bits (the course notes), over 8-bit groups, or over 8-bit "
+        "groups tagged with their key phase; a mode other than the preset's own sends runs and results to "
+        "<preset>-<mode> folders (default: the preset's: bytes for cpu, bits for smoke, phase for assignment)",
+    )
+    p.add_argument(
+        "--tokens",
+        choices=list(TOKENIZATIONS),
+        help="C1-C4's whole tokenisation (cipherlab/base/config.py TOKENIZATIONS): 'aligned' (the assignment "
+        "preset's: BPE over phase-tagged cipher bytes, target tokens the plaintext of the source's), 'notes' "
+        "(the course notes' 1024/8000 BPE over bits, measured not to learn under the default recipe: "
+        "results/merges) or 'chars' (no merges: the cpu preset's); default: the preset's",
+    )
+
+
+def _add_recipe(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--recipe",
+        default=DEFAULT_RECIPE,
+        choices=list(RECIPES),
+        help="how the five are trained (cipherlab/base/config.py RECIPES): 'cipher' learns the cipher rather than "
+        "the corpus (shuffled, case-flipped chunks, an end-of-source token, bit-factored and key-phase "
+        "embeddings, best.pt on validation accuracy); 'notes' is the course notes' own training; a recipe "
+        "other than the default sends runs and results to <preset>-<recipe> folders (default: %(default)s)",
+    )
+
+
+def _mode(args) -> dict:
+    """The Config overrides of --source-mode and --set FIELD=VALUE."""
+    overrides = dict(TOKENIZATIONS[args.tokens]) if getattr(args, "tokens", None) else {}
+    if args.source_mode is not None:
+        overrides["source_mode"] = args.source_mode
+    for item in getattr(args, "set", None) or []:
+        field, sep, value = item.partition("=")
+        if not sep or not field:
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set src_vocab=512")
+        overrides[field.strip()] = parse_field(field.strip(), value)
+    return overrides
+
+
+_PART_HELP = {
+    "train": "train with your own class NAME of FILE.py in place of cipherlab's; PART is one of {parts} "
+             "(interfaces: cipherlab/student/parts.py); checked before training, named in the results; repeatable",
+    "load": "the --part a checkpoint was trained with (one per part; the error says which are missing)",
+    "ablate": "as train's --part, for each configuration that has a place for PART ({parts}); repeatable",
+}
+
+
+def _add_part(p: argparse.ArgumentParser, kind: str) -> None:
+    p.add_argument("--part", action="append", metavar="PART=FILE.py:NAME",
+                   help=_PART_HELP[kind].format(parts=", ".join(PARTS)))
+
+
+def _add_set(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="override one Config field for every configuration, e.g. --set src_vocab=512 "
+        "(repeatable; each value is read by the field's type: 512, 1e-3, true, null for none, "
+        "0.9,0.98 for betas; the result records the command)",
+    )
+
+
+def register_cli(subparsers) -> None:
+    """Add the train, evaluate, decrypt and ablate commands to ``python -m cipherlab``."""
+    configs, presets = ", ".join(CONFIG_NAMES), ", ".join(PRESETS)
+
+    p = subparsers.add_parser(
+        "train",
+        help="train one configuration, then score it on the test lines",
+        description="Train one configuration (early stopping on the recipe's validation signal: loss or "
+        "token accuracy), evaluate best.pt on "
+        "the whole test lines and write <results-dir>/<preset>/<config>.json and the preset's table "
+        "(by default under runs/, so the committed results/ stay as they are). "
+        + _THREADS_NOTE,
+    )
+    p.add_argument("--config", required=True, help=f"which configuration: {configs}")
+    p.add_argument("--preset", default="cpu", help=f"sizes and budgets: {presets} (default: %(default)s)")
+    p.add_argument("--out", help="folder for last.pt, best.pt and log.jsonl (default: runs/<preset>/<config>)")
+    p.add_argument("--resume", action="store_true", help="continue exactly from <out>/last.pt")
+    p.add_argument("--overwrite", action="store_true", help="start again even if <out> holds a run")
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        metavar="S",
+        help="stop training after S seconds, saving last.pt (0: no budget; default: the preset's)",
+    )
+    p.add_argument("--results-dir", default="runs",
+                   help="where <preset>/<config>.json and the table go (default: %(default)s; "
+                   "--results-dir results refreshes the committed reference results on purpose)")
+    _add_free(p)
+    _add_source_mode(p)
+    _add_recipe(p)
+    _add_set(p)
+    _add_part(p, "train")
+    _add_common(p)
+    p.set_defaults(func=_cmd_train)
+
+    p = subparsers.add_parser(
+        "evaluate",
+        help="score a checkpoint on whole test lines",
+        description="Decrypt every line of a split with a checkpoint and print bit/sequence accuracy, "
+        "Levenshtein, chrF, BLEU and ROUGE as JSON. Greedy decoding ends each line where its cipher "
+        "says (8 bits a character) unless --free; the JSON's 'decoding' field says which was used.",
+    )
+    p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt or exported .safetensors")
+    p.add_argument("--split", default="test", choices=["val", "test", "all"],
+                   help="val or test of the training data, or all: every line of --data-dir, which "
+                   "may be text the model never saw (default: %(default)s)")
+    p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
+    p.add_argument("--json", metavar="FILE", help="also write the metrics to FILE")
+    _add_free(p)
+    _add_part(p, "load")
+    _add_common(p)
+    p.set_defaults(func=_cmd_evaluate)
+
+    p = subparsers.add_parser(
+        "export",
+        help="write a checkpoint's model as one safetensors file",
+        description="Keep what decryption needs from a best.pt (weights, configuration, tokenizers or "
+        "entropy model) in one .safetensors file, which evaluate, decrypt and load_trained read.",
+    )
+    p.add_argument("--checkpoint", required=True, help="a best.pt or last.pt")
+    p.add_argument("--out", required=True, help="the .safetensors file to write")
+    p.set_defaults(func=_cmd_export)
+
+    p = subparsers.add_parser(
+        "decrypt",
+        help="decrypt cipher lines with a checkpoint",
+        description="Print the plaintext of each cipher line (a string of 0/1 whose length is a multiple "
+        "of 8). Each line ends where its cipher says (8 bits a character) unless --free.",
+    )
+    p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt or exported .safetensors")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("bits", nargs="?", metavar="BITS", help="one cipher line")
+    source.add_argument("--input", metavar="FILE", help="a file with one cipher line per line")
+    p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
+    _add_free(p)
+    _add_part(p, "load")
+    p.add_argument("--device", type=device_option, help=_DEVICE_HELP)
+    p.set_defaults(func=_cmd_decrypt)
+
+    p = subparsers.add_parser(
+        "ablate",
+        help="train and score all five configurations, then write the table",
+        description="Run `train` for each configuration in turn (one process each, so peak memory is "
+        "per configuration), then write <results-dir>/<preset>/table.md and table.csv (by default "
+        "under runs/). " + _THREADS_NOTE,
+    )
+    p.add_argument("--preset", default="cpu", help=f"sizes and budgets: {presets} (default: %(default)s)")
+    p.add_argument("--configs", default=",".join(CONFIG_NAMES), help="comma-separated subset (default: all five)")
+    p.add_argument("--resume", action="store_true", help="continue each configuration from its last.pt")
+    p.add_argument("--time-budget", type=float, metavar="S", help="per configuration (default: the preset's)")
+    p.add_argument("--runs-dir", default="runs", help="checkpoints go to <runs-dir>/<preset>/<config>")
+    p.add_argument("--results-dir", default="runs",
+                   help="(default: %(default)s; --results-dir results refreshes the committed results)")
+    _add_source_mode(p)
+    _add_recipe(p)
+    _add_set(p)
+    _add_part(p, "ablate")
+    _add_common(p)
+    p.set_defaults(func=_cmd_ablate)

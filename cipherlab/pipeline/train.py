@@ -1,0 +1,801 @@
+"""Training: teacher forcing, AdamW with warm-up, checkpoints you can resume exactly (chapter 8).
+
+One optimisation step is the loop of the course notes, line by line::
+
+    logits = model(src, tgt[:, :-1])                     # teacher forcing: feed the answer so far
+    loss = cross_entropy(logits, tgt[:, 1:], ignore pad, label_smoothing=0.1)
+    optimizer.zero_grad(); loss.backward()
+    clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step(); scheduler.step()
+
+Everything else here is what makes a long run trustworthy:
+
+- validation loss (*without* label smoothing, so it measures prediction quality) and teacher-forced
+  token accuracy every epoch;
+- ``best.pt`` whenever the validation score named by ``Config.select_on`` improves (accuracy in
+  the default recipe, loss in the notes'), early stopping after ``patience`` epochs without;
+- ``last.pt`` after every epoch (and when a time budget runs out mid-epoch) holding the model,
+  optimizer, scheduler, every random-number generator and the position in the epoch, so
+  ``resume=True`` continues exactly where the run stopped -- the same losses, bit for bit on CPU;
+- checkpoints written atomically (temporary file, then ``os.replace``) and loaded with
+  ``torch.load(weights_only=True)``: a checkpoint holds tensors and plain Python values only,
+  so loading one never runs code from the file;
+- a NaN or infinite loss stops the run before it can touch the weights or the checkpoints, and a
+  NaN or infinite validation score stops it before it can be logged or picked as ``best.pt``;
+- ``log.jsonl``: one JSON record per epoch.
+
+The module has two parts:
+
+1. :class:`Trainer`, which knows nothing about ciphers: it takes any model called as
+   ``model(src=..., tgt_in=..., **extra)`` and batches that are dicts with ``src`` and ``tgt``;
+2. :func:`train_config`, which puts data, codec (:mod:`cipherlab.pipeline.codec`), model and trainer
+   together for a ``Config``, with a student's own classes in place of cipherlab's if given
+   (``parts``, :mod:`cipherlab.student.parts`: checked before anything else, recorded in every checkpoint).
+
+Checkpoint files (save, load, the random-number state, ``log.jsonl``) are
+:mod:`cipherlab.pipeline.checkpoint`'s; bf16 autocast is :func:`cipherlab.base.device.autocast`. On CUDA,
+:func:`train_config` also builds the model with the fused attention kernel
+(:func:`fused_attention_on`); on a CPU it keeps the scratch maths the book teaches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from cipherlab.pipeline.checkpoint import (
+    CHECKPOINT_FORMAT,
+    CheckpointError,
+    load_checkpoint,
+    read_log,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from cipherlab.pipeline.codec import build_model, fit_codec, select_lines, teacher_forcing_logits
+from cipherlab.base.config import Config
+from cipherlab.data.corpus import BucketBatchSampler, load_corpus, make_chunks, shuffle_chunks
+from cipherlab.base.device import autocast, pick_device
+from cipherlab.student.parts import mismatch, part_records, validate_parts
+
+try:  # peak resident memory on CPU; the module does not exist on Windows
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None
+
+__all__ = [
+    "Batches",
+    "FitResult",
+    "RunResult",
+    "Trainer",
+    "TrainingDiverged",
+    "WarmupInverseSqrt",
+    "FolderInUse", "StepBar", "fused_attention_on",
+    "make_optimizer",
+    "make_scheduler", "own_folder",
+    "peak_memory_bytes",
+    "seed_everything",
+    "sequence_loss",
+    "train_config", "write_text_atomic",
+]
+
+
+class TrainingDiverged(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+# --------------------------------------------------------------------------- reproducibility
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's generators (torch seeds CUDA too)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+# --------------------------------------------------------------------------- the pieces of a step
+
+
+def sequence_loss(
+    logits: torch.Tensor, target: torch.Tensor, pad_id: int, label_smoothing: float = 0.0
+) -> tuple[torch.Tensor, int]:
+    """(mean cross-entropy over non-pad target tokens, number of those tokens).
+
+    logits (B, L, V), target (B, L). Computed in fp32 even under bf16 autocast.
+    """
+    loss = F.cross_entropy(
+        logits.float().reshape(-1, logits.size(-1)),  # (B*L, V)
+        target.reshape(-1),  # (B*L,)
+        ignore_index=pad_id,
+        label_smoothing=label_smoothing,
+        reduction="sum",
+    )
+    n_tokens = int((target != pad_id).sum())
+    return loss / max(n_tokens, 1), n_tokens
+
+
+def make_optimizer(model: nn.Module, config: Config) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices (weights, embeddings) but not on biases and norm gains."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": config.weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas)
+
+
+class WarmupInverseSqrt:
+    """Learning-rate factor: linear warm-up to 1 over ``warmup_steps``, then 1/sqrt decay.
+
+    The decay (Vaswani et al. 2017) needs no total step count, which early stopping and a
+    wall-clock budget make unknowable in advance. An object, not a lambda, so that
+    ``LambdaLR.state_dict()`` stays plain data.
+    """
+
+    def __init__(self, warmup_steps: int):
+        self.warmup_steps = max(warmup_steps, 1)
+
+    def __call__(self, step: int) -> float:
+        step += 1  # LambdaLR calls with 0 for the first step
+        return min(step / self.warmup_steps, math.sqrt(self.warmup_steps / step))
+
+
+def make_scheduler(optimizer: torch.optim.Optimizer, config: Config) -> torch.optim.lr_scheduler.LambdaLR:
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, WarmupInverseSqrt(config.warmup_steps))
+
+
+def peak_memory_bytes(device: torch.device) -> int | None:
+    """Peak memory of this process: CUDA ``max_memory_allocated`` on a GPU, else peak RSS.
+
+    Peak RSS (``resource.getrusage``) is a high-water mark of the whole process since it
+    started, so it only measures one configuration when the process runs only that one.
+    None where it cannot be measured (Windows).
+    """
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device)
+    if resource is None:  # pragma: no cover - Windows
+        return None
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss if sys.platform == "darwin" else rss * 1024  # macOS reports bytes, Linux KiB
+
+
+# --------------------------------------------------------------------------- the trainer
+
+
+@dataclass
+class Batches:
+    """A dataset and its batch sampler: what the trainer iterates over.
+
+    ``sampler.epoch_batches(epoch)`` gives the epoch's batches of example indices (the same
+    list every time for the same epoch: that is what makes resuming mid-epoch exact), and
+    ``collate(examples)`` turns a list of examples into a dict of tensors with ``src``, ``tgt``.
+    """
+
+    dataset: Sequence
+    sampler: object  # cipherlab.data.corpus.BucketBatchSampler or anything with epoch_batches(epoch)
+    collate: Callable[[list], dict[str, torch.Tensor]]
+
+    def epoch(self, epoch: int) -> list[list[int]]:
+        return self.sampler.epoch_batches(epoch)
+
+    def load(self, indices: Sequence[int], device: torch.device) -> dict[str, torch.Tensor]:
+        batch = self.collate([self.dataset[i] for i in indices])
+        return {key: value.to(device) for key, value in batch.items()}
+
+
+@dataclass
+class Progress:
+    """Where a run is; saved in last.pt so that a resumed run continues from exactly here."""
+
+    epoch: int = 0  # the epoch being trained (0-based)
+    batch: int = 0  # batches of that epoch already done
+    step: int = 0  # optimiser steps so far
+    epoch_loss_sum: float = 0.0  # sum over this epoch's batches of (mean loss x tokens)
+    epoch_tokens: int = 0  # target tokens seen this epoch
+    epoch_seconds: float = 0.0  # training time spent in this epoch
+    best_val_loss: float = math.inf  # the validation loss of best.pt's epoch
+    best_val_accuracy: float = -1.0  # the validation accuracy of best.pt's epoch (-1: none yet)
+    best_epoch: int = 0  # 1-based epoch of best.pt (0: none yet)
+    bad_epochs: int = 0  # epochs since the selected validation score last improved
+    finished: str = ""  # why training ended: "early stopping" or "max_epochs" ("" while running)
+
+
+@dataclass
+class FitResult:
+    """What a call to :meth:`Trainer.fit` did."""
+
+    stopped: str  # "early stopping", "max_epochs", "time budget" or "max steps"
+    epochs: int  # epochs completed (over all runs of this out_dir)
+    best_epoch: int
+    best_val_loss: float
+    history: list[dict]  # the records of log.jsonl, all runs
+    best_val_accuracy: float = -1.0
+
+
+class Trainer:
+    """Trains ``model`` on ``train`` batches, validating on ``val`` batches, writing to ``out_dir``.
+
+    ``identity`` (e.g. the tokenizer and data digests) and ``artifacts`` (plain data needed to
+    rebuild the model's input pipeline, e.g. the tokenizers) are stored in every checkpoint.
+    ``verbose`` prints one summary line per epoch. ``bf16=True`` trains under bf16 autocast on
+    any device (the default, None, does so on CUDA only), so a CPU can run the GPU's code path.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        train: Batches,
+        val: Batches,
+        config: Config,
+        out_dir: str | os.PathLike,
+        *,
+        device: torch.device,
+        tgt_pad_id: int,
+        identity: dict | None = None,
+        artifacts: dict | None = None,
+        verbose: bool = False,
+        progress: bool | None = None,
+        bf16: bool | None = None,
+    ):
+        self.model = model.to(device)
+        self.bf16 = bf16  # bf16 autocast: None = on CUDA only (cipherlab.base.device.autocast)
+        self.train_batches, self.val_batches = train, val
+        self.config, self.device, self.tgt_pad_id = config, device, tgt_pad_id
+        self.out_dir = Path(out_dir)
+        self.identity, self.artifacts = identity or {}, artifacts or {}
+        self.verbose = verbose
+        self.show_progress = progress  # progress bars: None = when output is a terminal or notebook
+        self.optimizer = make_optimizer(model, config)
+        self.scheduler = make_scheduler(self.optimizer, config)
+        self.progress = Progress()
+
+    # ---- paths
+    @property
+    def last_path(self) -> Path:
+        return self.out_dir / "last.pt"
+
+    @property
+    def best_path(self) -> Path:
+        return self.out_dir / "best.pt"
+
+    @property
+    def log_path(self) -> Path:
+        return self.out_dir / "log.jsonl"
+
+    @property
+    def curve_path(self) -> Path:
+        """``Config.eval_every``'s learning curve: one JSON record per ``eval_every`` steps."""
+        return self.out_dir / "curve.jsonl"
+
+    # ---- checkpoints
+    def _payload(self, full: bool) -> dict:
+        payload = {
+            "format": CHECKPOINT_FORMAT,
+            "config": self.config.to_dict(),
+            "identity": self.identity,
+            "artifacts": self.artifacts,
+            "model": self.model.state_dict(),
+            "progress": asdict(self.progress),
+        }
+        if full:  # what resuming needs on top of the weights
+            payload.update(
+                optimizer=self.optimizer.state_dict(),
+                scheduler=self.scheduler.state_dict(),
+                rng=rng_state(),
+            )
+        return payload
+
+    def _restore(self) -> None:
+        payload = load_checkpoint(self.last_path, config=self.config, identity=self.identity)
+        self._check_parts(payload)
+        self.model.load_state_dict(payload["model"])
+        self.optimizer.load_state_dict(payload["optimizer"])
+        self.scheduler.load_state_dict(payload["scheduler"])
+        set_rng_state(payload["rng"])
+        self.progress = Progress(**payload["progress"])
+        # A run killed between writing its log record and its checkpoint would log an epoch twice.
+        kept = [r for r in read_log(self.log_path, torn_ok=True) if r["epoch"] <= self.progress.epoch]
+        write_text_atomic(self.log_path, "".join(json.dumps(r) + "\n" for r in kept))  # a torn last line dropped
+        if self.curve_path.exists():  # the same for the learning curve, by step
+            kept = [r for r in read_log(self.curve_path, torn_ok=True) if r["step"] <= self.progress.step]
+            write_text_atomic(self.curve_path, "".join(json.dumps(r) + "\n" for r in kept))
+
+    def _check_parts(self, payload: dict) -> None:
+        """Refuse to resume a run with other parts (``artifacts["parts"]``) than it was trained with."""
+        problem = mismatch(payload["artifacts"].get("parts") or [], self.artifacts.get("parts") or [])
+        if problem:
+            raise CheckpointError(f"{self.last_path}: {problem} to resume it, or train into a new --out folder")
+
+    # ---- validation
+    @torch.no_grad()
+    def validate(self, exact: bool = False):
+        """(mean cross-entropy, share of target tokens predicted right) over the validation set,
+        both teacher-forced, no label smoothing, padding excluded; with ``exact``, also the share
+        of validation chunks whose every target token (EOS included) was predicted right."""
+        self.model.eval()
+        total, tokens, right, chunks, whole = 0.0, 0, 0, 0, 0
+        for indices in self.val_batches.epoch(0):
+            batch = self.val_batches.load(indices, self.device)
+            with autocast(self.device, self.bf16):
+                logits = teacher_forcing_logits(self.model, batch)
+            gold = batch["tgt"][:, 1:]
+            loss, n = sequence_loss(logits, gold, self.tgt_pad_id)
+            total, tokens = total + loss.item() * n, tokens + n
+            hits = (logits.argmax(-1) == gold) | (gold == self.tgt_pad_id)
+            right += (hits & (gold != self.tgt_pad_id)).sum().item()
+            chunks, whole = chunks + gold.size(0), whole + hits.all(dim=1).sum().item()
+        scores = total / max(tokens, 1), right / max(tokens, 1)
+        return (*scores, whole / max(chunks, 1)) if exact else scores
+
+    def _curve_point(self, n_batches: int) -> None:
+        """Validate mid-epoch (``Config.eval_every``) and append the point to ``curve.jsonl``. It
+        changes nothing of the run: no checkpoint, no selection, no random numbers drawn."""
+        p = self.progress
+        started = time.perf_counter()
+        val_loss, val_accuracy, exact_chunks = self.validate(exact=True)
+        earlier = sum(r["seconds"] for r in read_log(self.log_path)) if self.log_path.exists() else 0.0
+        record = {"step": p.step, "epoch": p.epoch + p.batch / max(n_batches, 1),
+                  "val_loss": val_loss, "val_accuracy": val_accuracy, "val_exact_chunks": exact_chunks,
+                  "train_seconds": earlier + p.epoch_seconds,
+                  "validate_seconds": time.perf_counter() - started}
+        with open(self.curve_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        self.model.train()
+
+    # ---- training
+    def _step(self, batch: dict[str, torch.Tensor]) -> tuple[float, int]:
+        """One optimiser step on one batch: (mean training loss, target tokens)."""
+        with autocast(self.device, self.bf16):
+            logits = teacher_forcing_logits(self.model, batch)
+        loss, n_tokens = sequence_loss(logits, batch["tgt"][:, 1:], self.tgt_pad_id, self.config.label_smoothing)
+        if not torch.isfinite(loss):
+            self._diverged(f"the training loss became {loss.item()}")
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        if not torch.isfinite(grad_norm):
+            self._diverged(f"the gradient norm became {grad_norm.item()}")
+        self.optimizer.step()
+        self.scheduler.step()
+        return loss.item(), n_tokens
+
+    def _diverged(self, what: str, step: int | None = None, before: str = "updating the weights") -> None:
+        p = self.progress
+        kept = (
+            f"{self.last_path} still holds the last good state"
+            if self.last_path.exists()
+            else "no checkpoint was written yet"
+        )
+        raise TrainingDiverged(
+            f"{what} at epoch {p.epoch + 1}, step {p.step + 1 if step is None else step}; training stopped before "
+            f"{before} and {kept}. {_divergence_advice(self)}"
+        )
+
+    def fit(self, *, resume: bool = False, time_budget_s: float | None = None, max_steps: int | None = None) -> FitResult:
+        """Train until early stopping, ``max_epochs``, the time budget or ``max_steps`` optimiser steps
+        in all, whichever comes first (a stop at ``max_steps`` mid-epoch is saved like a time budget's).
+
+        ``resume=True`` continues from ``out_dir/last.pt`` (when it exists) exactly where it
+        stopped. ``time_budget_s`` (default: the config's) counts the seconds of this call;
+        when it runs out, last.pt records the position in the epoch and fit returns.
+        """
+        budget = self.config.time_budget_s if time_budget_s is None else time_budget_s
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if resume and self.last_path.exists():
+            self._restore()
+        else:
+            self.log_path.unlink(missing_ok=True)
+            self.curve_path.unlink(missing_ok=True)
+        started = time.monotonic()
+        p = self.progress
+        if p.finished == "max_epochs" and p.epoch < self.config.max_epochs:
+            p.finished = ""  # resumed with a larger max_epochs: train on
+        elif not p.finished and p.epoch >= self.config.max_epochs:
+            p.finished = "max_epochs"  # resumed with max_epochs already reached: nothing to train
+        self._max_steps = max_steps
+        while not p.finished:
+            if self._train_epoch(started, budget):
+                return self._result("max steps" if self._steps_done() else "time budget")
+            self._end_epoch()
+            if not p.finished and self._steps_done():
+                return self._result("max steps")
+            if not p.finished and budget is not None and time.monotonic() - started >= budget:
+                return self._result("time budget")
+        return self._result(p.finished)
+
+    def _steps_done(self) -> bool:
+        return getattr(self, "_max_steps", None) is not None and self.progress.step >= self._max_steps
+
+    def _train_epoch(self, started: float, budget: float | None) -> bool:
+        """Train the rest of the current epoch; True if the time budget ran out before its end."""
+        p = self.progress
+        batches = self.train_batches.epoch(p.epoch)
+        self.model.train()
+        # None: no bar when output is not a terminal or a notebook (CI, logs), and none when the
+        # environment sets TQDM_DISABLE (tqdm's own switch; the chapters' stored outputs use it)
+        disable = None if self.show_progress is None else not self.show_progress
+        if self.show_progress is None and os.environ.get("TQDM_DISABLE"):
+            disable = True
+        bar = tqdm(total=len(batches), initial=p.batch, desc=f"{self.config.name} epoch {p.epoch + 1}",
+                   unit="batch", disable=disable, leave=False)
+        with bar:
+            while p.batch < len(batches):
+                t0 = time.perf_counter()
+                loss, n_tokens = self._step(self.train_batches.load(batches[p.batch], self.device))
+                p.epoch_seconds += time.perf_counter() - t0
+                p.epoch_loss_sum += loss * n_tokens
+                p.epoch_tokens += n_tokens
+                p.batch += 1
+                p.step += 1
+                if self.config.eval_every and p.step % self.config.eval_every == 0:
+                    self._curve_point(len(batches))
+                bar.update(1)
+                bar.set_postfix(
+                    loss=f"{p.epoch_loss_sum / max(p.epoch_tokens, 1):.3f}",
+                    tok_s=f"{p.epoch_tokens / max(p.epoch_seconds, 1e-9):.0f}",
+                )
+                out_of_time = budget is not None and time.monotonic() - started >= budget
+                if p.batch < len(batches) and (out_of_time or self._steps_done()):
+                    save_checkpoint(self.last_path, self._payload(full=True))
+                    return True
+        return False
+
+    def _end_epoch(self) -> None:
+        """Validate, log, checkpoint, decide whether to stop."""
+        p = self.progress
+        val_loss, val_accuracy = self.validate()
+        for name, value in (("loss", val_loss), ("accuracy", val_accuracy)):
+            if not math.isfinite(value):  # else a NaN loss beside a better accuracy is picked as best.pt
+                self._diverged(f"the validation {name} became {value}", step=p.step,
+                               before="logging the epoch or saving a checkpoint")
+        if self.config.select_on == "val_accuracy":
+            improved = val_accuracy > p.best_val_accuracy
+        else:
+            improved = val_loss < p.best_val_loss
+        record = {
+            "epoch": p.epoch + 1,
+            "step": p.step,
+            "train_loss": p.epoch_loss_sum / max(p.epoch_tokens, 1),
+            "val_loss": val_loss,
+            "val_accuracy": val_accuracy,
+            "lr": self.scheduler.get_last_lr()[0],
+            "seconds": p.epoch_seconds,
+            "train_tokens": p.epoch_tokens,
+            "tokens_per_s": p.epoch_tokens / max(p.epoch_seconds, 1e-9),
+            "best": improved,
+        }
+        if improved:
+            p.best_val_loss, p.best_val_accuracy, p.best_epoch, p.bad_epochs = val_loss, val_accuracy, p.epoch + 1, 0
+        else:
+            p.bad_epochs += 1
+        if p.bad_epochs >= self.config.patience:
+            p.finished = "early stopping"
+        elif p.epoch + 1 >= self.config.max_epochs:
+            p.finished = "max_epochs"
+        p.epoch, p.batch = p.epoch + 1, 0
+        p.epoch_loss_sum, p.epoch_tokens, p.epoch_seconds = 0.0, 0, 0.0
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        if self.verbose:
+            tqdm.write(
+                f"{self.config.name} epoch {record['epoch']}: train loss {record['train_loss']:.4f}, "
+                f"val loss {val_loss:.4f}, val accuracy {val_accuracy:.4f}{' (best)' if improved else ''}, "
+                f"{record['seconds']:.0f} s, "
+                f"{record['tokens_per_s']:.0f} tokens/s"
+            )
+        if improved:
+            save_checkpoint(self.best_path, self._payload(full=False))
+        save_checkpoint(self.last_path, self._payload(full=True))
+
+    def _result(self, stopped: str) -> FitResult:
+        p = self.progress
+        return FitResult(
+            stopped=stopped,
+            epochs=p.epoch,
+            best_epoch=p.best_epoch,
+            best_val_loss=p.best_val_loss,
+            history=read_log(self.log_path),
+            best_val_accuracy=p.best_val_accuracy,
+        )
+
+
+# --------------------------------------------------------------------------- one run from a Config
+
+
+@dataclass
+class RunResult:
+    """A finished (or paused) training run and what it cost."""
+
+    fit: FitResult
+    params: int
+    peak_memory_bytes: int | None
+    device: str
+    best_checkpoint: Path
+    parts: list[dict] = field(default_factory=list)  # the student's parts it was trained with (cipherlab.student.parts)
+
+
+def fused_attention_on(device: torch.device | str, enabled: bool | None = None) -> bool:
+    """Whether training on ``device`` runs attention through ``F.scaled_dot_product_attention``.
+
+    ``enabled=None``: on CUDA only, like bf16 autocast (:func:`cipherlab.base.device.autocast`). On a
+    CPU the scratch maths of chapter 2 runs, which is what the book's numbers were measured with.
+    """
+    return torch.device(device).type == "cuda" if enabled is None else enabled
+
+
+def train_config(
+    config: Config,
+    out_dir: str | os.PathLike,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    device: torch.device | str | None = None,
+    resume: bool = False,
+    time_budget_s: float | None = None,
+    verbose: bool = False,
+    progress: bool | None = None,
+    parts: Mapping[str, type] | None = None,
+    max_steps: int | None = None,
+) -> RunResult:
+    """Everything for one configuration: data, codec, model, and :meth:`Trainer.fit`.
+
+    ``parts``: a student's classes in place of cipherlab's, e.g. ``{"attention": MyAttention}``
+    (:mod:`cipherlab.student.parts`). They are validated first, before any data is read, and the checkpoints
+    record them (``artifacts["parts"]``); the model loads again only with the same parts.
+    """
+    prepared = time.monotonic()
+    parts = dict(parts or {})
+    validate_parts(parts, config)  # one line, before anything else, for a part that does not fit
+    records = part_records(parts)
+    device = pick_device(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    seed_everything(config.seed)
+    corpus = select_lines(load_corpus(data_dir), config)
+    codec = fit_codec(config, corpus)
+
+    def batches(split: str, shuffle: bool) -> Batches:
+        chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits[split], config.chunk_chars)
+        if split == "train" or config.augment_val:  # validation is English unless augment_val (seed + 1)
+            chunks = shuffle_chunks(chunks, config.phase_shuffle, config.seed + (split != "train"), config.case_flip,
+                                    config.substitution)
+        dataset = codec.dataset(chunks, dropout=config.bpe_dropout if split == "train" else 0.0, seed=config.seed)
+        sampler = BucketBatchSampler(
+            dataset.src_lengths, config.token_budget, config.max_batch_size, shuffle=shuffle, seed=config.seed
+        )
+        return Batches(dataset, sampler, codec.collate)
+
+    seed_everything(config.seed)  # the initial weights depend on the seed alone
+    model = build_model(config, codec, parts=parts, fused_attention=fused_attention_on(device))
+    trainer = Trainer(
+        model,
+        batches("train", shuffle=True),
+        batches("val", shuffle=False),
+        config,
+        out_dir,
+        device=device,
+        tgt_pad_id=codec.tgt_pad_id,
+        identity={"data": corpus.sha256, **codec.identity()},
+        artifacts={**codec.artifacts(), **({"parts": records} if records else {})},
+        verbose=verbose,
+        progress=progress,
+    )
+    if verbose:  # the command line: what is about to run, and progress where no bar shows (a log, `| tee`)
+        _announce(trainer, time.monotonic() - prepared, progress)
+    fit = trainer.fit(resume=resume, time_budget_s=time_budget_s, max_steps=max_steps)
+    return RunResult(
+        fit=fit,
+        params=sum(p.numel() for p in model.parameters()),
+        peak_memory_bytes=peak_memory_bytes(device),
+        device=str(device),
+        best_checkpoint=trainer.best_path,
+        parts=records,
+    )
+
+
+# --------------------------------------------------------------------------- a run owns its folder
+
+
+class FolderInUse(OSError):
+    """Another process holds the folder's lock: a second writer would mix two runs in one folder."""
+
+
+class own_folder:  # noqa: N801 - used as a context manager, like open()
+    """``with own_folder(out):``: an exclusive lock (``fcntl.flock``) on folder ``out`` for the block, so
+    that two runs never write into one folder (two ``train --out X`` at once once logged every epoch
+    twice and left one run's weights in the other's best.pt). A second writer gets FolderInUse at once,
+    one line naming ``option`` and the folder. The lock ends with the block or the process, even
+    one killed by ``kill -9``; where ``fcntl`` does not exist (Windows) the block runs unlocked.
+    """
+
+    def __init__(self, folder: str | os.PathLike, option: str = "--out"):
+        self.folder, self.option, self._fd = Path(folder), option, None
+
+    def __enter__(self) -> Path:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            return self.folder
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise FolderInUse(f"{self.option} {self.folder}: another cipherlab run is writing in this folder now; "
+                              f"wait for it to end, or pass another {self.option} folder") from None
+        self._fd = fd
+        return self.folder
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the only descriptor releases the lock
+            self._fd = None
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half:
+    a temporary file beside it, flushed to disk, then ``os.replace`` (:func:`cipherlab.base.errors.write_text_atomic`,
+    which evaluate and score write with too)."""
+    from cipherlab.base.errors import write_text_atomic as atomic
+
+    return atomic(path, text)
+
+
+# --------------------------------------------------------------------------- why a run diverged
+
+_PROBE_BATCHES = 64  # validation batches a diverged run is probed on, at most
+
+
+def _finite_rows(trainer: Trainer, batch: dict[str, torch.Tensor]) -> list[bool]:
+    """Whether the model gives finite logits on each chunk of ``batch`` (its real target positions)."""
+    with autocast(trainer.device, trainer.bf16):
+        logits = teacher_forcing_logits(trainer.model, batch)
+    real = (batch["tgt"][:, 1:] != trainer.tgt_pad_id).unsqueeze(-1)
+    return (torch.isfinite(logits.float()) | ~real).flatten(1).all(dim=1).tolist()
+
+
+def _probe(trainer: Trainer) -> tuple[list[tuple[int, bool]], list[tuple[int, bool]]] | None:
+    """What the model as it is gives on the validation chunks (eval mode, no gradients): (length, finite)
+    for each chunk, its source length padded as the model saw it, and (n, finite) for the longest batch cut
+    to its first n tokens, n = 1, 2, 4, ... ; None if that fails (the run has stopped anyway)."""
+    model, was_training = trainer.model, trainer.model.training
+    rows, cut, longest = [], [], None
+    try:
+        model.eval()
+        with torch.no_grad():
+            for indices in trainer.val_batches.epoch(0)[:_PROBE_BATCHES]:
+                batch = trainer.val_batches.load(indices, trainer.device)
+                rows += [(batch["src"].size(1), ok) for ok in _finite_rows(trainer, batch)]
+                if longest is None or batch["src"].size(1) > longest["src"].size(1):
+                    longest = batch
+            if longest is not None and set(longest) == {"src", "tgt"}:  # a BLT's batch holds more than tokens
+                full, n = longest["src"].size(1), 1
+                while n < full:
+                    piece = {"src": longest["src"][:, :n], "tgt": longest["tgt"][:, :n + 1]}
+                    cut.append((n, all(_finite_rows(trainer, piece))))
+                    n *= 2
+                cut.append((full, all(_finite_rows(trainer, longest))))
+                finite = [n for n, ok in cut if ok]
+                lo, hi = (max(finite), min(n for n, ok in cut if not ok)) if finite and not cut[-1][1] else (0, 0)
+                while hi - lo > 1 and lo < hi:  # finite up to lo, NaN from hi: find where it turns
+                    mid = (lo + hi) // 2
+                    piece = {"src": longest["src"][:, :mid], "tgt": longest["tgt"][:, :mid + 1]}
+                    ok = all(_finite_rows(trainer, piece))
+                    cut.append((mid, ok))
+                    lo, hi = (mid, hi) if ok else (lo, mid)
+    except Exception:
+        return None
+    finally:
+        model.train(was_training)
+    return rows, cut
+
+
+def _divergence_advice(trainer: Trainer) -> str:
+    """What to do about a NaN or infinite loss, chosen from what the model as it is does on the validation
+    chunks (:func:`_probe`): lower the learning rate only when nothing points elsewhere. Finite on short
+    inputs and NaN on long ones, or on some chunks and not others, is a computation that fails on some
+    inputs (a part NaN only on long ones), not the learning rate; before any update, it is the model as built."""
+    parts = trainer.artifacts.get("parts") or []
+    yours = " or ".join(f"your {r['part']} ({r['class']} of {r['file']})" for r in parts)
+    culprit = yours or "a layer of the model"
+    lr = f"Lower lr (now {trainer.config.lr}) or raise warmup_steps and train again"
+    rows, cut = _probe(trainer) or ([], [])
+    short, long = [n for n, ok in cut if ok], [n for n, ok in cut if not ok]
+    if short and long and min(long) > max(short):
+        return (f"Not the learning rate: the model as it is gives finite values on the first {max(short)} source "
+                f"tokens of the validation chunks and NaN from {min(long)} on; {culprit} fails on longer inputs "
+                "(e.g. a mask, a table of positions or a sum that overflows): try it on inputs that long")
+    bad, good = [n for n, ok in rows if not ok], [n for n, ok in rows if ok]
+    if bad and good:
+        return (f"Not the learning rate: the model as it is gives NaN on {len(bad)} of {len(rows)} validation chunks "
+                f"and finite values on the others; {culprit} fails on some inputs: try it on those")
+    if trainer.progress.step == 0:
+        return ("Not the learning rate: no update was made yet, so the model as built gives it; "
+                + (f"{yours} is the likely cause" if yours else "check the settings (--set) and the data"))
+    return lr + (f"; if that does not help, look at {yours}" if yours else "")
+
+
+# --------------------------------------------------------------------------- progress on the command line
+
+HEARTBEAT_S = 60.0
+"""Seconds between two progress lines of a verbose run whose output is not a terminal (no bar there)."""
+
+
+def _announce(trainer: Trainer, seconds: float, progress: bool | None) -> None:
+    """One line before the first epoch: its batches, the model, the device and the limits. Where no bar will
+    show (stderr not a terminal, ``progress`` not forced on), a progress line every :data:`HEARTBEAT_S` too."""
+    config = trainer.config
+    steps = len(trainer.train_batches.epoch(trainer.progress.epoch))
+    params = sum(p.numel() for p in trainer.model.parameters())
+    budget = f", a time budget of {config.time_budget_s / 60:.0f} min" if config.time_budget_s else ""
+    print(f"{config.name}: ready in {seconds:.0f} s; {len(trainer.train_batches.dataset):,} training chunks in "
+          f"{steps:,} batches an epoch, {params:,} parameters, on {trainer.device}; at most {config.max_epochs} "
+          f"epoch{'s' if config.max_epochs != 1 else ''}{budget}", flush=True)
+    if progress is None and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        trainer.train_batches = _Heartbeat(trainer.train_batches, trainer)
+
+
+class _Heartbeat:
+    """Training batches that print where the epoch is every ``every_s`` seconds (the bar's job on a terminal)."""
+
+    def __init__(self, batches: Batches, trainer: Trainer, every_s: float = HEARTBEAT_S):
+        self._batches, self._trainer, self._every = batches, trainer, every_s
+        self._last, self._steps = time.monotonic(), 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._batches, name)
+
+    def epoch(self, epoch: int) -> list[list[int]]:
+        batches = self._batches.epoch(epoch)
+        self._steps = len(batches)
+        return batches
+
+    def load(self, indices: Sequence[int], device: torch.device) -> dict[str, torch.Tensor]:
+        now = time.monotonic()
+        if now - self._last >= self._every:
+            self._last, p = now, self._trainer.progress
+            left = (f", train loss {p.epoch_loss_sum / max(p.epoch_tokens, 1):.3f}, about "
+                    f"{p.epoch_seconds / p.batch * (self._steps - p.batch) / 60:.1f} min left in the epoch"
+                    if p.batch else "")
+            print(f"{self._trainer.config.name} epoch {p.epoch + 1}: batch {p.batch:,}/{self._steps:,}{left}",
+                  flush=True)
+        return self._batches.load(indices, device)
+
+
+class StepBar:
+    """``with StepBar(total, "plan", first_line) as step:`` ... ``step(name)`` before each of ``total`` steps:
+    ``first_line`` on stderr at the first step, then a bar on a terminal or in a notebook that counts the steps
+    done and names the current one (the progress of ``plan`` and ``doctor``, whose stdout is their report)."""
+
+    def __init__(self, total: int, desc: str, first_line: str):
+        self.desc, self.first_line, self.done = desc, first_line, -1
+        self.bar = tqdm(total=total, desc=desc, unit="step", disable=None, leave=False, file=sys.stderr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.close()
+
+    def __call__(self, name: str) -> None:
+        if self.done < 0:  # the first line once the inputs are read: a bad one is still a one-line error
+            self.bar.write(self.first_line, file=sys.stderr)
+        else:
+            self.bar.update(1)
+        self.done += 1
+        self.bar.set_description(f"{self.desc}: {name}")

@@ -1,0 +1,613 @@
+"""Train with your own components: the parts of C1-C4 that a class of yours can replace.
+
+``python -m cipherlab check PART FILE.py:NAME`` checks the maths of a class; ``--part`` trains with it::
+
+    python -m cipherlab train --config c1 --preset cpu --part attention=my_attention.py:MyAttention
+    python -m cipherlab decrypt --checkpoint runs/cpu/c1/best.pt --part attention=my_attention.py:MyAttention BITS
+
+From Python, ``build_model(config, codec, parts={"attention": MyAttention})`` (:mod:`cipherlab.pipeline.codec`) and
+``train_config(config, out, parts=...)`` take the classes themselves.
+
+==========  ===============================================  ==========================================
+PART        replaces (in C1-C4; C5, the BLT, takes none)     the class is built and called as
+==========  ===============================================  ==========================================
+attention   every self-attention: MultiHeadAttention (C1,    ``cls(d_model, n_heads, dropout=p)``, plus
+            C2, C4) or GroupedQueryAttention (C3), encoder   ``n_kv_heads=k`` in C3 and ``rope=R`` in C2;
+            and decoder; cross-attention stays cipherlab's   ``forward(query, key, value, mask)``
+norm        every LayerNorm (C1-C3) or RMSNorm (C4)          ``cls(d_model, eps=1e-5)``; ``forward(x)``
+positional  SinusoidalPositionalEncoding (C1, C3, C4)        ``cls(d_model, max_len=4096, dropout=p)``;
+                                                             ``forward(x, offset)``
+rope        RotaryPositionalEmbedding (C2)                   ``cls(head_dim, max_len=4096)``;
+                                                             ``forward(q, k, offset=0)``
+==========  ===============================================  ==========================================
+
+Shapes and masks are cipherlab's (:data:`PARTS` holds each interface in full): masks are bool, True =
+BLOCKED. A class must be an ``nn.Module`` subclass, so that its weights train and are saved. Your
+attention is never given a KV cache: when decoding, cipherlab runs it over the whole prefix again at
+each step (slower, the same result). A rotary class needs no ``rotate`` method or ``head_dim``:
+:class:`cipherlab.models.RotaryAdapter` supplies what cipherlab's attention reads.
+
+Before any training starts each class is built with the configuration's sizes and run once on small
+random inputs (:func:`validate_parts`): a part that does not fit its interface is one line naming the
+part, the file and class, and the call or shape that went wrong. That checks the interface only;
+``python -m cipherlab check`` checks the maths.
+
+The checkpoint and the results record name each replaced part: ``{"part", "file", "class", "sha256",
+"class_sha256"}`` (:func:`part_records`; ``sha256`` is the file's, ``class_sha256`` the class's own source,
+both read when it was loaded). A model trained with a part loads again only with the same part, whose
+class has the same source (an edit elsewhere in its file does not matter; a checkpoint that records no
+``class_sha256`` needs the same file): the commands take ``--part`` and say which one is missing; from
+Python, load inside ``with using(parts):``. ``CIPHERLAB_EDITED_PARTS=1`` loads it with the class edited.
+
+In the flow of the package this module sits above ``cipherlab.models`` and beside the codec that builds
+models (``codec -> parts -> models``). Loading ``FILE.py:NAME`` is ``cipherlab.student.check.load_target``'s, a
+tool above both: the command line passes it in (``load=``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import os
+import signal
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from cipherlab.base.config import Config, config_from_dict
+from cipherlab.base.errors import describe, why
+from cipherlab.models.attention import causal_mask, padding_mask
+from cipherlab.models.positional import RotaryPositionalEmbedding
+from cipherlab.models.transformer import (RotaryAdapter, build_own_attention, build_own_norm, build_own_positional,
+                                          build_own_rope)
+
+__all__ = [
+    "EDITED_PARTS",
+    "IMPORT_TIME_LIMIT_S",
+    "MAX_LEN",
+    "PARTS",
+    "Part",
+    "PartError",
+    "class_sha256",
+    "internals_refusal",
+    "load_parts",
+    "mismatch",
+    "overridden_internals",
+    "parse_part",
+    "part_keywords",
+    "part_records",
+    "parts_for_checkpoint",
+    "resolve",
+    "shadowed_internals",
+    "unused_parts",
+    "using",
+    "validate_parts",
+]
+
+MAX_LEN = 4096  # the positions Seq2SeqTransformer builds its position modules for (its max_len)
+B, L = 2, 5  # the batch and length of the trial inputs
+EXAMPLE = "--part attention=my_attention.py:MyAttention"
+
+
+class PartError(ValueError):
+    """A part that cannot stand in for cipherlab's, or a checkpoint given other parts than it was trained with."""
+
+
+class _Unfit(Exception):
+    """What a trial call of a part saw go wrong; the caller adds the part, file and class."""
+
+
+# --------------------------------------------------------------------------- trial calls
+
+
+def _randn(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _build(make: Callable[[], object], call: str) -> nn.Module:
+    """``make()``, a constructor call written out as ``call``; it must give an nn.Module (put in eval mode)."""
+    try:
+        module = make()
+    except NotImplementedError:
+        raise _Unfit(f"{call} raised NotImplementedError: a stub still to be written") from None
+    except Exception as e:
+        raise _Unfit(f"{call} raised {why(e)}") from None
+    if not isinstance(module, nn.Module):
+        raise _Unfit(f"{call} gave a {type(module).__name__}, not an nn.Module")
+    _refuse_internals(type(module.inner if isinstance(module, RotaryAdapter) else module), module)
+    return module.eval()
+
+
+def _run(call: Callable[[], object], what: str):
+    """``call()`` without gradients; an exception is _Unfit naming ``what``."""
+    try:
+        with torch.no_grad():
+            return call()
+    except NotImplementedError:
+        raise _Unfit(f"{what} raised NotImplementedError: a stub still to be written") from None
+    except Exception as e:
+        raise _Unfit(f"{what} raised {why(e)}") from None
+
+
+def _expect(out, what: str, shape: tuple[int, ...]) -> None:
+    """``out`` must be a finite float tensor of ``shape``."""
+    if not isinstance(out, torch.Tensor):
+        raise _Unfit(f"{what} returned a {type(out).__name__}, not a tensor of shape {shape}")
+    if tuple(out.shape) != shape:
+        raise _Unfit(f"{what} returned shape {tuple(out.shape)}, expected {shape}")
+    if not torch.isfinite(out).all():
+        raise _Unfit(f"{what} returned NaN or inf on ordinary inputs (unit-variance random values); look for "
+                     "a division by zero, a log of 0 or a softmax over all -inf")
+
+
+def _rope_for(config: Config) -> RotaryPositionalEmbedding | None:
+    """The rotary embedding a configuration's attention is built with (None with absolute positions)."""
+    if config.pos_encoding != "rope":
+        return None
+    return RotaryPositionalEmbedding(config.d_model // config.n_heads, MAX_LEN)
+
+
+def _try_attention(cls, config: Config) -> None:
+    d, h = config.d_model, config.n_heads
+    rope = _rope_for(config)
+    extra = (f", n_kv_heads={config.n_kv_heads}" if config.attn_type == "gqa" else "") + \
+        (", rope=RotaryPositionalEmbedding(...)" if rope is not None else "")
+    module = _build(lambda: build_own_attention(cls, d, h, dropout=config.dropout, attn_type=config.attn_type,
+                                                n_kv_heads=config.n_kv_heads, rope=rope),
+                    f"{cls.__name__}({d}, {h}, dropout={config.dropout}{extra})")
+    x = _randn(B, L, d)
+    pad = padding_mask(torch.tensor([[1] * (L - 2) + [0] * 2, [1] * L]), 0)  # (B, 1, 1, L): the encoder's
+    for name, mask in (("padding", pad), ("causal", pad | causal_mask(L))):  # and the decoder's masks
+        what = f"forward(query, key, value, mask) on ({B}, {L}, {d}) inputs with a {name} mask"
+        _expect(_run(lambda: module(x, x, x, mask), what), what, (B, L, d))
+
+
+def _try_norm(cls, config: Config) -> None:
+    d = config.d_model
+    module = _build(lambda: build_own_norm(cls, d), f"{cls.__name__}({d}, eps=1e-5)")
+    x = _randn(B, L, d) * 3 + 1
+    what = f"forward(x) on a ({B}, {L}, {d}) input"
+    _expect(_run(lambda: module(x), what), what, (B, L, d))
+
+
+def _try_positional(cls, config: Config) -> None:
+    d = config.d_model
+    module = _build(lambda: build_own_positional(cls, d, MAX_LEN, config.dropout),
+                    f"{cls.__name__}({d}, max_len={MAX_LEN}, dropout={config.dropout})")
+    x = _randn(B, L, d)
+    for offset in (0, 3):  # decoding adds the rows of later positions, one step at a time
+        what = f"forward(x, {offset}) on a ({B}, {L}, {d}) input"
+        _expect(_run(lambda: module(x, offset), what), what, (B, L, d))
+
+
+def _try_rope(cls, config: Config) -> None:
+    hd = config.d_model // config.n_heads
+    n_kv = config.n_kv_heads if config.attn_type == "gqa" else config.n_heads
+    module = _build(lambda: build_own_rope(cls, hd, MAX_LEN), f"{cls.__name__}({hd}, max_len={MAX_LEN})")
+    q, k = _randn(B, config.n_heads, L, hd), _randn(B, n_kv, L, hd, seed=1)
+    for offset in (0, 3):
+        what = f"forward(q {tuple(q.shape)}, k {tuple(k.shape)}, offset={offset})"
+        out = _run(lambda: module.inner(q, k, offset=offset), what)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise _Unfit(f"{what} returned a {type(out).__name__}, not the pair (q, k)")
+        _expect(out[0], f"{what}'s q", tuple(q.shape))
+        _expect(out[1], f"{what}'s k", tuple(k.shape))
+    if callable(getattr(module.inner, "rotate", None)):  # cross-attention calls it (RotaryAdapter.rotate)
+        what = f"rotate(x {tuple(q.shape)}, 3)"
+        _expect(_run(lambda: module.rotate(q, 3), what), what, tuple(q.shape))
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+def _bpe_only(config: Config) -> str | None:
+    if config.tokenization == "blt":
+        return (f"{config.name} (the BLT) is built from modules of its own; --part replaces pieces of "
+                "C1-C4's Seq2SeqTransformer only")
+    return None
+
+
+def _absolute_only(config: Config) -> str | None:
+    if config.pos_encoding == "rope":
+        return (f"{config.name} adds no position encoding to its embeddings (pos_encoding='rope'); "
+                "replace its rotary embedding with --part rope=FILE.py:NAME")
+    return _bpe_only(config)
+
+
+def _rotary_only(config: Config) -> str | None:
+    if config.pos_encoding != "rope":
+        return (f"{config.name} has no rotary embedding (pos_encoding={config.pos_encoding!r}); c2 has one, "
+                f"and --part positional=FILE.py:NAME replaces {config.name}'s sinusoidal encoding")
+    return _bpe_only(config)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One replaceable part: what it replaces, its interface, how it is tried, and which configurations use it.
+
+    ``keyword`` is the Seq2SeqTransformer argument that takes the class; ``check(config)`` the
+    ``python -m cipherlab check`` part that checks its maths; ``unused_by(config)`` why ``config`` has no
+    such part (None when it has one); ``trial(cls, config)`` builds the class with ``config``'s sizes as
+    the model will and runs it once on small random inputs, raising _Unfit with what went wrong.
+    """
+
+    name: str
+    replaces: str
+    interface: str
+    keyword: str
+    check: Callable[[Config], str]
+    unused_by: Callable[[Config], str | None]
+    trial: Callable[[type, Config], None]
+
+
+PARTS: dict[str, Part] = {p.name: p for p in (
+    Part("attention", "every self-attention layer (MultiHeadAttention in C1, C2, C4; GroupedQueryAttention in C3)",
+         "cls(d_model, n_heads, dropout=p) (plus n_kv_heads=k in C3 and rope=R in C2, R a rotary module "
+         "with R(q, k, offset=0) -> (q, k)) with forward(query (B, Lq, D), key (B, Lk, D), value (B, Lk, D), "
+         "mask=None) -> (B, Lq, D), mask bool True = blocked, broadcast to (B, H, Lq, Lk)",
+         "attention_cls", lambda c: c.attn_type, _bpe_only, _try_attention),
+    Part("norm", "every LayerNorm (C1-C3) or RMSNorm (C4), in the layers and at the end of each stack",
+         "cls(d_model, eps=1e-5) with forward(x (..., D)) -> (..., D)",
+         "norm_cls", lambda c: c.norm, _bpe_only, _try_norm),
+    Part("positional", "SinusoidalPositionalEncoding (C1, C3, C4), added to both sides' embeddings",
+         f"cls(d_model, max_len={MAX_LEN}, dropout=p) with forward(x (B, L, D), offset=0) -> (B, L, D), "
+         "x + the rows offset .. offset+L-1 of its table",
+         "positional_cls", lambda c: "sinusoidal", _absolute_only, _try_positional),
+    Part("rope", "RotaryPositionalEmbedding (C2), inside every attention layer",
+         f"cls(head_dim, max_len={MAX_LEN}) with forward(q (B, H, L, d), k (B, Hkv, L, d), offset=0) -> (q, k), "
+         "each rotated at positions offset .. offset+L-1",
+         "rope_cls", lambda c: "rope", _rotary_only, _try_rope),
+)}
+
+
+# --------------------------------------------------------------------------- records of the parts used
+
+_LOADED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # class -> (file, name, sha256) as loaded
+_SOURCES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # class -> class_sha256 as loaded
+
+
+def _sha256_of(path: str | None) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
+    except OSError:
+        return None
+
+
+def _source_of(cls) -> tuple[str | None, str, str | None]:
+    """(file, class name, the file's sha256) of a class: as :func:`load_parts` loaded it, else where Python says."""
+    if cls in _LOADED:
+        return _LOADED[cls]
+    try:
+        file = inspect.getfile(cls)
+    except (TypeError, OSError):  # defined in a notebook or at the prompt: no file
+        file = None
+    return file, getattr(cls, "__name__", type(cls).__name__), _sha256_of(file)
+
+
+def _label(part: str, cls) -> str:
+    file, name, _ = _source_of(cls)
+    return f"{part}={file}:{name}" if file else f"{part}={name}"
+
+
+def part_records(parts: Mapping[str, type]) -> list[dict]:
+    """``[{"part", "file", "class", "sha256", "class_sha256"}, ...]``: what the checkpoint and the results record
+    say of each part (``sha256``: the file's; ``class_sha256``: the class's own source, :func:`class_sha256`)."""
+    records = []
+    for part in sorted(parts, key=lambda name: list(PARTS).index(name) if name in PARTS else len(PARTS)):
+        file, name, sha256 = _source_of(parts[part])
+        records.append({"part": part, "file": file, "class": name, "sha256": sha256,
+                        "class_sha256": _SOURCES.get(parts[part]) or class_sha256(parts[part])})
+    return records
+
+
+def part_keywords(parts: Mapping[str, type]) -> dict[str, type]:
+    """The Seq2SeqTransformer keyword arguments that put ``parts`` in the model."""
+    return {PARTS[part].keyword: cls for part, cls in parts.items()}
+
+
+# --------------------------------------------------------------------------- checks before training
+
+
+def unused_parts(parts: Iterable[str], config: Config) -> dict[str, str]:
+    """Each of ``parts`` that ``config`` has no place for, with why."""
+    reasons = {part: PARTS[part].unused_by(config) for part in parts if part in PARTS}
+    return {part: reason for part, reason in reasons.items() if reason}
+
+
+def check_names(parts: Mapping[str, type], config: Config) -> None:
+    """PartError for a part name cipherlab does not know, or a part ``config`` does not use."""
+    for part, cls in parts.items():
+        if part not in PARTS:
+            raise PartError(f"unknown part {part!r}; choose one of {', '.join(PARTS)}")
+        reason = PARTS[part].unused_by(config)
+        if reason:
+            raise PartError(f"{_label(part, cls)}: {reason}")
+
+
+def validate_parts(parts: Mapping[str, type], config: Config) -> None:
+    """Build each class with ``config``'s sizes and run it once on small random inputs, as the model will.
+
+    A PartError (one line) names the part, file and class, what went wrong and the interface. The
+    trials use their own random numbers: the global generators, hence the model's initial weights,
+    are as they were.
+    """
+    check_names(parts, config)
+    for part, cls in parts.items():
+        spec, label = PARTS[part], _label(part, cls)
+        if not inspect.isclass(cls):
+            raise PartError(f"{label}: a {type(cls).__name__}, not a class; {part} must be a class, {spec.interface}")
+        if not issubclass(cls, nn.Module):
+            raise PartError(f"{label}: not a subclass of torch.nn.Module, so its weights would neither train nor "
+                            f"be saved; write class {cls.__name__}(nn.Module)")
+        with torch.random.fork_rng(devices=[]):
+            try:
+                _refuse_internals(cls)
+                spec.trial(cls, config)
+            except _Unfit as e:
+                raise PartError(f"{label}: {e}" + ("" if isinstance(e, _Renamed) else
+                                                   f"; the interface is {spec.interface}")) from None
+
+
+# --------------------------------------------------------------------------- the --part option
+
+
+def parse_part(value: str) -> tuple[str, str]:
+    """``PART=FILE.py:NAME`` -> (PART, FILE.py:NAME); a malformed value or unknown part is a PartError."""
+    part, sep, target = value.partition("=")
+    part = part.strip()
+    if not sep or not part or ":" not in target:
+        raise PartError(f"--part {value}: expected PART=FILE.py:NAME, e.g. {EXAMPLE} (parts: {', '.join(PARTS)})")
+    if part not in PARTS:
+        raise PartError(f"--part {value}: unknown part {part!r}; choose one of {', '.join(PARTS)}")
+    return part, target.strip()
+
+
+def load_parts(values: Iterable[str] | None, config: Config, *, load: Callable[[str], object]) -> dict[str, type]:
+    """The classes of ``--part PART=FILE.py:NAME`` values, loaded by ``load`` and validated for ``config``.
+
+    ``load(FILE.py:NAME)`` is :func:`cipherlab.student.check.load_target` (its errors: one-line ValueError or
+    OSError). Each way a value can fail is one line naming it: malformed, an unknown or repeated part,
+    a part ``config`` does not use, a missing file or class, an import error, an import that calls
+    ``sys.exit`` or runs past :data:`IMPORT_TIME_LIMIT_S`, a class that does not fit.
+    """
+    parts = {}
+    for value in values or ():
+        part, target = parse_part(value)
+        label = f"{part}={target}"
+        if part in parts:
+            raise PartError(f"--part {value}: a second {part}; give each part once")
+        reason = PARTS[part].unused_by(config)
+        if reason:
+            raise PartError(f"{label}: {reason}")
+        try:
+            cls = _load_in_time(load, target)
+        except (ValueError, OSError) as e:
+            raise PartError(f"{label}: {describe(e)}") from None
+        file, name = target.rpartition(":")[::2]
+        if inspect.isclass(cls):
+            _LOADED[cls], _SOURCES[cls] = (file, name, _sha256_of(file)), class_sha256(cls)
+        parts[part] = cls
+    validate_parts(parts, config)
+    return parts
+
+
+IMPORT_TIME_LIMIT_S = 60.0
+"""Seconds a ``--part`` file may take to import (its top-level code: a loop there would hang the command)."""
+
+
+class _ImportTooLong(BaseException):
+    """Raised in the importing code when :data:`IMPORT_TIME_LIMIT_S` runs out (not an Exception: a student's
+    ``except Exception`` around the loop does not swallow it)."""
+
+
+def _load_in_time(load: Callable[[str], object], target: str):
+    """``load(target)``; a ValueError naming the file when importing it calls ``sys.exit`` or takes longer than
+    :data:`IMPORT_TIME_LIMIT_S` seconds. The time limit is ``SIGALRM``'s, on the main thread of a POSIX
+    system where no other alarm is running (a test runner's, say); elsewhere the import runs without one."""
+    file = target.rpartition(":")[0]
+    fix = 'importing a part\'s file should only define its classes: put what it runs under `if __name__ == "__main__":`'
+    timed = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+             and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+
+    def too_long(signum, frame):
+        raise _ImportTooLong
+
+    previous = signal.signal(signal.SIGALRM, too_long) if timed else None
+    try:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, IMPORT_TIME_LIMIT_S)
+        return load(target)
+    except SystemExit as e:
+        raise ValueError(f"importing {file} called sys.exit({'' if e.code is None else repr(e.code)}), "
+                         f"which would end cipherlab; {fix}") from None
+    except _ImportTooLong:
+        raise ValueError(f"importing {file} took more than {IMPORT_TIME_LIMIT_S:g} s and was stopped (a loop "
+                         f"or a long computation at its top level?); {fix}") from None
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+# --------------------------------------------------------------------------- loading a trained model again
+
+_GIVEN: dict[str, type] = {}  # the parts inside ``using``: what a checkpoint's parts are looked up in
+
+
+@contextlib.contextmanager
+def using(parts: Mapping[str, type]):
+    """Within the block, a checkpoint trained with parts loads with these (:func:`resolve`), e.g.
+    ``with using(parts): load_trained(path)``; outside it, such a checkpoint does not load."""
+    saved = dict(_GIVEN)
+    _GIVEN.clear()
+    _GIVEN.update(parts)
+    try:
+        yield
+    finally:
+        _GIVEN.clear()
+        _GIVEN.update(saved)
+
+
+def _suggest(record: dict) -> str:
+    return f"--part {record['part']}={record['file'] or 'FILE.py'}:{record['class']}"
+
+
+def _one_mismatch(part: str, trained: dict | None, given: dict | None) -> str | None:
+    if trained is None:
+        return f"it was trained with cipherlab's own {part}; leave out {_suggest(given)}"
+    if given is None:
+        return f"it was trained with its own {part}, {trained['class']} of {trained['file']}; pass {_suggest(trained)}"
+    if given["class"] != trained["class"]:
+        return f"its {part} was {trained['class']} of {trained['file']}, not {given['class']}; pass {_suggest(trained)}"
+    return _source_mismatch(part, trained, given)
+
+
+def mismatch(trained: list[dict], given: list[dict]) -> str | None:
+    """What differs between the parts a model was trained with and those given now (records of
+    :func:`part_records`), as one line that says which ``--part`` to pass; None when they agree."""
+    trained_by, given_by = {r["part"]: r for r in trained}, {r["part"]: r for r in given}
+    found = (_one_mismatch(part, trained_by.get(part), given_by.get(part)) for part in PARTS
+             if part in trained_by or part in given_by)
+    return "; ".join(m for m in found if m) or None
+
+
+def resolve(trained: Iterable[dict]) -> dict[str, type]:
+    """The classes for the parts a checkpoint was trained with (its records), from the block of :func:`using`.
+
+    A PartError names any part missing, different or extra and the ``--part`` to pass.
+    """
+    trained = list(trained)
+    problem = mismatch(trained, part_records(_GIVEN))
+    if problem:
+        raise PartError(f"this model does not load with the parts given: {problem}")
+    return {r["part"]: _GIVEN[r["part"]] for r in trained}
+
+
+def parts_for_checkpoint(payload: dict, values: Iterable[str] | None, path, *,
+                         load: Callable[[str], object]) -> dict[str, type]:
+    """The classes of ``--part`` ``values`` for the checkpoint ``payload`` read from ``path``, loaded (by
+    ``load``, as :func:`load_parts`) and validated with its configuration; a PartError names the
+    checkpoint and any part missing or different."""
+    values = list(values or ())
+    trained = payload["artifacts"].get("parts") or []
+    if not trained and not values:
+        return {}
+    parts = load_parts(values, config_from_dict(payload["config"]), load=load)
+    problem = mismatch(trained, part_records(parts))
+    if problem:
+        raise PartError(f"{path}: {problem}")
+    return parts
+
+
+# --------------------------------------------------------------------------- names nn.Module already has
+
+# What a subclass may (or is meant to) define although nn.Module has it too.
+OVERRIDABLE = {"forward", "extra_repr", "_load_from_state_dict", "_save_to_state_dict", "_version", "dump_patches",
+               "call_super_init", "training", "T_destination"}
+RISKY_DUNDERS = {"__call__", "__getattr__", "__setattr__", "__delattr__", "__dir__"}
+
+
+def _internal(name: str) -> bool:
+    if name.startswith("__") and name.endswith("__"):
+        return name in RISKY_DUNDERS
+    return name in _MODULE_NAMES and name not in OVERRIDABLE
+
+
+_MODULE_NAMES = set(dir(nn.Module))
+
+
+def overridden_internals(cls) -> list[str]:
+    """The names that ``cls`` (or a base class of its own, not torch's or cipherlab's) defines and that
+    nn.Module already has: a method ``_apply`` or ``train`` replaces the one PyTorch calls in .to(),
+    .eval(), training and checkpoints. [] for anything that is not an nn.Module class."""
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        return []
+    found = []
+    for klass in cls.__mro__:
+        if klass is object or klass.__module__.split(".")[0] in ("torch", "cipherlab"):
+            continue
+        found += [name for name in vars(klass) if _internal(name)]
+    return sorted(set(found))
+
+
+def shadowed_internals(module: nn.Module) -> list[str]:
+    """Names of sub-modules, parameters, buffers or plain attributes set on ``module`` that nn.Module
+    already has (``self.apply = nn.Linear(...)``: ``self.apply`` then still finds nn.Module.apply)."""
+    if not isinstance(module, nn.Module):
+        return []
+    base = set(vars(nn.Module()))
+    held = [*module._modules, *module._parameters, *module._buffers, *(n for n in vars(module) if n not in base)]
+    return sorted({name for name in held if _internal(name)})
+
+
+def internals_refusal(names: Iterable[str]) -> str:
+    """"defines NAME, which nn.Module already has: ...; rename it": what follows a class's name when it
+    defines or sets names of :func:`overridden_internals` or :func:`shadowed_internals`."""
+    names = sorted(set(names))
+    listed = ", ".join(names)
+    return (f"defines {listed}, which nn.Module already has: PyTorch calls its own {listed} in .to(), .double(), "
+            f".eval(), training or loading a checkpoint, and would get yours; rename "
+            f"{'it' if len(names) == 1 else 'them'} (e.g. {names[0].lstrip('_')}_step)")
+
+
+class _Renamed(_Unfit):
+    """A trial's module sets a name nn.Module already has (:func:`shadowed_internals`)."""
+
+
+def _refuse_internals(cls, module=None) -> None:
+    """_Renamed when class ``cls`` defines, or the ``module`` built from it (or a module inside) sets, a name
+    nn.Module already has."""
+    names = overridden_internals(cls) + [name for inner in (module.modules() if module is not None else ())
+                                         for name in shadowed_internals(inner)]
+    if names:
+        raise _Renamed(f"{getattr(cls, '__name__', cls)} {internals_refusal(names)}")
+
+
+# --------------------------------------------------------------------------- a part's own source
+
+EDITED_PARTS = "CIPHERLAB_EDITED_PARTS"  # set to 1: a checkpoint loads with its parts' classes edited since
+
+
+def class_sha256(cls) -> str | None:
+    """The sha256 of the class's own source (``inspect.getsource``), with that of each base class of the
+    student's own (not torch's or cipherlab's) it inherits from: an edit elsewhere in its file leaves it
+    unchanged. None where Python has no source (a class made at the prompt)."""
+    if not inspect.isclass(cls):
+        return None
+    digest = hashlib.sha256()
+    for klass in cls.__mro__:
+        if klass is object or klass.__module__.split(".")[0] in ("torch", "cipherlab", "builtins"):
+            continue
+        try:
+            digest.update(inspect.getsource(klass).encode("utf-8"))
+        except (TypeError, OSError):
+            return None
+    return digest.hexdigest()
+
+
+def _source_mismatch(part: str, trained: dict, given: dict) -> str | None:
+    """Why the class given is not the source ``part`` was trained with: the class's own source when both records
+    have its hash (:func:`class_sha256`), else the file's (records written before); None when they agree or
+    CIPHERLAB_EDITED_PARTS=1 says to load it anyway."""
+    if os.environ.get(EDITED_PARTS, "") not in ("", "0"):
+        return None
+    anyway = (f"restore the class as it was trained, or to load it anyway with the class as it is now (the trained "
+              f"weights, your edited code) set {EDITED_PARTS}=1, e.g. `{EDITED_PARTS}=1 python -m cipherlab ...`")
+    then, now = trained.get("class_sha256"), given.get("class_sha256")
+    if then and now:
+        if then == now:
+            return None
+        return (f"{trained['class']} in {given['file']} is not the source its {part} was trained with (the class's "
+                f"sha256 {now[:12]} now, {then[:12]} then: the class itself was edited); {anyway}")
+    then, now = trained.get("sha256"), given.get("sha256")
+    if then and now and then != now:
+        return (f"{given['file']} differs from the file its {part} {trained['class']} was trained in (the file's "
+                f"sha256 {now[:12]} now, {then[:12]} then; this checkpoint records no hash of the class alone); "
+                f"{anyway}")
+    return None
