@@ -12,8 +12,10 @@ from cipherlab.pipeline.checkpoint import CheckpointError, load_checkpoint, load
 from cipherlab.data.cipher import encrypt
 from cipherlab.pipeline.codec import build_model
 from cipherlab.base.config import make_config
-from cipherlab.models import MultiHeadAttention, RotaryAdapter
-from cipherlab.student.parts import EDITED_PARTS, PartError, class_sha256, mismatch, using, validate_parts
+from cipherlab.models import MultiHeadAttention, Seq2SeqTransformer
+from cipherlab.models.norm import make_norm
+from cipherlab.student.adapters import MAX_LEN, NORM_EPS, PrefixAttention, RotaryAdapter
+from cipherlab.student.parts import EDITED_PARTS, PartError, class_sha256, mismatch, validate_parts
 from samples import SAMPLE_LINES
 
 TINY = ["--preset", "smoke", "--set", "max_epochs=1", "--set", "max_train_lines=40", "--set", "max_eval_lines=2",
@@ -205,8 +207,34 @@ def test_a_part_trained_model_refuses_another_file_and_a_resume_without_the_part
     assert main(["train", "--config", "c1", *TINY, "--data-dir", str(root / "data"), "--out", str(root / "run"),
                  "--results-dir", str(root / "results"), "--resume"]) == 1
     assert "last.pt: it was trained with its own attention" in _one_line_error(capsys)
-    with pytest.raises(CheckpointError, match=f"pass --part attention={student}:MyAttention"):
-        load_trained(root / "run" / "best.pt")
+
+
+def test_from_python_a_part_trained_model_loads_with_its_parts_as_an_argument(trained):
+    """No ambient state: ``load_trained(path, parts=...)`` alone decides, and the same call without them refuses."""
+    root, student, _, _ = trained
+    best = root / "run" / "best.pt"
+    own = _load(root)
+    model, _, _ = load_trained(best, "cpu", parts={"attention": own["MyAttention"]})
+    assert all(isinstance(layer.self_attn, own["MyAttention"]) for layer in model.encoder.layers)
+    assert all(isinstance(layer.self_attn.inner, own["MyAttention"]) for layer in model.decoder.layers)
+    with pytest.raises(PartError, match=f"^{best}: .*pass --part attention={student}:MyAttention"):
+        load_trained(best)
+    with pytest.raises(PartError, match="its attention was MyAttention of .*, not MyNorm; pass --part"):
+        load_trained(best, parts={"attention": own["MyNorm"]})
+    with pytest.raises(PartError, match=f"^{best}: .*it was trained with cipherlab's own norm"):
+        load_trained(best, parts={"attention": own["MyAttention"], "norm": own["MyNorm"]})
+    assert not isinstance(PartError("x"), CheckpointError)  # a part is the reader's to fix, not the file
+
+
+def test_the_reference_model_has_no_student_hooks():
+    """cipherlab's model takes no student classes: the adapters put them in after it is built."""
+    import inspect
+    import cipherlab.models.transformer as transformer
+    hooks = [name for name in inspect.signature(Seq2SeqTransformer).parameters if name.endswith("_cls")]
+    assert hooks == [] and not hasattr(transformer, "RotaryAdapter")
+    assert "student" not in inspect.getsource(transformer).split('"""', 2)[2]  # past the module docstring
+    assert NORM_EPS == inspect.signature(make_norm).parameters["eps"].default
+    assert inspect.signature(Seq2SeqTransformer).parameters["max_len"].default == MAX_LEN
 
 
 BAD = [  # (the --part value, with {f} for the student's file; what the one-line error must say)
@@ -249,8 +277,9 @@ def test_build_model_puts_each_part_in_its_place(tmp_path):
     c1 = make_config("c1", "smoke", recipe="notes")
     model = build_model(c1, parts={"attention": own["MyAttention"], "norm": own["MyNorm"],
                                    "positional": own["MyPositions"]}, **sizes)
-    layers = [*model.encoder.layers, *model.decoder.layers]
-    assert all(isinstance(layer.self_attn, own["MyAttention"]) for layer in layers)
+    assert all(isinstance(layer.self_attn, own["MyAttention"]) for layer in model.encoder.layers)
+    assert all(isinstance(layer.self_attn, PrefixAttention) and isinstance(layer.self_attn.inner, own["MyAttention"])
+               for layer in model.decoder.layers)  # the decoder's keeps the prefix, as a KV cache would
     assert all(type(layer.cross_attn) is MultiHeadAttention for layer in model.decoder.layers)
     norms = [m for m in model.modules() if isinstance(m, own["MyNorm"])]
     assert len(norms) == 2 * len(model.encoder.layers) + 3 * len(model.decoder.layers) + 2
@@ -287,8 +316,6 @@ def test_python_api_errors_name_the_part(tmp_path):
         build_model(c1, parts={"rope": own["MyRope"]}, vocab_sizes=(40, 50), pad_id=0)
     with pytest.raises(PartError, match="not a subclass of torch.nn.Module"):
         validate_parts({"norm": dict}, c1)
-    with using({"attention": own["MyAttention"]}):  # restores what was given before, also on errors
-        pass
     validate_parts({"attention": own["MyAttention"], "norm": own["MyNorm"]}, c1)  # fits: no error
 
 

@@ -13,7 +13,7 @@ from cipherlab.analysis.doctor import (DEFAULT_ATTENTION_CHUNKS, DEFAULT_LINES, 
                                        diagnose_checkpoint, report)
 from cipherlab.base.errors import outside_results, writable_file
 from cipherlab.cli.common import device_option
-from cipherlab.pipeline.checkpoint import parts_in_place
+from cipherlab.student.parts import import_parts
 from cipherlab.pipeline.train import StepBar
 
 __all__ = ["register_cli"]
@@ -31,10 +31,10 @@ def _cmd_doctor(args) -> int:
              f"{args.lines} test lines (twice) with {args.checkpoint}, then its cross-attention (2-7 min measured on "
              "2 shared cores) ...")
     with StepBar(5, "doctor", first) as step:
-        with parts_in_place(args.checkpoint, args.part, load=load_target):
-            result = diagnose_checkpoint(args.checkpoint, data_dir=args.data_dir, outside=args.outside,
-                                         device=args.device, lines=args.lines, n_random=args.random, seed=args.seed,
-                                         attention_chunks=args.attention_chunks, progress=step)
+        result = diagnose_checkpoint(args.checkpoint, data_dir=args.data_dir, outside=args.outside,
+                                     device=args.device, lines=args.lines, n_random=args.random, seed=args.seed,
+                                     attention_chunks=args.attention_chunks, progress=step,
+                                     parts=import_parts(args.part, load=load_target))
     print(report(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

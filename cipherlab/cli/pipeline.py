@@ -48,12 +48,12 @@ from cipherlab.base.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPE
                               recipe_caveats)
 from cipherlab.pipeline.decode import decrypt_lines
 from cipherlab.student.check import load_target
-from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained, parts_in_place
+from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained
 from cipherlab.base.errors import first_line, outside_results, writable_file, writable_folder, write_text_atomic
 from cipherlab.cli.common import device_option
 from cipherlab.pipeline.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
                                 write_table)
-from cipherlab.student.parts import PARTS, PartError, load_parts, parse_part, part_records, unused_parts, using
+from cipherlab.student.parts import PARTS, PartError, import_parts, load_parts, parse_part, part_records, unused_parts
 from cipherlab.analysis.score import read_text_lines
 from cipherlab.pipeline.train import TrainingDiverged, own_folder, train_config
 
@@ -143,9 +143,8 @@ def _train_and_score(args, config, parts: dict, out: Path, started: float) -> in
                                  if config.select_on == "val_accuracy" else f"validation loss {fit.best_val_loss:.4f}")
         + f". Evaluating {run.best_checkpoint} on the test lines ({decoding_name(1, length_aware)} decoding)"
     )
-    with using(parts):
-        metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device,
-                                      length_aware=length_aware)
+    metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device,
+                                  length_aware=length_aware, parts=parts)
     record = results_record(config, run, metrics)
     if run.parts:
         record["parts"] = run.parts  # [{"part", "file", "class", "sha256", "class_sha256"}]: the student's classes
@@ -189,9 +188,10 @@ def _note_parts(parts: dict, config) -> None:
 # --------------------------------------------------------------------------- evaluate / decrypt
 
 
-def _checkpoint_parts(path, values):
-    """The ``--part`` classes the checkpoint ``path`` was trained with, in place for the block."""
-    return parts_in_place(path, values, load=load_target)
+def _checkpoint_parts(values) -> dict[str, type]:
+    """The classes of the ``--part`` values, imported; loading the checkpoint tries them with its configuration
+    and compares them with those it was trained with (without ``--part``, it says which to pass)."""
+    return import_parts(values, load=load_target)
 
 
 
@@ -207,11 +207,10 @@ def _length_aware(args) -> bool:
 def _cmd_evaluate(args) -> int:
     if args.json:
         writable_file(outside_results(args.json, "--json"), "--json")  # before the work
-    with _checkpoint_parts(args.checkpoint, args.part):
-        metrics = evaluate_checkpoint(
-            args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
-            length_aware=_length_aware(args),
-        )
+    metrics = evaluate_checkpoint(
+        args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
+        length_aware=_length_aware(args), parts=_checkpoint_parts(args.part),
+    )
     text = json.dumps(metrics, indent=2)
     if args.json:
         write_text_atomic(args.json, text + "\n")  # a reader never sees half of it
@@ -250,8 +249,7 @@ _DECODING_NOTES = {
 def _cmd_decrypt(args) -> int:
     length_aware = _length_aware(args)
     lines = _read_cipher_lines(args)
-    with _checkpoint_parts(args.checkpoint, args.part):
-        model, codec, config = load_trained(args.checkpoint, args.device)
+    model, codec, config = load_trained(args.checkpoint, args.device, parts=_checkpoint_parts(args.part))
     print(f"cipherlab: {decoding_name(args.beam, length_aware)} decoding ({_DECODING_NOTES[length_aware]})",
           file=sys.stderr)  # stdout holds the plaintext lines alone
     device = next(model.parameters()).device

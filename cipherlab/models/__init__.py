@@ -3,8 +3,7 @@
     attention    ScaledDotProductAttention, MultiHeadAttention, GroupedQueryAttention, masks, KV cache
     positional   SinusoidalPositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding
     norm         LayerNorm, RMSNorm
-    transformer  FeedForward, Encoder/Decoder layers and stacks, Seq2SeqTransformer (C1-C4),
-                 RotaryAdapter (a student's rotary class inside cipherlab's attention)
+    transformer  FeedForward, Encoder/Decoder layers and stacks, Seq2SeqTransformer (C1-C4)
 """
 
 from cipherlab.models.attention import (GroupedQueryAttention, KVCache, MultiHeadAttention, ScaledDotProductAttention,
@@ -13,7 +12,7 @@ from cipherlab.models.norm import LayerNorm, RMSNorm, make_norm
 from cipherlab.models.positional import (AbsolutePositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding,
                          SinusoidalPositionalEncoding, interleaved_to_half_split, rotate_half)
 from cipherlab.models.transformer import (Decoder, DecoderCache, DecoderLayer, DecodingState, Encoder, EncoderLayer, FeedForward,
-                          RotaryAdapter, Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights,
+                          Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights,
                           kv_cache_bytes)
 
 __all__ = [
@@ -23,5 +22,5 @@ __all__ = [
     "rotate_half", "interleaved_to_half_split",
     "LayerNorm", "RMSNorm", "make_norm",
     "FeedForward", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "DecoderCache", "DecodingState",
-    "Seq2SeqTransformer", "init_transformer_weights", "kv_cache_bytes", "cross_kv_cache_bytes", "RotaryAdapter",
+    "Seq2SeqTransformer", "init_transformer_weights", "kv_cache_bytes", "cross_kv_cache_bytes",
 ]

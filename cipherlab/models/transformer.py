@@ -22,11 +22,8 @@ cross-attention score depends on target - source position and the diagonal align
 learned; the sinusoidal configurations get the same information from the position code added
 to both inputs. The BLT (C5) reuses Encoder and Decoder unchanged.
 
-A student's own classes can stand in for cipherlab's (``attention_cls``, ``norm_cls``,
-``positional_cls``, ``rope_cls`` of Seq2SeqTransformer; their interfaces, the checks before
-training and the command line are in ``cipherlab.student.parts``). They are built by the ``build_own_*``
-functions below, the only place that calls a student's constructor, so the checks build them the
-same way.
+A student's own classes replace modules of a model built here (``cipherlab.student.adapters``); the
+model itself knows nothing of them.
 """
 
 import math
@@ -42,72 +39,6 @@ from cipherlab.models.embedding import BitFactoredEmbedding, key_phase_embedding
 from cipherlab.models.positional import LearnedPositionalEncoding, RotaryPositionalEmbedding, SinusoidalPositionalEncoding
 
 POS_ENCODINGS = ("sinusoidal", "rope", "learned")
-NORM_EPS = 1e-5  # make_norm's default, given to a student's norm class too
-
-
-# --------------------------------------------------------------------------- a student's own classes
-
-
-def build_own_attention(cls, d_model, n_heads, *, dropout, attn_type="mha", n_kv_heads=None, rope=None):
-    """``cls(d_model, n_heads, dropout=p)``, plus ``n_kv_heads=`` for GQA and ``rope=`` with RoPE.
-
-    Only what the configuration uses is passed, so a class written for MHA with absolute
-    positions need not accept ``n_kv_heads`` or ``rope``.
-    """
-    options = {"dropout": dropout}
-    if attn_type == "gqa":
-        options["n_kv_heads"] = n_kv_heads
-    if rope is not None:
-        options["rope"] = rope
-    return cls(d_model, n_heads, **options)
-
-
-def build_own_norm(cls, d_model):
-    """``cls(d_model, eps=1e-5)``, as make_norm builds LayerNorm and RMSNorm."""
-    return cls(d_model, eps=NORM_EPS)
-
-
-def build_own_positional(cls, d_model, max_len, dropout):
-    """``cls(d_model, max_len=..., dropout=p)``, as SinusoidalPositionalEncoding is built."""
-    return cls(d_model, max_len=max_len, dropout=dropout)
-
-
-def build_own_rope(cls, head_dim, max_len):
-    """``cls(head_dim, max_len=...)`` in a :class:`RotaryAdapter`, which cipherlab's attention can use."""
-    return RotaryAdapter(cls(head_dim, max_len=max_len), head_dim)
-
-
-class RotaryAdapter(nn.Module):
-    """A rotary module with only ``forward(q, k, offset=0) -> (q, k)``, given what MultiHeadAttention
-    also reads: ``head_dim`` and ``rotate(x, offset)`` (cross-attention rotates queries and keys
-    apart). ``inner`` is the student's module; its ``rotate`` is used if it has one."""
-
-    def __init__(self, inner: nn.Module, head_dim: int):
-        super().__init__()
-        self.inner, self.head_dim = inner, head_dim
-
-    def forward(self, q, k, offset: int = 0):
-        q, k = self.inner(q, k, offset=offset)
-        return q, k
-
-    def rotate(self, x, offset: int = 0):
-        if callable(getattr(self.inner, "rotate", None)):
-            return self.inner.rotate(x, offset)
-        return self.inner(x, x, offset=offset)[0]
-
-
-def _norm(kind, d_model, norm_cls=None):
-    """cipherlab's norm ``kind``, or the student's ``norm_cls``."""
-    return make_norm(kind, d_model) if norm_cls is None else build_own_norm(norm_cls, d_model)
-
-
-def _self_attention(attention_cls, attn_type, d_model, n_heads, n_kv_heads, dropout, rope, fused):
-    """cipherlab's self-attention of ``attn_type``, or the student's ``attention_cls``."""
-    if attention_cls is None:
-        return make_attention(attn_type, d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
-                              rope=rope, fused=fused)
-    return build_own_attention(attention_cls, d_model, n_heads, dropout=dropout, attn_type=attn_type,
-                               n_kv_heads=n_kv_heads, rope=rope)
 
 
 class FeedForward(nn.Module):
@@ -125,18 +56,15 @@ class FeedForward(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Pre-LN: bidirectional self-attention, then the FFN, each in its own residual branch.
-
-    attention_cls / norm_cls: a student's classes in place of cipherlab's (``cipherlab.student.parts``).
-    """
+    """Pre-LN: bidirectional self-attention, then the FFN, each in its own residual branch."""
 
     def __init__(self, d_model, n_heads, ffn_dim, dropout=0.1, *, norm="layernorm", attn_type="mha",
-                 n_kv_heads=None, rope=None, fused_attention=False, attention_cls=None, norm_cls=None):
+                 n_kv_heads=None, rope=None, fused_attention=False):
         super().__init__()
-        self.norm1 = _norm(norm, d_model, norm_cls)
-        self.self_attn = _self_attention(attention_cls, attn_type, d_model, n_heads, n_kv_heads, dropout, rope,
-                                         fused_attention)
-        self.norm2 = _norm(norm, d_model, norm_cls)
+        self.norm1 = make_norm(norm, d_model)
+        self.self_attn = make_attention(attn_type, d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
+                                        rope=rope, fused=fused_attention)
+        self.norm2 = make_norm(norm, d_model)
         self.ffn = FeedForward(d_model, ffn_dim, dropout)
         self.dropout = nn.Dropout(dropout)
 
@@ -148,28 +76,20 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Pre-LN: causal self-attention, cross-attention to the encoder memory, then the FFN.
-
-    attention_cls / norm_cls: a student's classes in place of cipherlab's (``cipherlab.student.parts``). A
-    student's attention replaces the self-attention and is never given a KV cache: in incremental
-    decoding the layer keeps the normalised inputs of the earlier positions instead and runs the
-    attention over the whole prefix again (:meth:`_attend_prefix`). Cross-attention stays cipherlab's.
-    """
+    """Pre-LN: causal self-attention, cross-attention to the encoder memory, then the FFN."""
 
     def __init__(self, d_model, n_heads, ffn_dim, dropout=0.1, *, norm="layernorm", attn_type="mha",
-                 n_kv_heads=None, rope=None, cross_rope=False, fused_attention=False, attention_cls=None,
-                 norm_cls=None):
+                 n_kv_heads=None, rope=None, cross_rope=False, fused_attention=False):
         super().__init__()
-        self.norm1 = _norm(norm, d_model, norm_cls)
-        self.self_attn = _self_attention(attention_cls, attn_type, d_model, n_heads, n_kv_heads, dropout, rope,
-                                         fused_attention)
-        self.own_attention = attention_cls is not None
-        self.norm2 = _norm(norm, d_model, norm_cls)
+        self.norm1 = make_norm(norm, d_model)
+        self.self_attn = make_attention(attn_type, d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
+                                        rope=rope, fused=fused_attention)
+        self.norm2 = make_norm(norm, d_model)
         # cross_rope: RoPE in cross-attention too (queries at target positions, keys at source
         # positions). Without it a RoPE model's cross-attention sees no position at all.
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, rope=rope if cross_rope else None,
                                              fused=fused_attention)
-        self.norm3 = _norm(norm, d_model, norm_cls)
+        self.norm3 = make_norm(norm, d_model)
         self.ffn = FeedForward(d_model, ffn_dim, dropout)
         self.dropout = nn.Dropout(dropout)
 
@@ -177,46 +97,24 @@ class DecoderLayer(nn.Module):
         """x (B, Lt, D), memory (B, Ls, D), self_mask (.., Lt, Lt), cross_mask (B, 1, 1, Ls) -> (B, Lt, D)."""
         offset = 0 if self_cache is None else self_cache.length  # target position of x's first row
         h = self.norm1(x)
-        x = x + self.dropout(self._self_attend(h, self_mask, self_cache))
+        x = x + self.dropout(self.self_attn(h, h, h, self_mask, self_cache))
         q_offset = offset if self.cross_attn.rope is not None else None
         x = x + self.dropout(self.cross_attn(self.norm2(x), memory, memory, cross_mask, cross_cache, q_offset))
         return x + self.dropout(self.ffn(self.norm3(x)))
-
-    def _self_attend(self, h, mask, cache):
-        """The self-attention of normalised inputs h (B, Lt, D); a student's attention gets no cache."""
-        if not self.own_attention:
-            return self.self_attn(h, h, h, mask, cache)
-        if cache is None:
-            return self.self_attn(h, h, h, mask)
-        return self._attend_prefix(h, cache)
-
-    def _attend_prefix(self, h, cache: KVCache):
-        """Incremental decoding with an attention that keeps no KV cache.
-
-        ``cache`` holds the normalised inputs of every earlier position, as (B, 1, L, D) in both its
-        k and v; the attention runs over the whole prefix under a causal mask and the rows of the new
-        positions are kept: what a full pass gives them, at the cost of recomputing the prefix.
-        """
-        prefix = cache.update(h[:, None], h[:, None])[0][:, 0]  # (B, L, D), the new rows last
-        out = self.self_attn(prefix, prefix, prefix, causal_mask(prefix.size(1), h.device))
-        return out[:, -h.size(1):]  # (B, Lt, D)
 
 
 class Encoder(nn.Module):
     """n_layers EncoderLayers and a final norm: (B, Ls, D) embeddings -> (B, Ls, D) memory.
 
     layer_options: the other keyword arguments of EncoderLayer (attn_type, n_kv_heads,
-    rope, fused_attention, attention_cls). norm_cls: a student's norm class, in the layers and
-    as the final norm.
+    rope, fused_attention).
     """
 
-    def __init__(self, d_model, n_heads, n_layers, ffn_dim, dropout=0.1, *, norm="layernorm", norm_cls=None,
-                 **layer_options):
+    def __init__(self, d_model, n_heads, n_layers, ffn_dim, dropout=0.1, *, norm="layernorm", **layer_options):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, ffn_dim, dropout, norm=norm, norm_cls=norm_cls,
-                                                 **layer_options)
+        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, ffn_dim, dropout, norm=norm, **layer_options)
                                     for _ in range(n_layers))
-        self.final_norm = _norm(norm, d_model, norm_cls)
+        self.final_norm = make_norm(norm, d_model)
 
     def forward(self, x, mask=None):
         for layer in self.layers:
@@ -271,17 +169,14 @@ class Decoder(nn.Module):
     """n_layers DecoderLayers and a final norm: (B, Lt, D) target embeddings + memory -> (B, Lt, D).
 
     layer_options: the other keyword arguments of DecoderLayer (attn_type, n_kv_heads,
-    rope, cross_rope, fused_attention, attention_cls). norm_cls: a student's norm class, in the
-    layers and as the final norm.
+    rope, cross_rope, fused_attention).
     """
 
-    def __init__(self, d_model, n_heads, n_layers, ffn_dim, dropout=0.1, *, norm="layernorm", norm_cls=None,
-                 **layer_options):
+    def __init__(self, d_model, n_heads, n_layers, ffn_dim, dropout=0.1, *, norm="layernorm", **layer_options):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, ffn_dim, dropout, norm=norm, norm_cls=norm_cls,
-                                                 **layer_options)
+        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, ffn_dim, dropout, norm=norm, **layer_options)
                                     for _ in range(n_layers))
-        self.final_norm = _norm(norm, d_model, norm_cls)
+        self.final_norm = make_norm(norm, d_model)
 
     def new_cache(self) -> DecoderCache:
         n = len(self.layers)
@@ -336,18 +231,12 @@ class Seq2SeqTransformer(nn.Module):
     bit-factored (``cipherlab.models.embedding``); ``phase_embedding`` adds a learned vector per
     key phase (position mod ``key_period``, the cipher's 8) to both sides' embeddings. Call model.eval() before decoding
     (``cipherlab.pipeline.decode``): dropout is not switched off for you.
-
-    A student's own classes replace cipherlab's (None: cipherlab's; interfaces in ``cipherlab.student.parts``):
-    ``attention_cls`` every self-attention (cross-attention stays cipherlab's), ``norm_cls`` every norm,
-    ``positional_cls`` the absolute position encoding (sinusoidal or learned), ``rope_cls`` the rotary
-    embedding. cipherlab's weight initialisation applies to their nn.Linear layers as to its own.
     """
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model=256, n_heads=8, enc_layers=4, dec_layers=4,
                  ffn_dim=1024, dropout=0.1, pos_encoding="sinusoidal", attn_type="mha", n_kv_heads=None,
                  norm="layernorm", src_pad_id=0, tgt_pad_id=0, max_len=4096, fused_attention=False,
-                 rope_cross_attention=True, src_codes=None, tgt_codes=None, phase_embedding=False, key_period=None,
-                 attention_cls=None, norm_cls=None, positional_cls=None, rope_cls=None):
+                 rope_cross_attention=True, src_codes=None, tgt_codes=None, phase_embedding=False, key_period=None):
         super().__init__()
         if pos_encoding not in POS_ENCODINGS:
             raise ValueError(f"Seq2SeqTransformer: unknown pos_encoding {pos_encoding!r}; "
@@ -355,30 +244,21 @@ class Seq2SeqTransformer(nn.Module):
         if d_model % n_heads:  # checked before head_dim = d_model // n_heads is used for RoPE
             raise ValueError(f"Seq2SeqTransformer: d_model={d_model} is not divisible by n_heads={n_heads}; "
                              f"choose n_heads that divides d_model")
-        misplaced = ("positional_cls" if positional_cls is not None and pos_encoding == "rope" else
-                     "rope_cls" if rope_cls is not None and pos_encoding != "rope" else None)
-        if misplaced:
-            raise ValueError(f"Seq2SeqTransformer: pos_encoding={pos_encoding!r} has no place for {misplaced}; "
-                             "positional_cls replaces an absolute encoding, rope_cls the rotary embedding of "
-                             "pos_encoding='rope'")
         self.d_model, self.src_pad_id, self.tgt_pad_id = d_model, src_pad_id, tgt_pad_id
         self.src_embed = _embedding(src_vocab_size, d_model, src_codes, "source")
         self.tgt_embed = _embedding(tgt_vocab_size, d_model, tgt_codes, "target")
         self.phase_embed = key_phase_embedding(d_model, phase_embedding, key_period)
         rope = None
-        if positional_cls is not None and pos_encoding != "rope":
-            self.pos_enc = build_own_positional(positional_cls, d_model, max_len, dropout)
-        elif pos_encoding == "sinusoidal":
+        if pos_encoding == "sinusoidal":
             self.pos_enc = SinusoidalPositionalEncoding(d_model, max_len, dropout)
         elif pos_encoding == "learned":
             self.pos_enc = LearnedPositionalEncoding(d_model, max_len, dropout)
         else:
             self.pos_enc = None
             self.embed_dropout = nn.Dropout(dropout)
-            rope = (RotaryPositionalEmbedding(d_model // n_heads, max_len) if rope_cls is None
-                    else build_own_rope(rope_cls, d_model // n_heads, max_len))
+            rope = RotaryPositionalEmbedding(d_model // n_heads, max_len)
         stack = dict(norm=norm, attn_type=attn_type, n_kv_heads=n_kv_heads, rope=rope,
-                     fused_attention=fused_attention, attention_cls=attention_cls, norm_cls=norm_cls)
+                     fused_attention=fused_attention)
         self.encoder = Encoder(d_model, n_heads, enc_layers, ffn_dim, dropout, **stack)
         self.decoder = Decoder(d_model, n_heads, dec_layers, ffn_dim, dropout, **stack,
                                cross_rope=rope_cross_attention and rope is not None)

@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -40,12 +39,12 @@ from cipherlab.pipeline.codec import Codec, build_model, codec_from_artifacts
 from cipherlab.base.config import Config, config_from_dict
 from cipherlab.base.device import pick_device
 from cipherlab.base.errors import first_line, require_file, why, writable_file
-from cipherlab.student.parts import parts_for_checkpoint, using
+from cipherlab.student.parts import PartError, require_trained_parts, validate_parts
 
 __all__ = [
     "CHECKPOINT_FORMAT",
     "EXPORT_FORMAT",
-    "CheckpointError", "parts_in_place",
+    "CheckpointError",
     "MAX_MODEL_VALUES",
     "STORED_MODEL_LIMITS",
     "check_data",
@@ -232,32 +231,16 @@ def read_log(path: str | os.PathLike, *, torn_ok: bool = False) -> list[dict]:
 # --------------------------------------------------------------------------- model files
 
 
-def load_trained(path: str | os.PathLike, device: torch.device | str | None = None) -> tuple[nn.Module, Codec, Config]:
+def load_trained(path: str | os.PathLike, device: torch.device | str | None = None, *,
+                 parts: dict[str, type] | None = None) -> tuple[nn.Module, Codec, Config]:
     """(model in eval mode on ``device``, its codec, its configuration) from a checkpoint file.
 
     ``path`` is a training checkpoint (``best.pt``, read with ``weights_only=True``) or a model
     exported by :func:`export_checkpoint` (``.safetensors``: tensors and JSON, no pickle at all).
+    ``parts``: the student's classes the model was trained with, e.g. ``{"attention": MyAttention}``
+    (``cipherlab.student.parts``); a model trained with parts loads only with the same ones.
     """
-    return model_from_payload(read_payload(path), pick_device(device), path)
-
-
-@contextlib.contextmanager
-def parts_in_place(path: str | os.PathLike, values, *, load):
-    """Run the block with the ``--part`` classes (``values``, "PART=FILE.py:NAME"; ``load`` loads
-    one) that the checkpoint ``path`` was trained with.
-
-    With ``--part`` the checkpoint is read first, to load and try the classes with its configuration
-    and compare them with its record. Without, a checkpoint that needs parts fails to load inside the
-    block; only then is it read again, to say in one line which ``--part`` to pass.
-    """
-    parts = parts_for_checkpoint(read_payload(path), values, path, load=load) if values else {}
-    try:
-        with using(parts):
-            yield
-    except CheckpointError:
-        if not values:
-            parts_for_checkpoint(read_payload(path), values, path, load=load)  # PartError: parts missing
-        raise
+    return model_from_payload(read_payload(path), pick_device(device), path, parts=parts)
 
 
 def read_payload(path: str | os.PathLike) -> dict:
@@ -356,20 +339,27 @@ def _read_export(path: Path) -> dict:
     }
 
 
-def model_from_payload(payload: dict, device: torch.device, path: str | os.PathLike = "the checkpoint"
-                       ) -> tuple[nn.Module, Codec, Config]:
+def model_from_payload(payload: dict, device: torch.device, path: str | os.PathLike = "the checkpoint", *,
+                       parts: dict[str, type] | None = None) -> tuple[nn.Module, Codec, Config]:
     """(model in eval mode on ``device``, its codec, its configuration) from :func:`read_payload`'s dict.
 
-    A payload whose configuration, codec or weights do not fit together is a CheckpointError naming ``path``.
+    A payload whose configuration, codec or weights do not fit together is a CheckpointError naming ``path``;
+    ``parts`` other than the model was trained with (or a class that does not fit) a PartError naming it.
     """
+    parts = dict(parts or {})
     try:
         config = config_from_dict(payload["config"])
+        require_trained_parts(payload["artifacts"].get("parts") or [], parts, str(path))
+        if parts:
+            validate_parts(parts, config)
         codec = codec_from_artifacts(config, payload["artifacts"])
-        check_model_size(config, codec, payload["model"], path)  # before any weight is allocated
-        model = build_model(config, codec)
+        check_model_size(config, codec, payload["model"], path, parts=parts)  # before any weight is allocated
+        model = build_model(config, codec, parts=parts)
         model.load_state_dict(payload["model"])
     except CheckpointError:
         raise
+    except PartError as e:
+        raise PartError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{path}: its configuration, tokenizers and weights do not fit together "
                               f"({why(e)}); export or train it again") from None
@@ -458,7 +448,7 @@ MAX_MODEL_VALUES = 10**9  # weights and buffers (4 GB in float32)
 
 
 def check_model_size(config: Config, codec: Codec, tensors: dict[str, torch.Tensor],
-                     path: str | os.PathLike = "the checkpoint") -> None:
+                     path: str | os.PathLike = "the checkpoint", *, parts: dict[str, type] | None = None) -> None:
     """Refuse (CheckpointError naming ``path``) a stored configuration whose model is beyond
     :data:`STORED_MODEL_LIMITS` or :data:`MAX_MODEL_VALUES`, or whose weights' names and shapes are
     not the file's ``tensors``: checked on torch's ``meta`` device, where nothing is allocated."""
@@ -470,7 +460,7 @@ def check_model_size(config: Config, codec: Codec, tensors: dict[str, torch.Tens
                               f"from a file ({'; '.join(beyond)}); {fix}")
     try:
         with torch.device("meta"):
-            shapes = {key: tuple(t.shape) for key, t in build_model(config, codec).state_dict().items()}
+            shapes = {key: tuple(t.shape) for key, t in build_model(config, codec, parts=parts).state_dict().items()}
     except Exception:  # e.g. a student's part that needs real memory: load_state_dict checks instead
         return
     values = sum(math.prod(shape) for shape in shapes.values())

@@ -34,7 +34,8 @@ from cipherlab.data.corpus import ByteChunkDataset, SubwordChunkDataset, collate
 from cipherlab.models import ScaledDotProductAttention, Seq2SeqTransformer
 from cipherlab.models.blt import BLTModel, ByteEntropyModel, fixed_patch_membership, patch_membership
 from cipherlab.models.blt_patching import as_byte_array
-from cipherlab.student.parts import check_names, part_keywords, resolve
+from cipherlab.student.adapters import put_parts
+from cipherlab.student.parts import check_names
 from cipherlab.data.tokenizers import BPETokenizer, get_tokenizers
 from cipherlab.data.tokenizers.cipher_task import aligned_target_ids
 from cipherlab.data.tokenizers.pretokenize import phase_symbols
@@ -64,10 +65,6 @@ class SubwordCodec:
 
     kind = "bpe"
     source_keys = ("src",)  # the batch tensors the model reads of the source (model_source)
-    # Rebuilt from a checkpoint: the records of the parts its model was trained with (cipherlab.student.parts);
-    # None for a codec fitted afresh.
-    trained_parts: tuple[dict, ...] | None = None
-
     def __init__(self, src_tokenizer, tgt_tokenizer, source_eos: bool = False, aligned: bool = False):
         self.src, self.tgt = src_tokenizer, tgt_tokenizer
         self.source_eos = source_eos  # Config.source_eos: every source ends with the source EOS token
@@ -181,7 +178,6 @@ class ByteCodec:
 
     kind = "blt"
     source_keys = ("src", "src_member")  # the cipher bytes and their entropy patches (model_source)
-    trained_parts: tuple[dict, ...] | None = None  # as SubwordCodec's
 
     def __init__(self, entropy_model, threshold: float, config: Config):
         self.entropy_model, self.threshold = entropy_model, threshold
@@ -274,14 +270,8 @@ def fit_codec(config: Config, corpus) -> Codec:
 
 
 def codec_from_artifacts(config: Config, artifacts: dict) -> Codec:
-    """The codec a checkpoint was trained with, rebuilt from the checkpoint alone.
-
-    It keeps the records of the parts the model was trained with (``artifacts["parts"]``), so that
-    :func:`build_model` builds that model again only with the same parts.
-    """
-    codec = _CODECS[config.tokenization].from_artifacts(artifacts, config)
-    codec.trained_parts = tuple(artifacts.get("parts") or ())
-    return codec
+    """The codec a checkpoint was trained with, rebuilt from the checkpoint alone."""
+    return _CODECS[config.tokenization].from_artifacts(artifacts, config)
 
 
 def _sha256(text: str) -> str:
@@ -317,11 +307,9 @@ def build_model(
 
     ``parts`` (C1-C4): a student's classes in place of cipherlab's, by part name, e.g.
     ``{"attention": MyAttention}`` (the names and interfaces: :mod:`cipherlab.student.parts`; check a class with
-    :func:`cipherlab.student.parts.validate_parts` first for one-line errors). With ``parts=None`` and a codec
-    rebuilt from a checkpoint trained with parts, they come from :func:`cipherlab.student.parts.using`.
+    :func:`cipherlab.student.parts.validate_parts` first for one-line errors). The model is cipherlab's, built
+    as always; :func:`cipherlab.student.adapters.put_parts` then puts the parts in place of its modules.
     """
-    if parts is None and codec is not None and codec.trained_parts is not None:
-        parts = resolve(codec.trained_parts)
     parts = dict(parts or {})
     check_names(parts, config)  # unknown names, and parts this configuration has no place for
     if config.tokenization == "blt":
@@ -351,7 +339,7 @@ def build_model(
         raise ValueError(f"build_model({config.name}): bit_embeddings need each id's code; pass the codec")
     else:
         pads, codes = (pad_id, pad_id), (None, None)
-    return Seq2SeqTransformer(
+    model = Seq2SeqTransformer(
         *vocab_sizes,
         **config.model_hyperparameters(),
         pos_encoding=config.pos_encoding,
@@ -366,8 +354,9 @@ def build_model(
         phase_embedding=config.phase_embedding,
         key_period=PERIOD,
         fused_attention=fused_attention,
-        **part_keywords(parts),
     )
+    return put_parts(model, parts, d_model=config.d_model, n_heads=config.n_heads, dropout=config.dropout,
+                     attn_type=config.attn_type, n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None)
 
 
 def collate_source(

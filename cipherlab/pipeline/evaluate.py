@@ -54,17 +54,19 @@ def evaluate_checkpoint(
     beam_size: int = 1,
     max_lines: int | None = None,
     length_aware: bool = False,
+    parts: dict[str, type] | None = None,
 ) -> dict:
     """Metrics of the checkpoint on the whole lines of ``split``, plus decoding speed.
 
     The split is the one the checkpoint was trained with (its preset's line limits); a
     checkpoint trained on other data is refused. ``split="all"`` is the exception: it scores
     every line of the data folder's file and accepts any data, for checking that a model
-    learned the cipher rather than its training text (e.g. ``data_dir="data/stdlib"``).
+    learned the cipher rather than its training text (e.g. ``data_dir="data/stdlib"``). ``parts``:
+    the student's classes it was trained with (:func:`cipherlab.pipeline.checkpoint.load_trained`).
     """
     device = pick_device(device)
     payload = read_payload(path)
-    model, codec, config = model_from_payload(payload, device, path)
+    model, codec, config = model_from_payload(payload, device, path, parts=parts)
     if split == "all":  # any data, however few lines: no split is needed
         plain, cipher = load_pairs(data_dir)
     else:

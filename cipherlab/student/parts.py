@@ -24,8 +24,9 @@ rope        RotaryPositionalEmbedding (C2)                   ``cls(head_dim, max
 Shapes and masks are cipherlab's (:data:`PARTS` holds each interface in full): masks are bool, True =
 BLOCKED. A class must be an ``nn.Module`` subclass, so that its weights train and are saved. Your
 attention is never given a KV cache: when decoding, cipherlab runs it over the whole prefix again at
-each step (slower, the same result). A rotary class needs no ``rotate`` method or ``head_dim``:
-:class:`cipherlab.models.RotaryAdapter` supplies what cipherlab's attention reads.
+each step (slower, the same result; :class:`cipherlab.student.adapters.PrefixAttention`). A rotary class
+needs no ``rotate`` method or ``head_dim``: :class:`cipherlab.student.adapters.RotaryAdapter` supplies what
+cipherlab's attention reads.
 
 Before any training starts each class is built with the configuration's sizes and run once on small
 random inputs (:func:`validate_parts`): a part that does not fit its interface is one line naming the
@@ -37,16 +38,16 @@ The checkpoint and the results record name each replaced part: ``{"part", "file"
 both read when it was loaded). A model trained with a part loads again only with the same part, whose
 class has the same source (an edit elsewhere in its file does not matter; a checkpoint that records no
 ``class_sha256`` needs the same file): the commands take ``--part`` and say which one is missing; from
-Python, load inside ``with using(parts):``. ``CIPHERLAB_EDITED_PARTS=1`` loads it with the class edited.
+Python, ``load_trained(path, parts=parts)``. ``CIPHERLAB_EDITED_PARTS=1`` loads it with the class edited.
 
-In the flow of the package this module sits above ``cipherlab.models`` and beside the codec that builds
-models (``codec -> parts -> models``). Loading ``FILE.py:NAME`` is ``cipherlab.student.check.load_target``'s, a
+A part travels as an argument only (``parts=``); nothing is registered in between. In the flow of the
+package this module sits above ``cipherlab.models`` and :mod:`cipherlab.student.adapters` (which puts the
+classes in a built model), and below the pipeline that builds, trains and loads models. Loading ``FILE.py:NAME`` is ``cipherlab.student.check.load_target``'s, a
 tool above both: the command line passes it in (``load=``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import inspect
 import os
@@ -60,12 +61,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from cipherlab.base.config import Config, config_from_dict
+from cipherlab.base.config import Config
 from cipherlab.base.errors import describe, why
 from cipherlab.models.attention import causal_mask, padding_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding
-from cipherlab.models.transformer import (RotaryAdapter, build_own_attention, build_own_norm, build_own_positional,
-                                          build_own_rope)
+from cipherlab.student.adapters import (MAX_LEN, RotaryAdapter, build_own_attention, build_own_norm,
+                                       build_own_positional, build_own_rope)
 
 __all__ = [
     "EDITED_PARTS",
@@ -74,23 +75,21 @@ __all__ = [
     "PARTS",
     "Part",
     "PartError",
+    "check_names",
     "class_sha256",
+    "import_parts",
     "internals_refusal",
     "load_parts",
     "mismatch",
     "overridden_internals",
     "parse_part",
-    "part_keywords",
     "part_records",
-    "parts_for_checkpoint",
-    "resolve",
+    "require_trained_parts",
     "shadowed_internals",
     "unused_parts",
-    "using",
     "validate_parts",
 ]
 
-MAX_LEN = 4096  # the positions Seq2SeqTransformer builds its position modules for (its max_len)
 B, L = 2, 5  # the batch and length of the trial inputs
 EXAMPLE = "--part attention=my_attention.py:MyAttention"
 
@@ -231,7 +230,7 @@ def _rotary_only(config: Config) -> str | None:
 class Part:
     """One replaceable part: what it replaces, its interface, how it is tried, and which configurations use it.
 
-    ``keyword`` is the Seq2SeqTransformer argument that takes the class; ``check(config)`` the
+    ``check(config)`` is the
     ``python -m cipherlab check`` part that checks its maths; ``unused_by(config)`` why ``config`` has no
     such part (None when it has one); ``trial(cls, config)`` builds the class with ``config``'s sizes as
     the model will and runs it once on small random inputs, raising _Unfit with what went wrong.
@@ -240,7 +239,6 @@ class Part:
     name: str
     replaces: str
     interface: str
-    keyword: str
     check: Callable[[Config], str]
     unused_by: Callable[[Config], str | None]
     trial: Callable[[type, Config], None]
@@ -251,18 +249,18 @@ PARTS: dict[str, Part] = {p.name: p for p in (
          "cls(d_model, n_heads, dropout=p) (plus n_kv_heads=k in C3 and rope=R in C2, R a rotary module "
          "with R(q, k, offset=0) -> (q, k)) with forward(query (B, Lq, D), key (B, Lk, D), value (B, Lk, D), "
          "mask=None) -> (B, Lq, D), mask bool True = blocked, broadcast to (B, H, Lq, Lk)",
-         "attention_cls", lambda c: c.attn_type, _bpe_only, _try_attention),
+         lambda c: c.attn_type, _bpe_only, _try_attention),
     Part("norm", "every LayerNorm (C1-C3) or RMSNorm (C4), in the layers and at the end of each stack",
          "cls(d_model, eps=1e-5) with forward(x (..., D)) -> (..., D)",
-         "norm_cls", lambda c: c.norm, _bpe_only, _try_norm),
+         lambda c: c.norm, _bpe_only, _try_norm),
     Part("positional", "SinusoidalPositionalEncoding (C1, C3, C4), added to both sides' embeddings",
          f"cls(d_model, max_len={MAX_LEN}, dropout=p) with forward(x (B, L, D), offset=0) -> (B, L, D), "
          "x + the rows offset .. offset+L-1 of its table",
-         "positional_cls", lambda c: "sinusoidal", _absolute_only, _try_positional),
+         lambda c: "sinusoidal", _absolute_only, _try_positional),
     Part("rope", "RotaryPositionalEmbedding (C2), inside every attention layer",
          f"cls(head_dim, max_len={MAX_LEN}) with forward(q (B, H, L, d), k (B, Hkv, L, d), offset=0) -> (q, k), "
          "each rotated at positions offset .. offset+L-1",
-         "rope_cls", lambda c: "rope", _rotary_only, _try_rope),
+         lambda c: "rope", _rotary_only, _try_rope),
 )}
 
 
@@ -304,11 +302,6 @@ def part_records(parts: Mapping[str, type]) -> list[dict]:
         records.append({"part": part, "file": file, "class": name, "sha256": sha256,
                         "class_sha256": _SOURCES.get(parts[part]) or class_sha256(parts[part])})
     return records
-
-
-def part_keywords(parts: Mapping[str, type]) -> dict[str, type]:
-    """The Seq2SeqTransformer keyword arguments that put ``parts`` in the model."""
-    return {PARTS[part].keyword: cls for part, cls in parts.items()}
 
 
 # --------------------------------------------------------------------------- checks before training
@@ -368,13 +361,14 @@ def parse_part(value: str) -> tuple[str, str]:
     return part, target.strip()
 
 
-def load_parts(values: Iterable[str] | None, config: Config, *, load: Callable[[str], object]) -> dict[str, type]:
-    """The classes of ``--part PART=FILE.py:NAME`` values, loaded by ``load`` and validated for ``config``.
+def import_parts(values: Iterable[str] | None, *, load: Callable[[str], object],
+                 config: Config | None = None) -> dict[str, type]:
+    """The classes of ``--part PART=FILE.py:NAME`` values, imported by ``load``; not yet tried.
 
     ``load(FILE.py:NAME)`` is :func:`cipherlab.student.check.load_target` (its errors: one-line ValueError or
-    OSError). Each way a value can fail is one line naming it: malformed, an unknown or repeated part,
-    a part ``config`` does not use, a missing file or class, an import error, an import that calls
-    ``sys.exit`` or runs past :data:`IMPORT_TIME_LIMIT_S`, a class that does not fit.
+    OSError). Each way a value can fail is one line naming it: malformed, an unknown or repeated part, a
+    missing file or class, an import error, an import that calls ``sys.exit`` or runs past
+    :data:`IMPORT_TIME_LIMIT_S`; with ``config``, a part it has no place for (before its file is imported).
     """
     parts = {}
     for value in values or ():
@@ -382,7 +376,7 @@ def load_parts(values: Iterable[str] | None, config: Config, *, load: Callable[[
         label = f"{part}={target}"
         if part in parts:
             raise PartError(f"--part {value}: a second {part}; give each part once")
-        reason = PARTS[part].unused_by(config)
+        reason = PARTS[part].unused_by(config) if config is not None else None
         if reason:
             raise PartError(f"{label}: {reason}")
         try:
@@ -393,6 +387,13 @@ def load_parts(values: Iterable[str] | None, config: Config, *, load: Callable[[
         if inspect.isclass(cls):
             _LOADED[cls], _SOURCES[cls] = (file, name, _sha256_of(file)), class_sha256(cls)
         parts[part] = cls
+    return parts
+
+
+def load_parts(values: Iterable[str] | None, config: Config, *, load: Callable[[str], object]) -> dict[str, type]:
+    """:func:`import_parts`, then each class tried with ``config``'s sizes (:func:`validate_parts`): what
+    ``train`` does with its ``--part`` values before any data is read."""
+    parts = import_parts(values, load=load, config=config)
     validate_parts(parts, config)
     return parts
 
@@ -435,24 +436,7 @@ def _load_in_time(load: Callable[[str], object], target: str):
             signal.signal(signal.SIGALRM, previous)
 
 
-# --------------------------------------------------------------------------- loading a trained model again
-
-_GIVEN: dict[str, type] = {}  # the parts inside ``using``: what a checkpoint's parts are looked up in
-
-
-@contextlib.contextmanager
-def using(parts: Mapping[str, type]):
-    """Within the block, a checkpoint trained with parts loads with these (:func:`resolve`), e.g.
-    ``with using(parts): load_trained(path)``; outside it, such a checkpoint does not load."""
-    saved = dict(_GIVEN)
-    _GIVEN.clear()
-    _GIVEN.update(parts)
-    try:
-        yield
-    finally:
-        _GIVEN.clear()
-        _GIVEN.update(saved)
-
+# --------------------------------------------------------------------------- a model trained with parts
 
 def _suggest(record: dict) -> str:
     return f"--part {record['part']}={record['file'] or 'FILE.py'}:{record['class']}"
@@ -477,32 +461,12 @@ def mismatch(trained: list[dict], given: list[dict]) -> str | None:
     return "; ".join(m for m in found if m) or None
 
 
-def resolve(trained: Iterable[dict]) -> dict[str, type]:
-    """The classes for the parts a checkpoint was trained with (its records), from the block of :func:`using`.
-
-    A PartError names any part missing, different or extra and the ``--part`` to pass.
-    """
-    trained = list(trained)
-    problem = mismatch(trained, part_records(_GIVEN))
+def require_trained_parts(trained: Iterable[dict], parts: Mapping[str, type], where: str) -> None:
+    """A PartError, ``"{where}: ..."``, when ``parts`` are not the parts a model was trained with (its
+    records, ``artifacts["parts"]``): it names any part missing, different or extra and the ``--part`` to pass."""
+    problem = mismatch(list(trained), part_records(parts))
     if problem:
-        raise PartError(f"this model does not load with the parts given: {problem}")
-    return {r["part"]: _GIVEN[r["part"]] for r in trained}
-
-
-def parts_for_checkpoint(payload: dict, values: Iterable[str] | None, path, *,
-                         load: Callable[[str], object]) -> dict[str, type]:
-    """The classes of ``--part`` ``values`` for the checkpoint ``payload`` read from ``path``, loaded (by
-    ``load``, as :func:`load_parts`) and validated with its configuration; a PartError names the
-    checkpoint and any part missing or different."""
-    values = list(values or ())
-    trained = payload["artifacts"].get("parts") or []
-    if not trained and not values:
-        return {}
-    parts = load_parts(values, config_from_dict(payload["config"]), load=load)
-    problem = mismatch(trained, part_records(parts))
-    if problem:
-        raise PartError(f"{path}: {problem}")
-    return parts
+        raise PartError(f"{where}: {problem}")
 
 
 # --------------------------------------------------------------------------- names nn.Module already has
