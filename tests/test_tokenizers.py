@@ -362,7 +362,7 @@ def test_byte_tokenizer_rejects_malformed_cipher(bits, reason):
         ByteTokenizer().encode_cipher(bits)
 
 
-@pytest.mark.parametrize("module", [bpe, pretokenize, byte_path, cipher_task])
+@pytest.mark.parametrize("module", [bpe.naive, bpe.fast, bpe.learn, bpe.tokenizer, pretokenize, byte_path, cipher_task])
 def test_docstring_examples_hold(module):
     assert doctest.testmod(module).failed == 0
 

@@ -1,28 +1,12 @@
-"""Byte-pair encoding from scratch: the merge learner, the tokenizer, and its file format.
+"""``BPETokenizer``: a trained BPE (pre-tokenizer, base alphabet, merges, ids) and its file format.
 
-Chapter 6 ("Tokenisation") teaches this module. BPE training in five lines (Sennrich et al., 2016):
-start from the base symbols, count every adjacent pair weighted by how often its sequence occurs,
-merge the most frequent pair into one new symbol, update the counts, repeat.
-
-Two rules make the result a function of the data alone, so that two implementations can be
-compared merge by merge:
-
-- **Counting rule.** A pair is counted at *every* adjacent position, overlapping ones included:
-  ``('a', 'a', 'a')`` holds ``('a', 'a')`` twice, although only one of them can be merged. This is
-  what ``zip(symbols, symbols[1:])`` counts (Sennrich et al.'s reference code does the same).
-- **Tie rule** (``TIE_RULE``). The merged pair is ``min(counts, key=lambda p: (-counts[p], p))``:
-  the highest count, and among equal counts the lexicographically smallest ``(left, right)``
-  pair, comparing strings by Unicode code point.
-
-A merge replaces occurrences left to right, so ``('a', 'a', 'a', 'a')`` becomes ``('aa', 'aa')``
-and ``('a', 'a', 'a')`` becomes ``('aa', 'a')``. Symbols are strings, and a symbol *is* its string:
-when two different merges build the same string (``'0' + '01'`` and ``'00' + '1'``), the
-results are one symbol, counted together, with one id.
-
-``learn_merges(..., method="naive")`` recounts every pair after every merge: a dozen lines, the
-definition. ``method="fast"`` keeps all sequences in one linked array, updates counts only around
-each merge site and finds the best pair with a lazy heap; it returns exactly the same merges
-(``tests/test_tokenizers.py`` checks this on hundreds of random corpora).
+``BPETokenizer.train`` cuts texts into pieces (:func:`text_sequences`), learns merges with
+:func:`.learn.iter_merges` until the vocabulary is full, and numbers the tokens: the specials, ``<unk>``
+when the alphabet was learned from the text, the base alphabet, then each string the merges build.
+``encode`` replays the merges in order within each piece (the definition is :func:`.naive.apply_merges`;
+the encoder gets there with a heap of merge ranks); ``decode`` joins the token strings. ``to_text`` and
+``save`` write the versioned JSON format (``FORMAT``, ``FORMAT_VERSION``, ``TIE_RULE``) that ``load`` and
+``from_text`` read back, refusing a damaged or foreign file with a :class:`TokenizerFileError`.
 """
 
 from __future__ import annotations
@@ -31,15 +15,14 @@ import heapq
 import json
 import os
 import random
-from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import islice
+from collections.abc import Iterable
 from pathlib import Path
 
+from cipherlab.data.tokenizers.bpe.fast import _LOW, _SHIFT
+from cipherlab.data.tokenizers.bpe.learn import iter_merges
+from cipherlab.data.tokenizers.bpe.naive import Pair
 from cipherlab.data.tokenizers.pretokenize import PRETOKENIZERS, UNITS
-
-Pair = tuple[str, str]
 
 FORMAT = "cipherlab-bpe"
 FORMAT_VERSION = 1
@@ -52,231 +35,6 @@ UNK_TEXT = "\ufffd"  # what decode() writes for <unk>: the visible Unicode repla
 # Pieces up to this many characters are memoised by BPETokenizer.encode. Words repeat constantly in
 # natural text; a cipher line is one long, unique piece and caching it would only cost memory.
 MAX_CACHED_PIECE_CHARS = 64
-
-
-# --------------------------------------------------------------------------------------------
-# The naive learner: the definition
-# --------------------------------------------------------------------------------------------
-
-
-def pair_counts(sequences: Mapping[tuple[str, ...], int]) -> Counter[Pair]:
-    """Frequency-weighted count of every adjacent pair, overlapping positions included.
-
-    >>> pair_counts({("a", "a", "a"): 2, ("a", "b"): 1})
-    Counter({('a', 'a'): 4, ('a', 'b'): 1})
-    """
-    counts: Counter[Pair] = Counter()
-    for symbols, freq in sequences.items():
-        for pair in zip(symbols, symbols[1:]):
-            counts[pair] += freq
-    return counts
-
-
-def merge_symbols(symbols: Sequence[str], pair: Pair) -> tuple[str, ...]:
-    """Replace each occurrence of ``pair``, scanning left to right, by the joined symbol.
-
-    >>> merge_symbols(("ab", "c", "a", "b"), ("a", "b"))
-    ('ab', 'c', 'ab')
-    >>> merge_symbols(("a", "a", "a"), ("a", "a"))
-    ('aa', 'a')
-    """
-    out, i = [], 0
-    while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
-            out.append(symbols[i] + symbols[i + 1])
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return tuple(out)
-
-
-def best_pair(counts: Mapping[Pair, int]) -> Pair:
-    """The tie rule: the highest count, then the lexicographically smallest pair."""
-    return min(counts, key=lambda pair: (-counts[pair], pair))
-
-
-def apply_merges(symbols: Sequence[str], merges: Iterable[Pair]) -> tuple[str, ...]:
-    """Replay ``merges`` in order on one sequence: the definition BPETokenizer.encode must meet.
-
-    >>> apply_merges(list("lower"), [("l", "o"), ("lo", "w"), ("e", "r")])
-    ('low', 'er')
-    """
-    symbols = tuple(symbols)
-    for pair in merges:
-        symbols = merge_symbols(symbols, pair)
-    return symbols
-
-
-def _naive_merges(sequences: Mapping[tuple[str, ...], int]) -> Iterator[tuple[Pair, int]]:
-    """Recount every pair after every merge: O(corpus size) per merge."""
-    vocab = Counter(sequences)
-    while counts := pair_counts(vocab):
-        pair = best_pair(counts)
-        yield pair, counts[pair]
-        merged: Counter[tuple[str, ...]] = Counter()
-        for symbols, freq in vocab.items():
-            merged[merge_symbols(symbols, pair)] += freq
-        vocab = merged
-
-
-# --------------------------------------------------------------------------------------------
-# The fast learner: linked array, incremental counts, lazy heap
-# --------------------------------------------------------------------------------------------
-
-_SHIFT = 32  # a pair of symbol ids (left, right) is stored as the single int left << 32 | right
-_LOW = (1 << _SHIFT) - 1
-
-
-class _LinkedCorpus:
-    """Every sequence laid end to end in one flat array of symbol ids, threaded by links.
-
-    Position i of the flat array holds:
-      sym[i]     the symbol id there (-1 once it has been merged into its left neighbour)
-      prev[i]    the previous live position of the same sequence (-1 at its start)
-      nxt[i]     the next live position of the same sequence (-1 at its end)
-      weight[i]  the frequency of the sequence that position i belongs to
-    and for each pair key:
-      counts[key]  frequency-weighted count of live positions i with (sym[i], sym[nxt[i]]) == key
-      where[key]   positions that held the pair when it was recorded; may be stale, merge() rechecks
-    The heap holds (-count, left, right) entries, some stale; for every live pair it holds at least
-    one entry whose count is >= the true count, which is all pop_best needs.
-    """
-
-    def __init__(self, sequences: Mapping[tuple[str, ...], int]):
-        self.names: list[str] = sorted(set().union(*sequences))  # symbol id -> string
-        self.ids: dict[str, int] = {name: k for k, name in enumerate(self.names)}  # string -> id
-        self.sym, self.prev, self.nxt, self.weight = (array("i") for _ in range(4))
-        self.counts: defaultdict[int, int] = defaultdict(int)
-        self.where: defaultdict[int, array] = defaultdict(lambda: array("i"))
-        for symbols, freq in sequences.items():
-            if freq <= 0:
-                raise ValueError(f"sequence {symbols!r} has frequency {freq}; frequencies must be positive")
-            start, n = len(self.sym), len(symbols)
-            if n == 0:
-                continue
-            seq = list(map(self.ids.__getitem__, symbols))
-            self.sym.extend(seq)
-            self.prev.extend(range(start - 1, start + n - 1))
-            self.nxt.extend(range(start + 1, start + n + 1))
-            self.weight.extend(array("i", [freq]) * n)
-            self.prev[start] = -1
-            self.nxt[start + n - 1] = -1
-            keys = [left << _SHIFT | right for left, right in zip(seq, seq[1:])]
-            for key, k in Counter(keys).items():
-                self.counts[key] += k * freq
-            for position, key in enumerate(keys, start):
-                self.where[key].append(position)
-        self.heap = [(-count, *self._pair(key)) for key, count in self.counts.items()]
-        heapq.heapify(self.heap)
-
-    def _id(self, name: str) -> int:
-        symbol_id = self.ids.get(name)
-        if symbol_id is None:
-            symbol_id = self.ids[name] = len(self.names)
-            self.names.append(name)
-        return symbol_id
-
-    def _pair(self, key: int) -> Pair:
-        return self.names[key >> _SHIFT], self.names[key & _LOW]
-
-    def pop_best(self) -> tuple[Pair, int] | None:
-        """The pair chosen by the tie rule and its count, or None when no pair is left.
-
-        A popped entry whose count is out of date is pushed back with the true count; an entry is
-        only trusted when it is exact, and then no other live pair can beat it.
-        """
-        while self.heap:
-            neg_count, left, right = heapq.heappop(self.heap)
-            count = self.counts.get(self.ids[left] << _SHIFT | self.ids[right], 0)
-            if count == -neg_count:
-                return (left, right), count
-            if count:
-                heapq.heappush(self.heap, (-count, left, right))
-        return None
-
-    def merge(self, pair: Pair) -> None:
-        """Merge every occurrence of ``pair`` left to right, updating only the counts around it."""
-        a, b = self.ids[pair[0]], self.ids[pair[1]]
-        c = self._id(pair[0] + pair[1])
-        merged_key = a << _SHIFT | b
-        sym, prev, nxt, weight, counts, where = self.sym, self.prev, self.nxt, self.weight, self.counts, self.where
-        del counts[merged_key]  # every occurrence disappears below: a merge never re-creates its pair
-        grown = set()
-        # Ascending positions = left to right within each sequence, which decides runs ('a a a').
-        for i in sorted(where.pop(merged_key)):
-            j = nxt[i]
-            if sym[i] != a or j < 0 or sym[j] != b:
-                continue  # a stale record, or its left symbol was just consumed in a run like 'a a a'
-            w, p, n = weight[i], prev[i], nxt[j]
-            if p >= 0:  # (x, a) becomes (x, ab)
-                self._discount(sym[p] << _SHIFT | a, w, merged_key)
-                key = sym[p] << _SHIFT | c
-                counts[key] += w
-                where[key].append(p)
-                grown.add(key)
-            if n >= 0:  # (b, y) becomes (ab, y)
-                self._discount(b << _SHIFT | sym[n], w, merged_key)
-                key = c << _SHIFT | sym[n]
-                counts[key] += w
-                where[key].append(i)
-                grown.add(key)
-            sym[i], sym[j], nxt[i] = c, -1, n
-            if n >= 0:
-                prev[n] = i
-        for key in grown:  # decreases need no entry (the old one is an upper bound); increases do
-            if key in counts:
-                heapq.heappush(self.heap, (-counts[key], *self._pair(key)))
-
-    def _discount(self, key: int, w: int, merged_key: int) -> None:
-        if key == merged_key:  # e.g. the second ('a', 'a') of 'a a a': already deleted as a whole
-            return
-        remaining = self.counts[key] - w
-        if remaining:
-            self.counts[key] = remaining
-        else:
-            del self.counts[key], self.where[key]
-
-
-def _fast_merges(sequences: Mapping[tuple[str, ...], int]) -> Iterator[tuple[Pair, int]]:
-    corpus = _LinkedCorpus(sequences)
-    while (best := corpus.pop_best()) is not None:
-        yield best
-        corpus.merge(best[0])
-
-
-_METHODS = {"naive": _naive_merges, "fast": _fast_merges}
-
-
-def iter_merges(sequences: Mapping[tuple[str, ...], int], *, method: str = "fast") -> Iterator[tuple[Pair, int]]:
-    """Yield ``(pair, weighted count)`` for each merge in order, until no adjacent pair is left."""
-    if method not in _METHODS:
-        raise ValueError(f"method={method!r} is not a BPE learner; use one of {sorted(_METHODS)}")
-    return _METHODS[method](sequences)
-
-
-def learn_merges(
-    sequences: Mapping[tuple[str, ...], int],
-    num_merges: int,
-    *,
-    method: str = "fast",
-    return_counts: bool = False,
-) -> list[Pair] | list[tuple[Pair, int]]:
-    """Learn up to ``num_merges`` merges from ``sequences`` (symbol tuple -> frequency).
-
-    Stops early when no adjacent pair is left. With ``return_counts=True`` each entry is
-    ``(pair, weighted count at the time it was merged)``.
-
-    >>> learn_merges({("l", "o", "w"): 5, ("l", "o", "t"): 2}, 2, return_counts=True)
-    [(('l', 'o'), 7), (('lo', 'w'), 5)]
-    """
-    trace = list(islice(iter_merges(sequences, method=method), num_merges))
-    return trace if return_counts else [pair for pair, _ in trace]
-
-
-# --------------------------------------------------------------------------------------------
-# The tokenizer
-# --------------------------------------------------------------------------------------------
 
 
 def text_sequences(texts: Iterable[str], *, pretokenizer: str, unit: str) -> dict[tuple[str, ...], int]:

@@ -1,0 +1,624 @@
+"""The checks of scaled dot-product attention (``attention``) and multi-head or grouped-query attention
+(``multi_head``), self and cross, with the known mistakes of a multi-head layer.
+
+:func:`attention` compares with cipherlab's ScaledDotProductAttention and
+``F.scaled_dot_product_attention``: shape, weights summing to 1 over the keys, the 1/sqrt(d) scaling,
+padding and causal masks (True = blocked), a row that sees no key, scores of 1e4, bfloat16, float64.
+:func:`multi_head` copies a layer's q_proj, k_proj, v_proj and o_proj into cipherlab's
+MultiHeadAttention and nn.MultiheadAttention, then checks causality, permutation, padding, RoPE and the
+KV cache. When a layer differs, :func:`mha_variant` runs each of :data:`MHA_MISTAKES` (the reference with
+one mistake, written here independently of cipherlab's layer) with the layer's own weights, and names
+the one it agrees with.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cipherlab.base.errors import why
+from cipherlab.models.attention import (KVCache, MultiHeadAttention, ScaledDotProductAttention, causal_mask,
+                                        padding_mask)
+from cipherlab.models.positional import RotaryPositionalEmbedding
+from cipherlab.student.check.compare import (B, D_MODEL, DK, DV, FLOAT32_TOL, H, L, LK, LQ, N_HEADS, N_KV_HEADS,
+                                             _bf16_verdict, _close, _deterministic, _finite, _float64_verdict, _gap,
+                                             _in_float64, _name_the_bug)
+from cipherlab.student.check.report import (Report, _interface, _interface_build, _label, _refuse_internals, _run,
+                                            _takes)
+from cipherlab.student.trials import Unfit, randn
+
+SCALING_D, SCALING_L = 2048, 64  # where a missing 1/sqrt(d) saturates the softmax
+
+
+# --------------------------------------------------------------------------- multi-head attention, one mistake each
+
+MHA_MISTAKES = {  # name: what is wrong and the fix, as check prints it
+    "repeat": ("K/V heads are shared with .repeat (or an expand on the wrong axis), giving the order kv0, kv1, "
+               "kv0, kv1 where query heads 0 and 1 must both read kv0: use repeat_interleave(n_heads // n_kv_heads, "
+               "dim=1), as .repeat interleaves the groups wrongly"),
+    "sqrt_d_model": ("scores are divided by sqrt(d_model), not sqrt(head_dim): each head's dot product sums head_dim "
+                     "terms; divide by math.sqrt(head_dim)"),
+    "no_scale": "scores are not divided by sqrt(head_dim); divide q k^T by math.sqrt(head_dim)",
+    "merge_no_transpose": ("the heads are merged without the transpose: (B, H, L, d).reshape(B, L, D) mixes "
+                           "positions; merge with out.transpose(1, 2).reshape(B, L, D)"),
+    "split_no_transpose": ("the heads are split without the transpose: .view(B, H, L, d) mixes positions; split with "
+                           ".view(B, L, H, d).transpose(1, 2)"),
+    "v_from_k": "the values are projected with k_proj; project them with v_proj",
+    "no_o_proj": "o_proj is never applied: the concatenated heads must go through o_proj",
+    "mask_on_queries": ("the padding mask blocks queries (it is transposed to (B, 1, Lk, 1)); a padding mask "
+                        "(B, 1, 1, Lk) blocks PAD keys, the last axis of the scores: use it as it is"),
+    "mask_keep": ("the mask is read as True = keep; cipherlab's masks are True = BLOCKED (F.scaled_dot_product_"
+                  "attention's are the opposite), so fill the scores where mask is True"),
+    "softmax_queries": "the softmax runs over the queries (dim=-2); take it over the keys, dim=-1",
+}
+
+
+def mha_variant(module: nn.Module, n_heads: int, mistake: str | None, query, key, value, mask=None):
+    """(B, Lq, D): multi-head attention with ``module``'s q_proj, k_proj, v_proj and o_proj, right
+    (``mistake`` None) or with one of MHA_MISTAKES. K/V heads: k_proj's width over head_dim."""
+    B, Lq, D = query.shape
+    head_dim = D // n_heads
+    n_kv = module.k_proj.out_features // head_dim
+
+    def split(x, n):
+        if mistake == "split_no_transpose":
+            return x.reshape(B, n, x.size(1), head_dim)
+        return x.view(B, x.size(1), n, head_dim).transpose(1, 2)
+
+    q = split(module.q_proj(query), n_heads)
+    k = split(module.k_proj(key), n_kv)
+    v = split((module.k_proj if mistake == "v_from_k" else module.v_proj)(value), n_kv)
+    group = n_heads // n_kv
+    if mistake == "repeat":
+        k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
+    else:
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scale = {"sqrt_d_model": math.sqrt(D), "no_scale": 1.0}.get(mistake, math.sqrt(head_dim))
+    scores = q @ k.transpose(-2, -1) / scale
+    if mask is not None:
+        if mistake == "mask_keep":
+            mask = ~mask
+        elif mistake == "mask_on_queries" and mask.size(-2) == 1:
+            mask = mask.transpose(-2, -1)
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+    out = scores.softmax(-2 if mistake == "softmax_queries" else -1) @ v  # (B, H, Lq, d)
+    out = out.reshape(B, Lq, D) if mistake == "merge_no_transpose" else out.transpose(1, 2).reshape(B, Lq, D)
+    return out if mistake == "no_o_proj" else module.o_proj(out)
+
+
+# --------------------------------------------------------------------------- scaled dot-product attention
+
+SDPA_INTERFACE = ("fn(q, k, v, mask=None) with q (B, H, Lq, d), k (B, H, Lk, d), v (B, H, Lk, dv), mask bool "
+                  "broadcast to (B, H, Lq, Lk), True = blocked -> (B, H, Lq, dv); a class is built with no arguments")
+_REFERENCE_SDPA = ScaledDotProductAttention().eval()
+
+
+def attention(obj) -> Report:
+    """Check scaled dot-product attention: softmax(q k^T / sqrt(d) + mask) v.
+
+    ``obj``: a function or nn.Module instance called as ``obj(q, k, v, mask=None)``, or a class built
+    with no arguments (dropout off by default or in eval mode) like cipherlab's
+    ScaledDotProductAttention. q (B, H, Lq, d), k (B, H, Lk, d), v (B, H, Lk, dv) -> (B, H, Lq, dv).
+    mask: bool, True = BLOCKED, broadcast against the scores (B, H, Lq, Lk); a query whose keys are
+    all blocked must output zeros (no NaN), as cipherlab and F.scaled_dot_product_attention do.
+    """
+    fn = obj
+    _refuse_internals(obj)
+    if inspect.isclass(obj):
+        fn = _interface_build(lambda: obj(), f"{obj.__name__}()", SDPA_INTERFACE)
+        _refuse_internals(obj, fn)
+    if isinstance(fn, nn.Module):
+        fn.eval()
+    q, k, v = _qkv()
+    out = _interface(lambda: fn(q, k, v, None), f"{_label(obj)}(q, k, v, mask=None)", SDPA_INTERFACE)
+    note = ""
+    if isinstance(out, tuple):  # (output, weights), as nn.MultiheadAttention returns: the output is checked
+        fn, note = partial(_first, fn), "; it returns a tuple, (output, weights?): its first tensor is checked"
+    return _run("attention", _label(obj), [
+        ("shape", partial(_sdpa_shape, fn, note)),
+        ("eval mode", lambda: _deterministic(lambda: fn(*_qkv(), None))),
+        ("weights", partial(_sdpa_rows, fn)),
+        ("scaling", partial(_sdpa_scaling, fn)),
+        ("reference", partial(_sdpa_reference, fn)),
+        ("padding mask", partial(_sdpa_mask, fn, "padding")),
+        ("causal mask", partial(_sdpa_mask, fn, "causal")),
+        ("causality", partial(_sdpa_causality, fn)),
+        ("all-blocked row", partial(_sdpa_blind_row, fn)),
+        ("large scores", partial(_sdpa_large, fn)),
+        ("bfloat16", partial(_sdpa_bf16, fn)),
+        ("float64", lambda: _float64_verdict(fn(*(t.double() for t in _qkv()), None), _REFERENCE_SDPA(*_qkv()))),
+    ])
+
+
+def _first(fn, *args):
+    """The first tensor of what ``fn`` returns (for an attention returning (output, weights))."""
+    out = fn(*args)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _sdpa_large(fn) -> tuple[bool, str]:
+    q, k, v = _qkv()
+    q, k = q * 100, k * 100  # scores q.k / sqrt(d) of about 1e4
+    out, ref = fn(q, k, v, None), F.scaled_dot_product_attention(q, k, v)
+    if not torch.isfinite(out).all():
+        return False, ("scores of about 1e4 give NaN or inf: exp(score) overflows float32 beyond 88; subtract each "
+                       "row's max before exp, exp(s - s.max(-1, keepdim=True)), or call torch.softmax, which does")
+    gap = _gap(out, ref)
+    if gap > 1e-4:
+        return False, f"with scores of about 1e4, differs from F.scaled_dot_product_attention by {gap:.2g}"
+    return True, "scores of about 1e4 give the reference's output: the softmax is stable (max subtracted)"
+
+
+def _qkv(lq: int = LQ, lk: int = LK, d: int = DK, dv: int = DV, seed: int = 0):
+    """Unit-variance q (B, H, lq, d), k (B, H, lk, d), v (B, H, lk, dv)."""
+    return randn(B, H, lq, d, seed=seed), randn(B, H, lk, d, seed=seed + 1), randn(B, H, lk, dv, seed=seed + 2)
+
+
+def _weights(fn, q: torch.Tensor, k: torch.Tensor, mask=None) -> torch.Tensor:
+    """(B, H, Lq, Lk) attention weights of ``fn``, read off as its output for v = the identity (W I = W)."""
+    lk = k.size(-2)
+    eye = torch.eye(lk, dtype=q.dtype).expand(*k.shape[:-1], lk).contiguous()  # (B, H, Lk, Lk)
+    return fn(q, k, eye, mask)
+
+
+def _sdpa_shape(fn, note: str = "") -> tuple[bool, str]:
+    q, k, v = _qkv()
+    out = _finite(fn(q, k, v, None))
+    expected = (B, H, LQ, DV)
+    passed = tuple(out.shape) == expected and out.dtype == torch.float32
+    return passed, (f"output {tuple(out.shape)} {str(out.dtype)[6:]} for q {tuple(q.shape)}, k {tuple(k.shape)}, "
+                    f"v {tuple(v.shape)}" + ("" if passed else f"; expected {expected} float32") + note)
+
+
+def _sdpa_rows(fn) -> tuple[bool, str]:
+    w = _weights(fn, *_qkv()[:2])  # (B, H, Lq, Lk)
+    rows, cols = w.sum(-1), w.sum(-2)
+    if _close(rows, torch.ones_like(rows), 1e-4):
+        return True, f"each query's weights sum to 1 over its {LK} keys"
+    if _close(cols, torch.ones_like(cols), 1e-4):
+        return False, ("each KEY's weights sum to 1 over the queries: the softmax runs over the query axis "
+                       "(dim=-2); take it over the keys, softmax(scores, dim=-1)")
+    return False, (f"a query's weights sum to {rows.min().item():.3f} .. {rows.max().item():.3f}, not 1: "
+                   "apply a softmax over the keys (dim=-1) to the scores")
+
+
+def _largest_weight(fn, q, k) -> float:
+    """A query's largest attention weight, averaged over the queries (1 = one-hot rows)."""
+    return _weights(fn, q, k).amax(-1).mean().item()
+
+
+def _sdpa_scaling(fn) -> tuple[bool, str]:
+    q, k = randn(1, 1, SCALING_L, SCALING_D), randn(1, 1, SCALING_L, SCALING_D, seed=1)
+    ours, ref = _largest_weight(fn, q, k), _largest_weight(_REFERENCE_SDPA, q, k)
+    seen = f"largest weight {ours:.2f} at d = {SCALING_D} where the reference gives {ref:.2f}"
+    if abs(ours - ref) <= 0.05:
+        return True, f"scores divided by sqrt(d_k): largest weight {ours:.2f} at d = {SCALING_D}, as the reference"
+    if ours > ref:
+        return False, (f"scores are not divided by sqrt(d_k): {seen} (the softmax saturates to one-hot rows and "
+                       "passes almost no gradient); divide q k^T by math.sqrt(q.size(-1))")
+    return False, f"scores are shrunk by more than sqrt(d_k) (divided by d_k?): {seen}; divide by math.sqrt(d_k)"
+
+
+def _sdpa_suspects(q, k, v) -> dict[str, torch.Tensor]:
+    """The outputs of the usual wrong formulas, by the bug they have."""
+    scores, d = q @ k.transpose(-2, -1), q.size(-1)
+    return {"scores are not divided by sqrt(d_k)": scores.softmax(-1) @ v,
+            "scores are divided by d_k, not sqrt(d_k)": (scores / d).softmax(-1) @ v,
+            "the softmax runs over the queries (dim=-2), not the keys": (scores / math.sqrt(d)).softmax(-2) @ v}
+
+
+def _sdpa_reference(fn) -> tuple[bool, str]:
+    q, k, v = _qkv()
+    out = fn(q, k, v, None)
+    gaps = _gap(out, _REFERENCE_SDPA(q, k, v)), _gap(out, F.scaled_dot_product_attention(q, k, v))
+    said = (f"cipherlab's ScaledDotProductAttention (max difference {gaps[0]:.1e}) and "
+            f"F.scaled_dot_product_attention ({gaps[1]:.1e}), tolerance {FLOAT32_TOL:g}")
+    if max(gaps) <= FLOAT32_TOL:
+        return True, f"agrees with {said}"
+    return False, f"differs from {said}" + _name_the_bug(out, _sdpa_suspects(q, k, v))
+
+
+def _sdpa_mask(fn, kind: str) -> tuple[bool, str]:
+    if kind == "padding":
+        q, k, v = _qkv()
+        ids = torch.tensor([[1] * 4 + [0] * 3, [1] * LK])  # row 0: its last 3 keys are PAD
+        mask = padding_mask(ids, 0)  # (B, 1, 1, Lk)
+    else:
+        q, k, v = _qkv(L, L)
+        mask = causal_mask(L)  # (1, 1, L, L)
+    out = fn(q, k, v, mask)
+    gap = _gap(out, F.scaled_dot_product_attention(q, k, v, attn_mask=~mask))
+    if gap <= FLOAT32_TOL and _gap(out, _REFERENCE_SDPA(q, k, v, mask)) <= FLOAT32_TOL:
+        return True, f"with a {kind} mask, agrees with F.scaled_dot_product_attention and the reference"
+    said = f"with a {kind} mask, differs from F.scaled_dot_product_attention by {gap:.2g}: "
+    if _gap(fn(q, k, v, None), _REFERENCE_SDPA(q, k, v)) > FLOAT32_TOL:
+        return False, said + "it differs without a mask too; fix that first (see 'reference')"
+    return False, said + _mask_diagnosis(_weights(fn, q, k, mask), mask.expand(B, H, q.size(-2), k.size(-2)))
+
+
+def _mask_diagnosis(w: torch.Tensor, mask: torch.Tensor) -> str:
+    """What the weights ``w`` (B, H, Lq, Lk) under ``mask`` (True = blocked) say about how the mask was used."""
+    blocked = w.masked_fill(~mask, 0).abs().max().item()
+    allowed = w.masked_fill(mask, 0).abs().max().item()
+    rows = w.sum(-1)  # (B, H, Lq)
+    if blocked > 1e-6 and allowed < 1e-6:
+        return ("only blocked keys get weight: the mask is read as True = keep; cipherlab's masks are True = "
+                "BLOCKED (F.scaled_dot_product_attention's are the opposite), so fill the scores where mask is True")
+    if blocked > 1e-6:
+        return (f"blocked keys get weights up to {blocked:.2f}: the mask is not applied; fill the blocked scores "
+                "with torch.finfo(scores.dtype).min before the softmax")
+    if rows.min().item() < 1 - 1e-4:
+        return (f"blocked keys get weight 0 but a query's weights sum to only {rows.min().item():.2f}: the mask "
+                "is applied after the softmax; fill the scores before it, so the allowed weights sum to 1")
+    return "the weights on blocked keys are 0 and rows sum to 1, so the difference is elsewhere (see 'reference')"
+
+
+def _sdpa_causality(fn) -> tuple[bool, str]:
+    q, k, v = _qkv(L, L)
+    later = [t.clone() for t in (q, k, v)]
+    for t, seed in zip(later, (7, 8, 9)):
+        t[..., -1, :] = randn(*t[..., -1, :].shape, seed=seed)  # only position L-1 changes
+    gap = (fn(*later, causal_mask(L)) - fn(q, k, v, causal_mask(L)))[..., :-1, :].abs().max().item()
+    if gap <= 1e-6:
+        return True, f"under the causal mask, outputs 0..{L - 2} do not change when only position {L - 1} changes"
+    return False, (f"under the causal mask, the outputs of positions 0..{L - 2} change by up to {gap:.2g} when "
+                   f"only position {L - 1} (its query, key and value) changes: a later position leaks backwards")
+
+
+def _sdpa_blind_row(fn) -> tuple[bool, str]:
+    q, k, v = _qkv()
+    mask = torch.zeros(B, 1, LQ, LK, dtype=torch.bool)
+    mask[0, 0, 1] = True  # batch 0, query 1 sees no key
+    out = fn(q, k, v, mask)
+    if not torch.isfinite(out).all():
+        return False, ("a query whose keys are all blocked outputs NaN (softmax over all -inf scores is 0/0); fill "
+                       "blocked scores with torch.finfo(dtype).min, then set rows that see no key to zero")
+    row = out[0, :, 1].abs().max().item()
+    if row > 1e-6:
+        return False, (f"a query whose keys are all blocked outputs values up to {row:.2f}, not zeros: it averages "
+                       "values it was told not to read; zero the rows that see no key (mask.all(-1))")
+    return True, "a query whose keys are all blocked outputs zeros, no NaN"
+
+
+def _sdpa_bf16(fn) -> tuple[bool, str]:
+    q, k, v = (t.bfloat16() for t in _qkv(L, L))
+    out = fn(q, k, v, causal_mask(L))
+    ref = _REFERENCE_SDPA(q, k, v, causal_mask(L))
+    return _bf16_verdict(out, ref)
+
+
+# --------------------------------------------------------------------------- multi-head and grouped-query attention
+
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
+MHA_INTERFACE = ("cls(d_model, n_heads, n_kv_heads=..., rope=None) (n_kv_heads only for gqa) with nn.Linear "
+                 "q_proj, k_proj, v_proj, o_proj; forward(query (B, Lq, D), key (B, Lk, D), value (B, Lk, D), "
+                 "mask=None) -> (B, Lq, D), mask bool True = blocked, broadcast to (B, H, Lq, Lk)")
+
+
+def multi_head(cls, kind: str = "mha", kv_cache: bool = True) -> Report:
+    """Check multi-head ("mha") or grouped-query ("gqa") attention, self and cross.
+
+    ``cls`` is built as ``cls(d_model, n_heads)`` for "mha" and ``cls(d_model, n_heads,
+    n_kv_heads=n_kv_heads)`` for "gqa" (plus ``rope=RotaryPositionalEmbedding(head_dim)`` for the RoPE
+    check), then put in eval mode, so dropout may default to anything. Like cipherlab's
+    MultiHeadAttention it holds nn.Linear projections q_proj (D -> D), k_proj and v_proj
+    (D -> n_kv_heads * head_dim) and o_proj (D -> D), with or without bias, so its weights can be
+    copied into the reference and into nn.MultiheadAttention. forward(query (B, Lq, D), key (B, Lk, D),
+    value (B, Lk, D), mask=None) -> (B, Lq, D); mask bool, True = BLOCKED, broadcast to (B, H, Lq, Lk).
+    With rope, q and k are rotated after the head split (self-attention: both at positions 0..L-1).
+    ``kv_cache`` (on by default; off checks a layer without a cache alone): when forward also takes
+    ``cache=`` (cipherlab's KVCache, chapter 3), check that a self-attention cache filled one
+    position at a time gives the full causal pass, with RoPE at offset = cache.length too, and
+    that a static cross-attention cache gives what recomputing gives.
+    """
+    if kind not in ("mha", "gqa"):
+        raise ValueError(f"check.multi_head: unknown kind {kind!r}; expected 'mha' or 'gqa'")
+    _refuse_internals(cls)
+    build = partial(_build_mha, cls, kind)
+    module = _interface_build(build, _build_call(cls, kind), MHA_INTERFACE)
+    _refuse_internals(cls, module)
+    x = randn(B, L, D_MODEL)
+    _interface(lambda: module(x, x, x, None), f"{_build_call(cls, kind)}(x, x, x, mask=None)", MHA_INTERFACE)
+    checks = [
+        ("shape", partial(_mha_shape, module)),
+        ("projections", partial(_mha_projections, module, kind)),
+        ("reference", partial(_mha_reference, module, kind)),
+        ("torch", partial(_mha_torch, build, kind)),
+        ("causality", partial(_mha_causality, module)),
+        ("permutation", partial(_mha_permutation, module)),
+        ("padding", partial(_mha_padding, module)),
+        ("rope", partial(_mha_rope, build, kind)),
+        ("bfloat16", partial(_mha_bf16, module)),
+        ("float64", partial(_mha_float64, module)),
+    ]
+    if kv_cache and _takes(module.forward, "cache"):  # the KV cache of chapter 3 is optional in a student's layer
+        checks.append(("kv cache", partial(_mha_cache, build, module)))
+    return _run(kind, _label(cls), checks)
+
+
+def _build_call(cls, kind: str, **extra) -> str:
+    args = [str(D_MODEL), str(N_HEADS)] + ([f"n_kv_heads={N_KV_HEADS}"] if kind == "gqa" else [])
+    return f"{_label(cls)}({', '.join(args + [f'{k}=...' for k in extra])})"
+
+
+def _build_mha(cls, kind: str, n_kv_heads: int = N_KV_HEADS, **extra) -> nn.Module:
+    """The student's layer at D_MODEL, N_HEADS (and n_kv_heads for gqa), in eval mode."""
+    kv = {"n_kv_heads": n_kv_heads} if kind == "gqa" else {}
+    return cls(D_MODEL, N_HEADS, **kv, **extra).eval()
+
+
+def _n_kv(module: nn.Module, kind: str) -> int:
+    return module.k_proj.out_features // (D_MODEL // N_HEADS) if kind == "gqa" else N_HEADS
+
+
+def _reference_mha(module: nn.Module, kind: str, rope=None) -> MultiHeadAttention:
+    """cipherlab's MultiHeadAttention with the student's projection weights copied in."""
+    missing = [n for n in PROJECTIONS if not isinstance(getattr(module, n, None), nn.Linear)]
+    if missing:
+        raise Unfit(f"cannot copy weights into the reference: no nn.Linear {', '.join(missing)}; name the "
+                    "projections q_proj, k_proj, v_proj, o_proj as cipherlab's MultiHeadAttention does")
+    ref = MultiHeadAttention(D_MODEL, N_HEADS, 0.0, rope, n_kv_heads=_n_kv(module, kind),
+                             bias=module.q_proj.bias is not None).eval()
+    for name in PROJECTIONS:
+        getattr(ref, name).load_state_dict(getattr(module, name).state_dict())
+    return ref
+
+
+def _mha_shape(module) -> tuple[bool, str]:
+    x, memory = randn(B, LQ, D_MODEL), randn(B, LK, D_MODEL, seed=1)
+    self_out, cross_out = _finite(module(x, x, x), module(x, memory, memory))
+    shapes = {tuple(self_out.shape), tuple(cross_out.shape)}
+    if shapes != {(B, LQ, D_MODEL)} or cross_out.dtype != torch.float32:
+        return False, (f"self-attention gives {tuple(self_out.shape)}, cross-attention on a ({B}, {LK}, {D_MODEL}) "
+                       f"memory {tuple(cross_out.shape)} {str(cross_out.dtype)[6:]}; expected ({B}, {LQ}, {D_MODEL}) "
+                       "float32, the query's shape")
+    if not torch.equal(module(x, x, x), self_out):
+        return False, ("two identical calls in eval mode differ: dropout active in eval mode, not switched off by "
+                       ".eval(); use nn.Dropout, or F.dropout(x, p, training=self.training)")
+    return True, f"self- and cross-attention give the query's shape ({B}, {LQ}, {D_MODEL}) float32"
+
+
+def _mha_projections(module, kind: str) -> tuple[bool, str]:
+    head_dim, n_kv = D_MODEL // N_HEADS, N_KV_HEADS if kind == "gqa" else N_HEADS
+    expected = {"q_proj": D_MODEL, "k_proj": n_kv * head_dim, "v_proj": n_kv * head_dim, "o_proj": D_MODEL}
+    wrong = []
+    for name, out_features in expected.items():
+        proj = getattr(module, name, None)
+        if not isinstance(proj, nn.Linear):
+            wrong.append(f"no nn.Linear {name}")
+        elif (proj.in_features, proj.out_features) != (D_MODEL, out_features):
+            wrong.append(f"{name} maps {proj.in_features} -> {proj.out_features} features, expected "
+                         f"{D_MODEL} -> {out_features}")
+    if wrong:
+        return False, "; ".join(wrong) + (f" ({n_kv} K/V heads of {head_dim})" if kind == "gqa" else "")
+    return True, f"q_proj, k_proj, v_proj, o_proj with K/V projected to {n_kv} heads of {head_dim}"
+
+
+def _mha_reference(module, kind: str) -> tuple[bool, str]:
+    ref = _reference_mha(module, kind)
+    x, memory = randn(B, L, D_MODEL), randn(B, LK, D_MODEL, seed=1)
+    pad = padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0)
+    try:
+        gaps = {"self-attention under a causal mask": _gap(module(x, x, x, causal_mask(L)),
+                                                           ref(x, x, x, causal_mask(L))),
+                "cross-attention under a padding mask": _gap(module(x, memory, memory, pad),
+                                                             ref(x, memory, memory, pad))}
+    except Exception as e:
+        bug = _mha_diagnosis(module)
+        if not bug:
+            raise
+        return False, f"{bug[2:]} (with the reference's inputs it raised {why(e)})"  # the mistake first
+    what = "GroupedQueryAttention" if kind == "gqa" else "MultiHeadAttention"
+    said = ", ".join(f"{k} {v:.1e}" for k, v in gaps.items())
+    if max(gaps.values()) <= FLOAT32_TOL:
+        return True, f"with its weights copied, agrees with cipherlab's {what} ({said}; tolerance {FLOAT32_TOL:g})"
+    return False, (f"with its weights copied, differs from cipherlab's {what}: {said} (tolerance {FLOAT32_TOL:g})"
+                   + _mha_diagnosis(module))
+
+
+def _mha_diagnosis(module) -> str:
+    """"; MISTAKE" for the first of MHA_MISTAKES that, run with the layer's own weights, gives
+    its outputs (self-attention under a causal and under a padding mask, Lq = Lk so that a mask put on the
+    wrong axis still runs), else ""."""
+    x = randn(B, LK, D_MODEL, seed=2)
+    cases = [(x, x, x, causal_mask(LK)), (x, x, x, padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0))]
+    try:
+        outs = [module(*case) for case in cases]
+    except Exception:
+        return ""
+    for mistake, words in MHA_MISTAKES.items():
+        try:
+            wrong = [mha_variant(module, N_HEADS, mistake, *case) for case in cases]
+        except Exception:
+            continue
+        if all(_close(out, w, 1e-4) for out, w in zip(outs, wrong)):
+            return f"; {words}"
+    return ""
+
+
+def _mha_float64(module) -> tuple[bool, str]:
+    x = randn(B, L, D_MODEL)
+    out = _in_float64(module)(*(x.double(),) * 3, causal_mask(L))
+    return _float64_verdict(out, module(x, x, x, causal_mask(L)))
+
+
+def _torch_mha(ref: MultiHeadAttention) -> nn.MultiheadAttention:
+    """nn.MultiheadAttention holding the weights of cipherlab's (MHA, n_kv_heads = n_heads) ``ref``."""
+    bias = ref.q_proj.bias is not None
+    out = nn.MultiheadAttention(D_MODEL, N_HEADS, dropout=0.0, bias=bias, batch_first=True).eval()
+    projections = [ref.q_proj, ref.k_proj, ref.v_proj]
+    with torch.no_grad():
+        out.in_proj_weight.copy_(torch.cat([p.weight for p in projections]))
+        out.out_proj.weight.copy_(ref.o_proj.weight)
+        if bias:
+            out.in_proj_bias.copy_(torch.cat([p.bias for p in projections]))
+            out.out_proj.bias.copy_(ref.o_proj.bias)
+    return out
+
+
+def _mha_torch(build, kind: str) -> tuple[bool, str]:
+    module = build(n_kv_heads=N_HEADS)  # for gqa: as many K/V heads as query heads, i.e. MHA
+    theirs = _torch_mha(_reference_mha(module, kind))
+    x, memory = randn(B, L, D_MODEL), randn(B, LK, D_MODEL, seed=1)
+    ids = torch.tensor([[1] * 4 + [0] * 3, [1] * LK])
+    gaps = [_gap(module(x, x, x, causal_mask(L)), theirs(x, x, x, attn_mask=causal_mask(L)[0, 0])[0]),
+            _gap(module(x, memory, memory, padding_mask(ids, 0)),
+                 theirs(x, memory, memory, key_padding_mask=ids == 0)[0])]
+    what = f"with n_kv_heads = n_heads = {N_HEADS} (then GQA is MHA)" if kind == "gqa" else "with its weights copied"
+    if max(gaps) <= FLOAT32_TOL:
+        return True, f"{what}, agrees with nn.MultiheadAttention, causal self- and padded cross-attention " \
+                     f"(max difference {max(gaps):.1e})"
+    return False, f"{what}, differs from nn.MultiheadAttention by up to {max(gaps):.2g} (tolerance {FLOAT32_TOL:g})"
+
+
+def _mha_causality(module) -> tuple[bool, str]:
+    x = randn(B, L, D_MODEL)
+    changed = x.clone()
+    changed[:, -1] = randn(B, D_MODEL, seed=5)
+    mask = causal_mask(L)
+    gap = (module(changed, changed, changed, mask) - module(x, x, x, mask))[:, :-1].abs().max().item()
+    if gap <= 1e-6:
+        return True, f"under the causal mask, outputs 0..{L - 2} do not change when only input {L - 1} changes"
+    return False, (f"under the causal mask, the outputs of positions 0..{L - 2} change by up to {gap:.2g} when "
+                   f"only input {L - 1} changes: a later position leaks into earlier ones (through the mask, or "
+                   "through a head split that mixes positions: see 'permutation')")
+
+
+def _mha_permutation(module) -> tuple[bool, str]:
+    x = randn(1, L, D_MODEL)
+    perm = torch.tensor([3, 0, 5, 1, 4, 2])
+    gap = _gap(module(x[:, perm], x[:, perm], x[:, perm]), module(x, x, x)[:, perm])
+    if gap <= FLOAT32_TOL:
+        return True, "without positions or mask, shuffling the input positions shuffles the outputs the same way"
+    return False, (f"without positions or mask, shuffling the inputs changes the outputs by up to {gap:.2g} beyond "
+                   "shuffling them: features of different positions get mixed; split heads as "
+                   ".view(B, L, H, d).transpose(1, 2), not .view(B, H, L, d), and merge them back the same way")
+
+
+def _mha_padding(module) -> tuple[bool, str]:
+    x, memory = randn(B, LQ, D_MODEL), randn(B, LK, D_MODEL, seed=1)
+    mask = padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0)
+    changed = memory.clone()
+    changed[0, 4:] = randn(3, D_MODEL, seed=6)  # only the PAD rows of line 0
+    gap = _gap(module(x, changed, changed, mask), module(x, memory, memory, mask))
+    if gap <= 1e-6:
+        return True, "cross-attention outputs ignore what the padded memory rows hold"
+    return False, (f"changing only the padded (masked) memory rows changes the cross-attention outputs by up to "
+                   f"{gap:.2g}: blocked keys are read (apply the mask, True = blocked, to the scores before the "
+                   "softmax) or positions get mixed outside the attention (see 'permutation')")
+
+
+SHIFT = 5  # positions the RoPE check moves the tokens by
+
+
+def _shift_gap(module) -> float:
+    """Largest change of self-attention outputs when the same tokens sit SHIFT positions later, behind
+    SHIFT blocked slots (0 without positions, and with RoPE on q and k alone)."""
+    x = randn(B, L, D_MODEL)
+    later = torch.cat([torch.zeros(B, SHIFT, D_MODEL), x], dim=1)
+    blocked = (torch.arange(SHIFT + L) < SHIFT)[None, None, None, :]  # the empty slots are blocked keys
+    return _gap(module(later, later, later, blocked)[:, SHIFT:], module(x, x, x))
+
+
+def _mha_rope(build, kind: str) -> tuple[bool, str]:
+    rope = RotaryPositionalEmbedding(D_MODEL // N_HEADS, max_len=64)
+    try:
+        module = build(rope=rope)
+    except TypeError as e:
+        raise Unfit(f"cannot be built with rope=RotaryPositionalEmbedding(head_dim) ({why(e)}); accept rope= "
+                    "and rotate q and k after the head split") from None
+    plain = build()
+    if _shift_gap(plain) > 1e-4:
+        return False, ("without RoPE, the same tokens behind blocked slots already give other outputs; "
+                       "fix that first (see 'permutation' and 'padding')")
+    gap = _shift_gap(module)
+    if gap > 1e-4:
+        return False, (f"with RoPE, the same tokens {SHIFT} positions later give outputs different by {gap:.2g}: RoPE "
+                       "on q and k alone makes self-attention depend on offsets only; rotate q and k, never v")
+    x, mask = randn(B, L, D_MODEL), causal_mask(L)
+    out = module(x, x, x, mask)
+    ref_gap = _gap(out, _reference_mha(module, kind, rope)(x, x, x, mask))
+    if ref_gap > FLOAT32_TOL:
+        unused = _gap(out, _reference_mha(module, kind)(x, x, x, mask)) <= FLOAT32_TOL
+        return False, (f"with RoPE, differs from cipherlab's layer with the same weights and rope by {ref_gap:.2g}"
+                       + ("; it equals the layer without RoPE: rope= is accepted but never applied" if unused else ""))
+    return True, "with RoPE, agrees with the reference and depends on offsets only (shifted inputs, same outputs)"
+
+
+class _OffsetBlindRope(RotaryPositionalEmbedding):
+    """RoPE that rotates every call at positions 0, 1, ..., whatever offset it is given."""
+
+    def forward(self, q, k, offset: int = 0):
+        return super().forward(q, k, 0)
+
+    def rotate(self, x, offset: int = 0):
+        return super().rotate(x, 0)
+
+
+def _with_rope(build, module: nn.Module, rope_cls) -> nn.Module:
+    """The student's layer built again with a ``rope_cls`` rope and ``module``'s weights."""
+    other = build(rope=rope_cls(D_MODEL // N_HEADS, max_len=64))
+    other.load_state_dict(module.state_dict())
+    return other
+
+
+def _stepped(module, x: torch.Tensor, memory: torch.Tensor | None = None, mask=None) -> torch.Tensor:
+    """(B, L, D): ``x`` fed one position per call through one KVCache, as incremental decoding does.
+    Self-attention (``memory`` None) grows the cache; cross-attention fills a static cache once."""
+    cache = KVCache(static=memory is not None)
+    steps = []
+    for t in range(x.size(1)):
+        q = x[:, t:t + 1]
+        if memory is None:
+            steps.append(module(q, q, q, causal_mask(1, offset=t), cache=cache))
+        else:
+            steps.append(module(q, memory, memory, mask, cache=cache))
+    return torch.cat(steps, dim=1)
+
+
+def _mha_cache(build, module) -> tuple[bool, str]:
+    """Self-attention through a growing cache, cross-attention through a static one, then RoPE under the cache."""
+    x, memory = randn(B, L, D_MODEL), randn(B, LK, D_MODEL, seed=1)
+    pad = padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0)
+    fix = ("append each step's keys and values (cache.update(k, v)) and attend over all of them, "
+           "keys and values that are already cached included")
+    gap = _gap(_stepped(module, x), module(x, x, x, causal_mask(L)))
+    if gap > 1e-5:
+        return False, (f"self-attention fed one position at a time through cache=KVCache() differs from the full "
+                       f"causal pass by up to {gap:.2g}: {fix}")
+    gap = _gap(_stepped(module, x, memory, pad), module(x, memory, memory, pad))
+    if gap > 1e-5:
+        return False, (f"cross-attention with a static cache (KVCache(static=True)) differs from recomputing it by "
+                       f"up to {gap:.2g}: project the memory into the cache on the first step only, then reuse "
+                       "cache.k and cache.v (never append the memory again)")
+    try:
+        roped = build(rope=RotaryPositionalEmbedding(D_MODEL // N_HEADS, max_len=64))
+    except TypeError:
+        return True, "a self-attention cache built step by step equals the full causal pass; a static "\
+                     "cross-attention cache equals recomputing (no rope=, so RoPE under the cache is not checked)"
+    stepped = _stepped(roped, x)
+    gap = _gap(stepped, roped(x, x, x, causal_mask(L)))
+    if gap > 1e-5:
+        said = (f"with RoPE, self-attention fed one position at a time through the cache differs from the full "
+                f"causal pass by up to {gap:.2g} (without RoPE it agrees)")
+        if _shift_gap(roped) > 1e-4:
+            return False, said + "; the layer with RoPE is wrong without a cache too (see 'rope'): fix that first"
+        if _close(stepped, _stepped(_with_rope(build, roped, _OffsetBlindRope), x), 1e-5):
+            return False, (said + ": the cache ignores the position offset, every step is rotated as position 0; "
+                           "rotate the new q and k at offset = cache.length, the position of the new token")
+        return False, said + "; rotate the new q and k at offset = cache.length and cache the rotated k"
+    return True, ("a self-attention cache built step by step equals the full causal pass, with RoPE too (offset = "
+                  "cache.length); a static cross-attention cache equals recomputing")
+
+
+def _mha_bf16(module) -> tuple[bool, str]:
+    low = copy.deepcopy(module).to(torch.bfloat16)
+    x = randn(B, L, D_MODEL).bfloat16()
+    mask, high = causal_mask(L), x.float()
+    return _bf16_verdict(low(x, x, x, mask), module(high, high, high, mask).bfloat16())

@@ -1,0 +1,106 @@
+"""What every part's checks compare with: the input sizes, the tolerances, and the shared verdicts.
+
+The reference agrees with PyTorch to FLOAT32_TOL in float32; bfloat16 outputs are compared to
+BF16_TOL. The small sizes (Lq != Lk, dv != d) make a swapped axis show in a shape. The verdicts
+here are the checks several parts share: two calls in eval mode give the same output
+(:func:`_deterministic`), the part moved with ``.to(torch.float64)`` (:func:`_in_float64`,
+:func:`_float64_verdict`), bfloat16 in and out (:func:`_bf16_verdict`), no NaN on ordinary inputs
+(:func:`_finite`), and the name of the known mistake an output matches (:func:`_name_the_bug`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from cipherlab.base.errors import why
+from cipherlab.student.trials import Unfit
+
+FLOAT32_TOL = 1e-5  # atol and rtol against the reference in float32
+BF16_TOL = 3e-2  # atol and rtol against the reference in bfloat16 (8 significant bits)
+
+# Small sizes: Lq != Lk and dv != d so that a swapped axis shows in the shape.
+B, H, LQ, LK, DK, DV, L = 2, 2, 5, 7, 8, 6, 6
+D_MODEL, N_HEADS, N_KV_HEADS = 32, 4, 2
+
+
+def _finite(*outs: torch.Tensor):
+    """``outs`` (one tensor, or the tuple), unless one holds NaN or inf: then Unfit, as no other check can read it."""
+    if not all(torch.isfinite(t).all() for t in outs):
+        raise Unfit("the output holds NaN or inf on ordinary inputs (unit variance, no mask); "
+                    "look for a division by zero, a log of 0 or a softmax over all -inf")
+    return outs[0] if len(outs) == 1 else outs
+
+
+def _gap(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Largest |a - b| (inf where a shape differs or a NaN appears)."""
+    if a.shape != b.shape:
+        return math.inf
+    gap = (a.float() - b.float()).abs().max().item()
+    return math.inf if math.isnan(gap) else gap
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, tol: float = FLOAT32_TOL) -> bool:
+    return a.shape == b.shape and torch.allclose(a.float(), b.float(), rtol=tol, atol=tol)
+
+
+def _tolerance_used(a: torch.Tensor, b: torch.Tensor, tol: float) -> float:
+    """The largest |a - b| / (tol + tol |b|), the share of _close's tolerance used (over 1: not close)."""
+    if a.shape != b.shape:
+        return math.inf
+    used = ((a.float() - b.float()).abs() / (tol + tol * b.float().abs())).max().item()
+    return math.inf if math.isnan(used) else used
+
+
+def _deterministic(call: Callable[[], torch.Tensor]) -> tuple[bool, str]:
+    """PASS when two calls on the same input give the same output: dropout is off in eval mode."""
+    first, second = call(), call()
+    if torch.equal(first, second):
+        return True, "two calls on the same input give the same output: nothing random in eval mode"
+    return False, (f"two calls on the same input differ by up to {_gap(first, second):.2g}: dropout active in eval "
+                   "mode (F.dropout's training defaults to True); use an nn.Dropout module, which .eval() switches "
+                   "off, or F.dropout(x, p, training=self.training)")
+
+
+def _float64_verdict(out: torch.Tensor, expected: torch.Tensor) -> tuple[bool, str]:
+    """PASS when a float64 run gives float64 within FLOAT32_TOL of the expected output."""
+    if out.dtype != torch.float64:
+        return False, (f"float64 inputs give a {str(out.dtype)[6:]} output; return the input's dtype (compute in "
+                       "float32 if you like, then .to(x.dtype))")
+    said = (f"max difference {_gap(out, expected):.1e}, {_tolerance_used(out, expected, FLOAT32_TOL):.0%} of the "
+            f"tolerance there, {FLOAT32_TOL:g} + {FLOAT32_TOL:g} x |reference|")
+    if _close(out, expected):
+        return True, f"moved with .to(torch.float64), float64 in, float64 out, as the reference ({said})"
+    return False, f"moved with .to(torch.float64), differs from the reference ({said})"
+
+
+def _in_float64(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` moved with .to(torch.float64); Unfit naming the exception if the move fails."""
+    try:
+        return copy.deepcopy(module).to(torch.float64)
+    except Exception as e:
+        raise Unfit(f"moving it with .to(torch.float64) raised {why(e)}; keep tensors in parameters and buffers "
+                    "(register_buffer), which .to() moves") from None
+
+
+def _name_the_bug(out: torch.Tensor, suspects: dict[str, torch.Tensor]) -> str:
+    """The suffix "; BUG" for the first suspect (BUG -> its output) that ``out`` matches, else an empty string."""
+    return next((f"; {bug}" for bug, wrong in suspects.items() if _close(out, wrong, 1e-4)), "")
+
+
+def _bf16_verdict(out: torch.Tensor, ref: torch.Tensor, hint: str = "") -> tuple[bool, str]:
+    """PASS when ``out`` is bfloat16, finite and within BF16_TOL of the reference's bfloat16 ``ref``."""
+    if out.dtype != torch.bfloat16:
+        return False, f"bfloat16 inputs give a {str(out.dtype)[6:]} output; return the input's dtype"
+    if not torch.isfinite(out).all():
+        return False, "bfloat16 inputs give NaN or inf" + hint
+    gap, used = _gap(out, ref), _tolerance_used(out, ref, BF16_TOL)
+    said = (f"max difference {gap:.2g}, {used:.0%} of the tolerance there ({BF16_TOL:g} + {BF16_TOL:g} x "
+            "|reference|, bfloat16's 8 significant bits)")
+    if _close(out, ref, BF16_TOL):
+        return True, f"bfloat16 in, bfloat16 out, agrees with the reference ({said})"
+    return False, f"in bfloat16, differs from the reference ({said})" + hint

@@ -1,0 +1,232 @@
+"""The checks of a LayerNorm or RMSNorm class (``norm``): cipherlab's own and PyTorch's with the same gain.
+
+The student's gain (gamma, weight or scale) and LayerNorm's shift (beta, bias or shift) are set to
+random values and copied into cipherlab's module and nn.LayerNorm or nn.RMSNorm; the checks then try
+the norm as built (ones and zeros), its invariances (LayerNorm: adding a constant; RMSNorm: scaling),
+statistics per token, all-zero and constant tokens, bfloat16 and float64. An unbiased variance, a
+missing centring (or a centring RMSNorm should not do) and a division by the standard deviation are
+named; eps outside the square root passes with a note.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import partial
+
+import torch
+from torch import nn
+
+from cipherlab.models.norm import NORMS
+from cipherlab.student.check.compare import (BF16_TOL, FLOAT32_TOL, _bf16_verdict, _close, _deterministic, _finite,
+                                             _float64_verdict, _gap, _in_float64, _name_the_bug)
+from cipherlab.student.check.report import Report, _interface, _interface_build, _label, _refuse_internals, _run
+from cipherlab.student.trials import Unfit, randn
+
+NORM_INTERFACE = "cls(d_model, eps=1e-5) with forward(x (..., D)) -> (..., D) in x's dtype"
+GAINS, SHIFTS = ("gamma", "weight", "scale"), ("beta", "bias", "shift")
+
+
+def norm(cls, kind: str) -> Report:
+    """Check a LayerNorm ("layernorm") or RMSNorm ("rmsnorm").
+
+    ``cls(d_model, eps=1e-5)`` as cipherlab's LayerNorm/RMSNorm, forward(x (..., D)) -> (..., D) in x's
+    dtype, statistics over the last dimension of each token only (LayerNorm: biased variance). The
+    gain parameter (D,) is named gamma or weight, LayerNorm's shift (D,) beta or bias; they are set
+    to random values and copied into cipherlab's module, nn.LayerNorm or nn.RMSNorm.
+    """
+    if kind not in NORMS:
+        raise ValueError(f"check.norm: unknown kind {kind!r}; expected one of {sorted(NORMS)}")
+    _refuse_internals(cls)
+    fresh = _interface_build(lambda: cls(16, eps=1e-5), f"{_label(cls)}(16, eps=1e-5)", NORM_INTERFACE)
+    _refuse_internals(cls, fresh)
+    x = _norm_input()
+    _interface(lambda: fresh(x), f"{_label(cls)}(16, eps=1e-5)(x)", NORM_INTERFACE)
+    module, ref = _randomised_pair(fresh, kind)
+    expected = partial(_norm_expected, module, ref, kind)
+    return _run(kind, _label(cls), [
+        ("shape", partial(_norm_shape, module)),
+        ("eval mode", lambda: _deterministic(lambda: module(_norm_input()))),
+        ("at construction", partial(_norm_initial, fresh, kind)),
+        ("reference", partial(_norm_reference, module, ref, kind)),
+        ("invariance", partial(_norm_invariance, module, kind)),
+        ("per token", partial(_norm_per_token, module)),
+        ("zero and constant tokens", partial(_norm_flat, module, expected, kind)),
+        ("bfloat16", partial(_norm_bf16, module, expected)),
+        ("float64", lambda: _float64_verdict(_in_float64(module)(_norm_input().double()), expected(_norm_input()))),
+    ])
+
+
+def _eps_outside(x: torch.Tensor, ref: nn.Module, kind: str) -> torch.Tensor:
+    """The norm of ``x`` with eps added outside the square root, x / (sqrt(var) + eps), the reference's gain
+    and shift, computed in float32 and cast to x's dtype."""
+    x32 = x.float()
+    if kind == "layernorm":
+        centred = x32 - x32.mean(-1, keepdim=True)
+        y = centred / (centred.pow(2).mean(-1, keepdim=True).sqrt() + ref.eps) * ref.gamma + ref.beta
+    else:
+        y = x32 / (x32.pow(2).mean(-1, keepdim=True).sqrt() + ref.eps) * ref.gamma
+    return y.to(x.dtype)
+
+
+def _eps_is_outside(module, ref, kind: str) -> bool:
+    """Whether ``module`` adds eps outside the square root (and agrees with that formula, not the reference's)."""
+    x = _norm_input()
+    out = module(x)
+    return _gap(out, ref(x)) > FLOAT32_TOL and _gap(out, _eps_outside(x, ref, kind)) <= FLOAT32_TOL
+
+
+def _norm_expected(module, ref, kind: str, x: torch.Tensor) -> torch.Tensor:
+    """What ``module`` should give for ``x``: the reference's output, or, for a module that adds eps
+    outside the square root (a convention, passed with a note), that formula's."""
+    return _eps_outside(x, ref, kind) if _eps_is_outside(module, ref, kind) else ref(x)
+
+
+def _norm_initial(fresh, kind: str) -> tuple[bool, str]:
+    """At construction the gain is all ones and the shift all zeros, as nn.LayerNorm and nn.RMSNorm start."""
+    wrong = []
+    for names, start, what in ((GAINS, 1.0, "gain"), (SHIFTS, 0.0, "shift")):
+        name = next((n for n in names if isinstance(getattr(fresh, n, None), nn.Parameter)), None)
+        if name is None or (what == "shift" and kind != "layernorm"):
+            continue
+        value = getattr(fresh, name).detach().float()
+        if torch.equal(value, torch.full_like(value, start)):
+            continue
+        seen = (f"starts at {value.flatten()[0].item():g}" if torch.equal(value, value.flatten()[0].expand_as(value))
+                else f"starts at random values ({value.min().item():.2f} .. {value.max().item():.2f})")
+        why_not = {1.0: (" (every output is 0 at first, and no gradient reaches the layers before it)"
+                         if value.abs().max().item() == 0 else ""), 0.0: ""}[start]
+        wrong.append(f"the {what} {name} {seen}{why_not}; start it at {'ones' if start else 'zeros'}, "
+                     f"nn.Parameter(torch.{'ones' if start else 'zeros'}(d_model))")
+    if wrong:
+        return False, "; ".join(wrong) + ", as nn.LayerNorm and nn.RMSNorm do: a norm starts as the identity map"
+    return True, ("a new norm starts with its gain at ones" + (" and its shift at zeros" if kind == "layernorm" else "")
+                  + ", as PyTorch's do: the identity map at first")
+
+
+def _norm_flat(module, expected, kind: str) -> tuple[bool, str]:
+    """All-zero and constant tokens (variance 0, and for the zero token mean square 0) give finite outputs."""
+    x = torch.zeros(3, 16)
+    x[1], x[2] = 3.0, -0.5
+    out = module(x)
+    stat = "sqrt(var + eps)" if kind == "layernorm" else "sqrt(mean(x^2) + eps)"
+    if not torch.isfinite(out).all():
+        rows = [r for r in range(3) if not torch.isfinite(out[r]).all()]
+        what = "an all-zero token" if rows[0] == 0 else "a constant token"
+        spread = "variance" if kind == "layernorm" else "mean square"
+        return False, f"{what} gives NaN or inf: no eps where the {spread} is 0, so it divides 0 by 0; divide by {stat}"
+    gap = _gap(out, expected(x))
+    if gap > 1e-4:
+        return False, f"on all-zero and constant tokens, differs from the reference by {gap:.2g}; divide by {stat}"
+    return True, "all-zero and constant tokens give finite outputs, as the reference: eps keeps 0 / 0 away"
+
+
+def _norm_input(seed: int = 0) -> torch.Tensor:
+    """(2, 5, 16) activations with a mean and spread away from 0 and 1."""
+    return randn(2, 5, 16, seed=seed) * 3 + 1
+
+
+def _parameter(module: nn.Module, names: tuple[str, ...]) -> nn.Parameter | None:
+    return next((getattr(module, n) for n in names if isinstance(getattr(module, n, None), nn.Parameter)), None)
+
+
+def _randomised_pair(module: nn.Module, kind: str) -> tuple[nn.Module, nn.Module]:
+    """A copy of the student's norm with random gain (and shift), and cipherlab's with the same values."""
+    module, ref = copy.deepcopy(module).eval(), NORMS[kind](16, eps=1e-5)
+    gen = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for names, theirs in ((GAINS, ref.gamma), (SHIFTS, getattr(ref, "beta", None))):
+            mine = _parameter(module, names)
+            if mine is not None and theirs is not None and mine.shape == theirs.shape:
+                mine.copy_(torch.randn(mine.shape, generator=gen) + (1.0 if names is GAINS else 0.0))
+                theirs.copy_(mine)
+    return module, ref
+
+
+def _norm_shape(module) -> tuple[bool, str]:
+    x = _norm_input()
+    out = _finite(module(x))
+    passed = out.shape == x.shape and out.dtype == torch.float32
+    return passed, f"output {tuple(out.shape)} {str(out.dtype)[6:]} for x {tuple(x.shape)} float32" + \
+        ("" if passed else "; expected the input's shape and dtype")
+
+
+def _norm_suspects(x: torch.Tensor, ref: nn.Module, kind: str) -> dict[str, torch.Tensor]:
+    """Outputs of the usual wrong formulas with the reference's gamma (and beta)."""
+    gamma, beta = ref.gamma, getattr(ref, "beta", 0.0)
+    centred = x - x.mean(-1, keepdim=True)
+    if kind == "layernorm":
+        return {"the variance is unbiased (x.var() divides by D - 1); LayerNorm divides by D: "
+                "x.var(dim=-1, unbiased=False)": centred / (x.var(-1, keepdim=True) + 1e-5).sqrt() * gamma + beta,
+                "the mean is not subtracted: LayerNorm centres each token, (x - mean) / sqrt(var + eps)":
+                    x / (x.var(-1, keepdim=True, unbiased=False) + 1e-5).sqrt() * gamma + beta}
+    return {"the mean is subtracted: that is LayerNorm; RMSNorm does not centre, x / sqrt(mean(x^2) + eps)":
+            centred / (centred.pow(2).mean(-1, keepdim=True) + 1e-5).sqrt() * gamma,
+            "it divides by the standard deviation (x.std()), not the root mean square sqrt(mean(x^2) + eps)":
+            x / (x.std(-1, keepdim=True) + 1e-5) * gamma}
+
+
+def _norm_reference(module, ref, kind: str) -> tuple[bool, str]:
+    gain = _parameter(module, GAINS)
+    if gain is None:
+        raise Unfit(f"no gain parameter named {' or '.join(GAINS)}; name it gamma, shape (D,), "
+                    "so it can be copied into the reference")
+    if kind == "layernorm" and _parameter(module, SHIFTS) is None:
+        raise Unfit(f"no shift parameter named {' or '.join(SHIFTS)}; LayerNorm has beta, shape (D,)")
+    theirs = nn.LayerNorm(16, eps=1e-5) if kind == "layernorm" else nn.RMSNorm(16, eps=1e-5)
+    with torch.no_grad():
+        theirs.weight.copy_(ref.gamma)
+        if kind == "layernorm":
+            theirs.bias.copy_(ref.beta)
+    x = _norm_input()
+    out = module(x)
+    gaps = _gap(out, ref(x)), _gap(out, theirs(x))
+    said = (f"cipherlab's {type(ref).__name__} ({gaps[0]:.1e}) and nn.{type(theirs).__name__} ({gaps[1]:.1e}) "
+            f"with the same random gain{' and shift' if kind == 'layernorm' else ''}, tolerance {FLOAT32_TOL:g}")
+    with torch.no_grad():
+        bug = _name_the_bug(out, _norm_suspects(x, ref, kind))
+    if max(gaps) <= FLOAT32_TOL:
+        return True, f"agrees with {said}"
+    if _eps_is_outside(module, ref, kind):
+        small = _norm_input() * 1e-2  # a small spread: where eps's place shows most
+        stat = "var" if kind == "layernorm" else "mean(x^2)"
+        return True, (f"eps is added outside the square root, x / (sqrt({stat}) + eps): a valid convention; cipherlab "
+                      f"and PyTorch add eps = {ref.eps:g} inside, sqrt({stat} + eps). The two differ by {gaps[0]:.1e} "
+                      f"on these tokens and {_gap(module(small), ref(small)):.1e} on tokens 100 times smaller, where "
+                      "eps matters; the other checks compare yours with the eps-outside formula")
+    return False, f"differs from {said}{bug}"
+
+
+def _norm_invariance(module, kind: str) -> tuple[bool, str]:
+    x = _norm_input()
+    shifted = _gap(module(x + 5.0), module(x))
+    scaled = _gap(module(x * 4.0), module(x))
+    if kind == "layernorm":
+        if shifted <= 1e-4:
+            return True, "adding a constant to every feature of a token leaves its output unchanged"
+        return False, (f"adding 5 to every feature of a token changes its output by {shifted:.2g}: LayerNorm must "
+                       "subtract each token's mean over its features (dim=-1)")
+    if scaled > 1e-4:
+        return False, (f"multiplying a token by 4 changes its output by {scaled:.2g}: RMSNorm must divide each token "
+                       "by its root mean square over its features (dim=-1)")
+    if shifted <= 1e-4:
+        return False, ("adding a constant to a token leaves its output unchanged: the mean is subtracted, which makes "
+                       "it LayerNorm without beta; RMSNorm does not centre")
+    return True, "multiplying a token by 4 leaves its output unchanged, adding a constant does not (no centring)"
+
+
+def _norm_per_token(module) -> tuple[bool, str]:
+    x = _norm_input()
+    changed = x.clone()
+    changed[1, 3] = randn(16, seed=4) * 10
+    gap = (module(changed) - module(x)).flatten(0, 1)[torch.arange(10) != 8].abs().max().item()
+    if gap <= 1e-6:
+        return True, "each token is normalised on its own: changing one token leaves the others unchanged"
+    return False, (f"changing one token changes other tokens' outputs by up to {gap:.2g}: take the statistics over "
+                   "the last dimension only (dim=-1, keepdim=True), never across the batch or the sequence")
+
+
+def _norm_bf16(module, expected) -> tuple[bool, str]:
+    x = (randn(4, 16, seed=5) * 1e-2 + 5).bfloat16()  # a small spread on a large mean: bf16 maths loses it
+    right_in_float32 = _close(module(x.float()), expected(x.float()), BF16_TOL)
+    hint = "; compute the statistics in float32 (x.float()) and cast back" if right_in_float32 else ""
+    return _bf16_verdict(module(x), expected(x), hint=hint)
