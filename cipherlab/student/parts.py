@@ -67,6 +67,7 @@ from cipherlab.models.attention import causal_mask, padding_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding
 from cipherlab.student.adapters import (MAX_LEN, RotaryAdapter, build_own_attention, build_own_norm,
                                        build_own_positional, build_own_rope)
+from cipherlab.student.trials import Unfit, randn
 
 __all__ = [
     "EDITED_PARTS",
@@ -98,15 +99,7 @@ class PartError(ValueError):
     """A part that cannot stand in for cipherlab's, or a checkpoint given other parts than it was trained with."""
 
 
-class _Unfit(Exception):
-    """What a trial call of a part saw go wrong; the caller adds the part, file and class."""
-
-
 # --------------------------------------------------------------------------- trial calls
-
-
-def _randn(*shape: int, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
 def _build(make: Callable[[], object], call: str) -> nn.Module:
@@ -114,34 +107,34 @@ def _build(make: Callable[[], object], call: str) -> nn.Module:
     try:
         module = make()
     except NotImplementedError:
-        raise _Unfit(f"{call} raised NotImplementedError: a stub still to be written") from None
+        raise Unfit(f"{call} raised NotImplementedError: a stub still to be written") from None
     except Exception as e:
-        raise _Unfit(f"{call} raised {why(e)}") from None
+        raise Unfit(f"{call} raised {why(e)}") from None
     if not isinstance(module, nn.Module):
-        raise _Unfit(f"{call} gave a {type(module).__name__}, not an nn.Module")
+        raise Unfit(f"{call} gave a {type(module).__name__}, not an nn.Module")
     _refuse_internals(type(module.inner if isinstance(module, RotaryAdapter) else module), module)
     return module.eval()
 
 
 def _run(call: Callable[[], object], what: str):
-    """``call()`` without gradients; an exception is _Unfit naming ``what``."""
+    """``call()`` without gradients; an exception is Unfit naming ``what``."""
     try:
         with torch.no_grad():
             return call()
     except NotImplementedError:
-        raise _Unfit(f"{what} raised NotImplementedError: a stub still to be written") from None
+        raise Unfit(f"{what} raised NotImplementedError: a stub still to be written") from None
     except Exception as e:
-        raise _Unfit(f"{what} raised {why(e)}") from None
+        raise Unfit(f"{what} raised {why(e)}") from None
 
 
 def _expect(out, what: str, shape: tuple[int, ...]) -> None:
     """``out`` must be a finite float tensor of ``shape``."""
     if not isinstance(out, torch.Tensor):
-        raise _Unfit(f"{what} returned a {type(out).__name__}, not a tensor of shape {shape}")
+        raise Unfit(f"{what} returned a {type(out).__name__}, not a tensor of shape {shape}")
     if tuple(out.shape) != shape:
-        raise _Unfit(f"{what} returned shape {tuple(out.shape)}, expected {shape}")
+        raise Unfit(f"{what} returned shape {tuple(out.shape)}, expected {shape}")
     if not torch.isfinite(out).all():
-        raise _Unfit(f"{what} returned NaN or inf on ordinary inputs (unit-variance random values); look for "
+        raise Unfit(f"{what} returned NaN or inf on ordinary inputs (unit-variance random values); look for "
                      "a division by zero, a log of 0 or a softmax over all -inf")
 
 
@@ -160,7 +153,7 @@ def _try_attention(cls, config: Config) -> None:
     module = _build(lambda: build_own_attention(cls, d, h, dropout=config.dropout, attn_type=config.attn_type,
                                                 n_kv_heads=config.n_kv_heads, rope=rope),
                     f"{cls.__name__}({d}, {h}, dropout={config.dropout}{extra})")
-    x = _randn(B, L, d)
+    x = randn(B, L, d)
     pad = padding_mask(torch.tensor([[1] * (L - 2) + [0] * 2, [1] * L]), 0)  # (B, 1, 1, L): the encoder's
     for name, mask in (("padding", pad), ("causal", pad | causal_mask(L))):  # and the decoder's masks
         what = f"forward(query, key, value, mask) on ({B}, {L}, {d}) inputs with a {name} mask"
@@ -170,7 +163,7 @@ def _try_attention(cls, config: Config) -> None:
 def _try_norm(cls, config: Config) -> None:
     d = config.d_model
     module = _build(lambda: build_own_norm(cls, d), f"{cls.__name__}({d}, eps=1e-5)")
-    x = _randn(B, L, d) * 3 + 1
+    x = randn(B, L, d) * 3 + 1
     what = f"forward(x) on a ({B}, {L}, {d}) input"
     _expect(_run(lambda: module(x), what), what, (B, L, d))
 
@@ -179,7 +172,7 @@ def _try_positional(cls, config: Config) -> None:
     d = config.d_model
     module = _build(lambda: build_own_positional(cls, d, MAX_LEN, config.dropout),
                     f"{cls.__name__}({d}, max_len={MAX_LEN}, dropout={config.dropout})")
-    x = _randn(B, L, d)
+    x = randn(B, L, d)
     for offset in (0, 3):  # decoding adds the rows of later positions, one step at a time
         what = f"forward(x, {offset}) on a ({B}, {L}, {d}) input"
         _expect(_run(lambda: module(x, offset), what), what, (B, L, d))
@@ -189,12 +182,12 @@ def _try_rope(cls, config: Config) -> None:
     hd = config.d_model // config.n_heads
     n_kv = config.n_kv_heads if config.attn_type == "gqa" else config.n_heads
     module = _build(lambda: build_own_rope(cls, hd, MAX_LEN), f"{cls.__name__}({hd}, max_len={MAX_LEN})")
-    q, k = _randn(B, config.n_heads, L, hd), _randn(B, n_kv, L, hd, seed=1)
+    q, k = randn(B, config.n_heads, L, hd), randn(B, n_kv, L, hd, seed=1)
     for offset in (0, 3):
         what = f"forward(q {tuple(q.shape)}, k {tuple(k.shape)}, offset={offset})"
         out = _run(lambda: module.inner(q, k, offset=offset), what)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise _Unfit(f"{what} returned a {type(out).__name__}, not the pair (q, k)")
+            raise Unfit(f"{what} returned a {type(out).__name__}, not the pair (q, k)")
         _expect(out[0], f"{what}'s q", tuple(q.shape))
         _expect(out[1], f"{what}'s k", tuple(k.shape))
     if callable(getattr(module.inner, "rotate", None)):  # cross-attention calls it (RotaryAdapter.rotate)
@@ -233,7 +226,7 @@ class Part:
     ``check(config)`` is the
     ``python -m cipherlab check`` part that checks its maths; ``unused_by(config)`` why ``config`` has no
     such part (None when it has one); ``trial(cls, config)`` builds the class with ``config``'s sizes as
-    the model will and runs it once on small random inputs, raising _Unfit with what went wrong.
+    the model will and runs it once on small random inputs, raising Unfit with what went wrong.
     """
 
     name: str
@@ -342,7 +335,7 @@ def validate_parts(parts: Mapping[str, type], config: Config) -> None:
             try:
                 _refuse_internals(cls)
                 spec.trial(cls, config)
-            except _Unfit as e:
+            except Unfit as e:
                 raise PartError(f"{label}: {e}" + ("" if isinstance(e, _Renamed) else
                                                    f"; the interface is {spec.interface}")) from None
 
@@ -520,7 +513,7 @@ def internals_refusal(names: Iterable[str]) -> str:
             f"{'it' if len(names) == 1 else 'them'} (e.g. {names[0].lstrip('_')}_step)")
 
 
-class _Renamed(_Unfit):
+class _Renamed(Unfit):
     """A trial's module sets a name nn.Module already has (:func:`shadowed_internals`)."""
 
 
