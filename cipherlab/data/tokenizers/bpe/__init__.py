@@ -48,7 +48,6 @@ from cipherlab.data.tokenizers.bpe.tokenizer import (
     text_sequences,
 )
 
-_naive_merges = naive_merges  # its name in chapter 6, from before the learners had modules of their own
 
 __all__ = [
     "FORMAT",
