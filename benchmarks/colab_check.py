@@ -129,6 +129,7 @@ def main(argv=None) -> int:
                    log, timings, check=False)
     record = {
         "command": " ".join(["python3", "benchmarks/colab_check.py", *(argv if argv is not None else sys.argv[1:])]),
+        "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
         "colab": {"python": COLAB_PYTHON, **COLAB},
         "python": subprocess.check_output([vpython, "-c", "import platform; print(platform.python_version())"],
                                           text=True).strip(),
