@@ -7,6 +7,9 @@
 #                  then ruff check
 #   make lint   -- ruff check (its settings are in pyproject.toml)
 #   make lab    -- also install JupyterLab and open the chapters with a live kernel
+#   make colab-check -- Colab's Python and packages in a venv of their own (runs/colab-venv; torch is a
+#                  CUDA build of several GB), cipherlab installed as the setup cell does, the tests and
+#                  chapters run there -> benchmarks/results/colab.json (before a release; not part of make test)
 #   make outputs [NB=book/03_mha.ipynb] -- rewrite the chapters' generated cells, then run each in a
 #                  fresh kernel on one thread and store its outputs (CONTRIBUTING.md)
 # On Linux x86_64, PyPI's torch is the CUDA build (several GB); for the CPU build:
@@ -19,7 +22,7 @@ TORCH_INDEX ?=
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup data book test unit lint browser browser-test lab outputs clean
+.PHONY: setup data book test unit lint browser browser-test lab outputs clean colab-check
 
 setup: $(STAMP)
 
@@ -51,6 +54,9 @@ unit: data
 
 lint: setup
 	$(BIN)/ruff check .
+
+colab-check:
+	$(PYTHON) benchmarks/colab_check.py --out benchmarks/results/colab.json
 
 # Debian's chromium for the browser tests, when it is missing and we may install it (root with apt).
 browser:
