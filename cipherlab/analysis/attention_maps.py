@@ -1,6 +1,6 @@
 """Looking inside a trained model: its attention weights, captured, mapped to characters, measured, drawn.
 
-Chapter 2 and chapter 9 (and the viva facts) share this one module:
+The attention chapter and the results chapter share this one module:
 
 - :func:`capturing` and :func:`capture_attention` record the weights of a model's attention modules
   during one teacher-forced forward pass (``ScaledDotProductAttention.capture``), as raw
@@ -13,7 +13,7 @@ Chapter 2 and chapter 9 (and the viva facts) share this one module:
   measure what the pictures show;
 - :func:`plot_heads` draws every head of one module, :func:`plot_head` one head large,
   :func:`plot_offsets` the weight by offset;
-- :func:`load_committed_model` and :func:`example_chunks` give chapter 9 the committed models and
+- :func:`load_committed_model` and :func:`example_chunks` give the results chapter the committed models and
   a few test chunks to look at.
 
 Every plotting function returns a matplotlib Figure that pyplot no longer holds: show it with
@@ -365,7 +365,7 @@ def plot_heads(weights: torch.Tensor, title: str, example: int = 0, *, period: i
     H = shown.size(0)
     ncols = min(ncols or H, H)
     nrows = -(-H // ncols)
-    fig, axes = figure(ncols, width=3.0, height=3.2, nrows=nrows)  # chapter 2's panel size
+    fig, axes = figure(ncols, width=3.0, height=3.2, nrows=nrows)  # the attention chapter's panel size
     top = float(shown.max()) if vmax is None else vmax
     for ax in axes[H:]:
         ax.set_visible(False)

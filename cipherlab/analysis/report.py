@@ -1,4 +1,4 @@
-"""Chapter 9's analysis of your own runs: ``python -m cipherlab report RUNS_DIR --out DIR``.
+"""The results chapter's analysis of your own runs: ``python -m cipherlab report RUNS_DIR --out DIR``.
 
 RUNS_DIR holds one of three kinds of input:
 
@@ -14,8 +14,8 @@ results in every unit the inputs allow, each configuration against C1 on the sam
 test, :func:`cipherlab.analysis.ablation.mcnemar`), where the errors are, the random-string probe, free against
 length-aware decoding and the training curves (``curves.png``). A section appears only when the inputs
 hold its data; the table "Not available" names each input and what it lacks. The tables are made by
-the functions chapter 9 calls (:mod:`cipherlab.analysis.ablation`), so a report on ``results/reference`` holds
-chapter 9's main table cell for cell.
+the functions the results chapter calls (:mod:`cipherlab.analysis.ablation`), so a report on ``results/reference`` holds
+the results chapter's main table cell for cell.
 
 Nothing is written inside the repository's committed ``results/`` folder, nor into a folder that is not
 empty unless ``--force`` is given. Bad input (a missing or empty folder, records of runs that cannot be
@@ -332,11 +332,11 @@ _LEARN_SETS = ("random_letters", "stdlib", "brown_test_free", "brown_test")
 
 
 def _main_table(runs: dict) -> tuple[str, str]:
-    """(caption, table): chapter 9's own table for these records (reference_tables, else learn_tables)."""
+    """(caption, table): the results chapter's own table for these records (reference_tables, else learn_tables)."""
     held = _held_sets(runs)
     if len(held) == len(ablation.REFERENCE_SETS):
         return ("Every run: epochs, best epoch, training minutes, and for each probe set characters right % / "
-                "exact lines of the lines decoded (chapter 9's main table, ablation.reference_tables)",
+                "exact lines of the lines decoded (the results chapter's main table, ablation.reference_tables)",
                 ablation.reference_tables(runs)[0])
     names = {n for n, _ in held}
     if set(_LEARN_SETS) <= names and all("best_val_accuracy" in r for r in runs.values()):
@@ -508,7 +508,7 @@ def _train_units(records: dict[str, dict]) -> str:
 
 
 def _train_paired(report: Report, records: dict[str, dict], baseline: str, folder: Path) -> None:
-    """McNemar's test where the records keep per-line outcomes, else the unpaired comparison of chapter 9."""
+    """McNemar's test where the records keep per-line outcomes, else the unpaired comparison of the results chapter."""
     if baseline not in records:
         report.lack(PAIRED, str(folder), f"{baseline}.json, the record to compare with (--baseline)")
         return
@@ -861,7 +861,7 @@ def _add_parts(report: Report, runs: dict[str, dict]) -> None:
 
 FINDINGS_PROMPT = ("<!-- Write your findings here, before the tables: one short paragraph each, the strongest "
                    "first, each naming the table below that shows it. Say first what the recipe hands every "
-                   "model (the next section) and whether your comparison survives that. Chapter 9 of the "
+                   "model (the next section) and whether your comparison survives that. The results chapter of the "
                    "book is a worked example. -->")
 
 

@@ -1,6 +1,6 @@
 """From two text files to padded batches: load, verify, split, chunk, bucket, collate.
 
-Chapter 1 ("The task and the data") teaches this module (its commands, ``python -m cipherlab
+The task chapter teaches this module (its commands, ``python -m cipherlab
 data ...``, are :mod:`cipherlab.cli.data`). The order of the steps matters, and each one prevents
 a specific failure:
 

@@ -1,7 +1,7 @@
 """Attention: scaled dot-product attention, multi-head and grouped-query attention.
 
-Taught in chapter 2 (attention) and chapter 3 (multi-head, grouped-query attention and
-the KV cache). The mask convention used everywhere in cipherlab:
+Taught in the attention chapter and the multi-head attention chapter (with the KV cache). The mask
+convention used everywhere in cipherlab:
 
     masks are bool, True = BLOCKED, and broadcast against the scores (B, H, Lq, Lk).
     padding_mask(ids, pad_id) -> (B, 1, 1, Lk)      blocks PAD keys

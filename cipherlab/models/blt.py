@@ -1,6 +1,6 @@
 """C5, after the Byte Latent Transformer (Pagnoni et al., 2024): no tokenizer, bytes in and bytes out.
 
-Taught in book chapter 7, which tabulates where C5 departs from the paper: an encoder-decoder,
+Taught in the book's BLT chapter, which tabulates where C5 departs from the paper: an encoder-decoder,
 not a decoder-only LM; order-2 byte counts, not a trained byte LM, for the entropy; no hash
 n-gram embeddings; non-overlapping local windows, not sliding ones; one attention pooling
 after the local layers, not a cross-attention per layer; fixed target patches and a second
@@ -111,7 +111,7 @@ def patch_causal_mask(Lt: int, K: int, patch: int, device=None) -> torch.Tensor:
 # (the course notes' design) or the local encoder's source byte states (one vector per cipher
 # byte, at its own position: the alignment of a positional cipher is then a diagonal).
 # cipherlab's default is "bytes": the calibration runs D and F compare the two
-# (results/calibration/calibration.json, chapter 12, section 12.10).
+# (results/calibration/calibration.json, the notes-recipe appendix).
 SOURCE_MEMORIES = ("bytes", "patches")
 
 

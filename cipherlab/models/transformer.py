@@ -1,6 +1,7 @@
 """The encoder-decoder Transformer behind configurations C1-C4.
 
-Taught in chapter 8 (assembling and training; chapter 5 covers the norms and Pre-LN) and used by every ablation chapter. Pre-LN layers:
+Taught in the training chapter (the normalisation chapter covers the norms and Pre-LN) and used by every
+ablation chapter. Pre-LN layers:
 
     EncoderLayer:  x <- x + Dropout(SelfAttn(Norm(x)))
                    x <- x + Dropout(FFN(Norm(x)))

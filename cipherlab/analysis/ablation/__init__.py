@@ -1,9 +1,9 @@
-"""The ablation's results, read back and compared (chapter 9: results and the ablation).
+"""The ablation's results, read back and compared (the results chapter).
 
 Training writes one record per configuration into ``results/<run>/`` (``cipherlab train`` and
 ``cipherlab ablate``; see :func:`cipherlab.pipeline.evaluate.write_results`). This package reads them back and
 turns them into tables, statistics and plots, for the book and for ``results/README.md`` alike. It
-says nothing in words: chapter 9 prints what these functions return and states each finding itself,
+says nothing in words: the results chapter prints what these functions return and states each finding itself,
 with an ``assert`` beside it, so a changed result fails the chapter instead of rewriting its text.
 
 Its modules, one job each (every public name is re-exported here, so ``ablation.load_run`` works):

@@ -1,4 +1,4 @@
-"""The plots of chapter 9: accuracies beside the reported figures, costs, training curves, error profiles.
+"""The plots of the results chapter: accuracies beside the reported figures, costs, training curves, error profiles.
 
 Every plot is drawn on :func:`figure`, which returns a figure already closed in pyplot, so it is shown
 once, by whoever displays it. matplotlib is imported only when a plot is drawn.

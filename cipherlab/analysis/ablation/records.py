@@ -1,4 +1,4 @@
-"""Where the results live, and reading them back (chapter 9: results and the ablation).
+"""Where the results live, and reading them back (the results chapter).
 
 Training writes one record per configuration into ``results/<run>/``; this module names the committed
 runs, finds their folders (``$CIPHERLAB_RESULTS_DIR`` points the names at another results folder), and

@@ -1,4 +1,4 @@
-"""What others reported: the figures this repository's runs are compared with (chapter 9).
+"""What others reported: the figures this repository's runs are compared with (the results chapter).
 
 :data:`REFERENCES` holds the figures of the course notes (seed 000) and of the best public results,
 each a :class:`Reference` with where it comes from, ``None`` where nothing was stated;

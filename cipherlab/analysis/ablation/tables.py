@@ -1,4 +1,4 @@
-"""The Markdown tables of chapter 9 and of ``results/README.md``, built from the notes runs' records.
+"""The Markdown tables of the results chapter and of ``results/README.md``, built from the notes runs' records.
 
 Each function takes what :mod:`cipherlab.analysis.ablation.records` read (and the rows of
 :mod:`cipherlab.analysis.ablation.stats`) and returns a Markdown table laid out by

@@ -1,6 +1,6 @@
 """Tokenisation for cipherlab: BPE from scratch (C1-C4) and the byte path (C5).
 
-Chapter 6 ("Tokenisation") teaches this package:
+The tokenisation chapter teaches this package:
 
 - ``bpe``          the merge learner (naive and fast) and ``BPETokenizer``
 - ``pretokenize``  pre-tokenizers (text -> pieces) and units (piece -> base symbols)

@@ -1,6 +1,6 @@
 """The two BPE tokenizers of C1-C4, trained once per corpus and cached, and how they cut the cipher.
 
-Chapter 6 ("Tokenisation") teaches this module. The source (cipher) side has two modes:
+The tokenisation chapter teaches this module. The source (cipher) side has two modes:
 
 - ``"bits"``: the course notes' design. The alphabet is {'0', '1'} and merges may run across the
   8-bit character boundaries of the cipher (§4.1 of the notes calls this the BPE pathology);

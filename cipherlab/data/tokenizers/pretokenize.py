@@ -1,6 +1,6 @@
 """How a text becomes base symbols before BPE merges anything.
 
-Chapter 6 ("Tokenisation") teaches this module. Two independent choices are made here:
+The tokenisation chapter teaches this module. Two independent choices are made here:
 
 - a **pre-tokenizer** cuts a text into *pieces* (the course notes call them "merge units"). BPE
   never merges across a piece boundary, and the pieces concatenate back to the text exactly;

@@ -1,6 +1,6 @@
 """Byte-pair encoding from scratch: the merge learner, the tokenizer, and its file format.
 
-Chapter 6 ("Tokenisation") teaches this package. BPE training in five lines (Sennrich et al., 2016):
+The tokenisation chapter teaches this package. BPE training in five lines (Sennrich et al., 2016):
 start from the base symbols, count every adjacent pair weighted by how often its sequence occurs,
 merge the most frequent pair into one new symbol, update the counts, repeat.
 
@@ -31,7 +31,7 @@ each merge site and finds the best pair with a lazy heap; it returns exactly the
 - ``tokenizer``  ``BPETokenizer``, ``text_sequences`` and the file format
 """
 
-from cipherlab.data.tokenizers.bpe.fast import _LinkedCorpus as _LinkedCorpus  # chapter 6 and benchmarks/bench_bpe.py
+from cipherlab.data.tokenizers.bpe.fast import _LinkedCorpus as _LinkedCorpus  # shown in the book; timed by bench_bpe.py
 from cipherlab.data.tokenizers.bpe.fast import fast_merges
 from cipherlab.data.tokenizers.bpe.learn import iter_merges, learn_merges
 from cipherlab.data.tokenizers.bpe.naive import Pair, apply_merges, best_pair, merge_symbols, naive_merges, pair_counts
