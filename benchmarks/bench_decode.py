@@ -223,7 +223,7 @@ def main():
         print(name, "beam", record["beam"], flush=True)
         lines = cipher[: args.lines]
         speeds = {}
-        for label, options in (("greedy", {}), ("greedy_length_aware", {"length_aware": True}),
+        for label, options in (("greedy", {"length_aware": False}), ("greedy_length_aware", {"length_aware": True}),
                                (f"beam{args.beam}", {"beam_size": args.beam})):
             seconds, _ = timed(lambda: decrypt_lines(model, codec, lines, max_batch_size=config.max_batch_size,
                                                      **options, **kwargs), args.repeats)

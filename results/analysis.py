@@ -36,7 +36,7 @@ def analyse(checkpoint: Path, data_dir: Path | None = None) -> dict:
     corpus = select_lines(load_corpus(data_dir), config)
     plain, cipher = corpus.lines("test")
     kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"))
-    predictions = decrypt_lines(model, codec, cipher, **kwargs)
+    predictions = decrypt_lines(model, codec, cipher, length_aware=False, **kwargs)
     aware = decrypt_lines(model, codec, cipher, length_aware=True, **kwargs)
     tokenised = codec.kind == "bpe"
     n = config.chunk_chars

@@ -79,13 +79,14 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         lines = dict(device="cpu", max_lines=args.beam_lines)
         beam[name] = {
-            "greedy": evaluate_checkpoint(exported, **lines),
+            "greedy": evaluate_checkpoint(exported, length_aware=False, **lines),
             f"beam{args.beam}": evaluate_checkpoint(exported, beam_size=args.beam, **lines),
         }
         print(f"{name}: greedy vs beam {args.beam} on the test lines in {time.perf_counter() - started:.0f} s: "
               + ", ".join(f"{k} bit acc {v['bit_accuracy']:.4f} exact {v['sequence_accuracy']:.3f}"
                           for k, v in beam[name].items()), flush=True)
-        general[name] = evaluate_checkpoint(exported, device="cpu", data_dir=args.generalisation_data, split="all")
+        general[name] = evaluate_checkpoint(exported, device="cpu", data_dir=args.generalisation_data, split="all",
+                                            length_aware=False)
         print(f"{name}: generalisation bit acc {general[name]['bit_accuracy']:.4f}, "
               f"exact lines {general[name]['sequence_accuracy']:.3f}", flush=True)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -70,3 +70,31 @@ def test_committed_checkpoint_decrypts_test_lines_on_cpu(path):
     exact = sum(p == t for p, t in zip(predictions, plain, strict=False))
     assert exact >= len(sample) // 2, (path.name, exact)
     assert bit_accuracy(predictions, cipher[: len(sample)]) >= 0.99
+
+
+def test_an_old_checkpoint_without_some_fields_exports_every_field_with_its_legacy_value(sample_dir, tmp_path):
+    """A checkpoint written before some Config fields existed (or before the defaults became
+    make_config("c1")'s) loads, resumes and exports with those fields' LEGACY_DEFAULTS values; the export
+    writes every field, so it no longer depends on any default."""
+    import dataclasses
+
+    from cipherlab.base.config import LEGACY_DEFAULTS, Config
+    from cipherlab.pipeline.checkpoint import load_checkpoint, save_checkpoint
+
+    config = make_config("c1", "smoke", max_epochs=1)
+    run = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu")
+    payload = load_checkpoint(run.best_checkpoint)
+    lacking = ("target_tokens", "merges_on", "bpe_dropout", "substitution", "augment_val", "eval_every")
+    assert all(getattr(config, f) == LEGACY_DEFAULTS[f] for f in lacking)  # what the old file meant
+    assert any(getattr(Config(), f) != LEGACY_DEFAULTS[f] for f in lacking)  # ... which is not today's default
+    payload["config"] = {k: v for k, v in payload["config"].items() if k not in lacking}
+    old = tmp_path / "old.pt"
+    save_checkpoint(old, payload)
+    assert load_trained(old, "cpu")[2] == config
+    load_checkpoint(old, config=config)  # resumes with the same configuration
+    with pytest.raises(CheckpointError, match="bpe_dropout: 0.0 in the checkpoint, 0.1 now"):
+        load_checkpoint(old, config=dataclasses.replace(config, bpe_dropout=0.1))
+    out = export_checkpoint(old, tmp_path / "old.safetensors")
+    with safe_open(str(out), framework="pt") as f:
+        stored = json.loads(f.metadata()["config"])
+    assert set(stored) >= {f.name for f in dataclasses.fields(Config)} and load_trained(out, "cpu")[2] == config

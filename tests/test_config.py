@@ -1,12 +1,14 @@
 """Tests for cipherlab.base.config: the ablation changes one component at a time; presets scale all alike."""
 
 import dataclasses
+import json
 import re
 
 import pytest
 
-from cipherlab.base.config import (COMPONENTS, CONFIG_NAMES, PRESETS, TOKENIZATIONS, Config, ConfigError, config_from_dict,
-                              make_config)
+from cipherlab.base.config import (COMPONENTS, CONFIG_NAMES, LEGACY_DEFAULTS, PRESETS, RECIPES, TOKENIZATIONS, Config,
+                                   ConfigError, config_from_dict, make_config)
+from stored_configs import SNAPSHOT, filled_in, stored_configurations  # tests/ is on sys.path under pytest
 
 
 def differing_fields(a: Config, b: Config) -> set[str]:
@@ -123,3 +125,64 @@ def test_settings_at_the_edges_of_their_ranges_are_accepted():
     c = make_config("c1", "smoke", grad_clip=1e-3, weight_decay=0.0, dropout=0.0, label_smoothing=0.0, lr=1e-6,
                     seed=2**32 - 1)
     assert (c.grad_clip, c.weight_decay, c.dropout, c.label_smoothing, c.seed) == (1e-3, 0.0, 0.0, 0.0, 2**32 - 1)
+
+
+# --------------------------------------------------------------------------- one default: Config() is make_config("c1")
+
+
+@pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(Config)])
+def test_each_default_of_config_is_make_config_c1s(field):
+    """The dataclass defaults are the default configuration: C1, the assignment preset, the default recipe."""
+    assert getattr(Config(), field) == getattr(make_config("c1"), field)
+
+
+def test_config_is_make_config_c1_with_its_recipe_and_tokenisation():
+    assert Config() == make_config("c1") == make_config("c1", "assignment", "cipher")
+    assert Config().recipe == "cipher" and Config().to_dict()["recipe"] == "cipher"
+
+
+def test_legacy_defaults_are_the_old_config_the_course_notes_c1():
+    """LEGACY_DEFAULTS is what Config() was before its defaults became make_config("c1")'s: C1 at the
+    assignment's sizes with the course notes' BPE over bits and the notes' recipe."""
+    old = make_config("c1", "assignment", recipe="notes", **TOKENIZATIONS["notes"])
+    assert config_from_dict(dict(LEGACY_DEFAULTS)) == old and config_from_dict({}) == old
+    assert dataclasses.asdict(old) == dict(LEGACY_DEFAULTS)
+    assert set(LEGACY_DEFAULTS) <= {f.name for f in dataclasses.fields(Config)}
+    with pytest.raises(TypeError):
+        LEGACY_DEFAULTS["select_on"] = "val_accuracy"  # written once
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+@pytest.mark.parametrize("recipe", list(RECIPES))
+def test_make_config_takes_no_field_whose_default_changed_from_the_dataclass(preset, recipe):
+    """Every field whose default is no longer LEGACY_DEFAULTS' is set by each preset or each recipe, so
+    make_config builds what it built before the defaults changed."""
+    changed = {f.name for f in dataclasses.fields(Config) if f.name in LEGACY_DEFAULTS
+               and getattr(Config(), f.name) != LEGACY_DEFAULTS[f.name]}
+    assert changed == {*TOKENIZATIONS["aligned"], *RECIPES["cipher"]} - {"substitution"}
+    assert changed <= {*PRESETS[preset], *RECIPES[recipe]}
+
+
+def test_a_stored_configuration_that_lacks_a_field_takes_its_legacy_value_not_todays_default():
+    stored = make_config("c2", "cpu", recipe="notes").to_dict()
+    recipe_fields = set(RECIPES["notes"])
+    older = {k: v for k, v in stored.items() if k not in recipe_fields and k != "recipe"}  # written before the recipe
+    assert config_from_dict(older) == config_from_dict(stored) and config_from_dict(older).recipe == "notes"
+    assert config_from_dict(older) == config_from_dict({**LEGACY_DEFAULTS, **older})
+
+
+def test_every_stored_configuration_under_results_loads_as_it_did_before_the_defaults_changed():
+    """Each committed model file and results record loads with the configuration it loaded with before
+    Config's defaults changed: its stored fields as stored, and each field it lacks with the value recorded
+    in tests/stored_configs.json (written by tests/stored_configs.py on the code before the change; its
+    docstring says when to regenerate it)."""
+    snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    stored = stored_configurations()
+    assert sorted(stored) == sorted(snapshot), "a file under results/ came or went: regenerate the snapshot"
+    assert any(snapshot.values())  # some files do lack fields (results/notes/checkpoints lack 12)
+    for place, values in stored.items():
+        config = config_from_dict(values)
+        assert {k: v for k, v in config.to_dict().items() if k in values} == \
+            {k: tuple(v) if k == "betas" else v for k, v in values.items()}, place
+        assert filled_in(values) == snapshot[place], place
+        assert config == config_from_dict({**LEGACY_DEFAULTS, **values}), place

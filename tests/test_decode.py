@@ -177,6 +177,9 @@ class OracleCodec:
     def decode_target(self, ids):
         return "".join(chr(i) for i in ids if i < 256)
 
+    def token_chars(self):  # for the length constraint, greedy decoding's default
+        return [1] * 256 + [0, 0, 0]
+
 
 @pytest.mark.parametrize("chunk_chars", [8, 16, 64])
 def test_long_lines_are_decoded_chunk_by_chunk_and_reassembled_in_order(chunk_chars):
@@ -248,8 +251,29 @@ def test_length_aware_decoding_returns_lines_of_the_cipher_length(name, sample_d
     kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"))
     aware = decrypt_lines(model, codec, cipher, length_aware=True, **kwargs)
     assert [len(p) for p in aware] == [len(p) for p in plain]
-    free = decrypt_lines(model, codec, cipher, **kwargs)
+    free = decrypt_lines(model, codec, cipher, length_aware=False, **kwargs)
     assert [len(p) for p in free] != [len(p) for p in plain]  # the constraint did something
+    assert decrypt_lines(model, codec, cipher, **kwargs) == aware  # the default, as the command line's
+
+
+def test_one_decoding_default_for_the_library_and_the_command_line():
+    """Greedy decoding is length-aware unless asked otherwise (length_aware=False, --free); beam search,
+    which the length constraint does not take, decodes freely: in decrypt_lines, evaluate_checkpoint and
+    train/evaluate/decrypt alike."""
+    import inspect
+    from argparse import Namespace
+
+    from cipherlab.cli.pipeline import _length_aware
+    from cipherlab.pipeline.decode import decrypt_chunks, length_aware_by_default
+    from cipherlab.pipeline.evaluate import decoding_name, evaluate_checkpoint
+
+    for function in (decrypt_lines, decrypt_chunks, evaluate_checkpoint, decoding_name):
+        assert inspect.signature(function).parameters["length_aware"].default is None, function.__name__
+    for beam in (1, 4):
+        assert _length_aware(Namespace(free=False, beam=beam)) == length_aware_by_default(beam) == (beam == 1)
+        assert not _length_aware(Namespace(free=True, beam=beam))
+    assert decoding_name() == "length-aware greedy" and decoding_name(1, False) == "free greedy"
+    assert decoding_name(4) == "beam 4"
 
 
 def test_length_constraint_forbids_a_subword_that_would_run_past_the_known_length():

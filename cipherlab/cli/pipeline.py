@@ -46,7 +46,7 @@ from pathlib import Path
 from cipherlab.data.cipher import check_bits
 from cipherlab.base.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOKENIZATIONS, make_config, parse_field,
                               recipe_caveats)
-from cipherlab.pipeline.decode import decrypt_lines
+from cipherlab.pipeline.decode import decrypt_lines, length_aware_by_default
 from cipherlab.student.check import load_target
 from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained
 from cipherlab.base.errors import first_line, outside_results, writable_file, writable_folder, write_text_atomic
@@ -197,11 +197,12 @@ def _checkpoint_parts(values) -> dict[str, type]:
 
 def _length_aware(args) -> bool:
     """Greedy decoding that ends each line where its cipher says (8 bits a character), unless --free
-    or a beam search (which decodes freely) is asked for: the default of train, evaluate and decrypt."""
+    or a beam search (which decodes freely) is asked for: the default of train, evaluate and decrypt,
+    the library's own (:func:`cipherlab.pipeline.decode.length_aware_by_default`)."""
     beam = getattr(args, "beam", 1)  # train has no --beam
     if beam < 1:
         raise ValueError(f"--beam {beam}: the beam size is at least 1 (1 is greedy decoding)")
-    return not args.free and beam == 1
+    return length_aware_by_default(beam, False if args.free else None)
 
 
 def _cmd_evaluate(args) -> int:

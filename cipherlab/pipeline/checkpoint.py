@@ -36,7 +36,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 from cipherlab.pipeline.codec import Codec, build_model, codec_from_artifacts
-from cipherlab.base.config import Config, config_from_dict
+from cipherlab.base.config import LEGACY_DEFAULTS, Config, config_from_dict
 from cipherlab.base.device import pick_device
 from cipherlab.base.errors import first_line, require_file, why, writable_file
 from cipherlab.student.parts import PartError, require_trained_parts, validate_parts
@@ -134,9 +134,9 @@ def load_checkpoint(
         raise CheckpointError(f"{path}: a cipherlab checkpoint without its {', '.join(missing)}; {_CHECKPOINT_FIX}")
     _check_sum(path, payload)
     if config is not None:
-        saved, now = payload["config"], config.to_dict()
-        # A field the checkpoint does not know was added to Config after it was written; the
-        # run goes on with that field's value now (its default reproduces the old behaviour).
+        saved, now = {**LEGACY_DEFAULTS, **payload["config"]}, config.to_dict()
+        # A field the checkpoint lacks had its LEGACY_DEFAULTS value, as config_from_dict reads it; one added
+        # to Config after that table goes on with its value now (its default reproduces the old behaviour).
         diffs = [
             f"{key}: {saved.get(key)!r} in the checkpoint, {now[key]!r} now"
             for key in now
@@ -287,7 +287,7 @@ def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike) -> Path:
             artifacts[key] = value
     metadata = {
         "format": EXPORT_FORMAT,
-        "config": json.dumps(payload["config"], default=_json_default),
+        "config": json.dumps(config_from_dict(payload["config"]).to_dict(), default=_json_default),  # every field
         "artifacts": json.dumps(artifacts, default=_json_default),
         "identity": json.dumps(payload["identity"], default=_json_default),
         "sha256": tensors_sha256(tensors),

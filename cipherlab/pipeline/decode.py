@@ -16,7 +16,8 @@ here knows which family it drives.
   :class:`LengthConstraint`, length-aware greedy decoding.
 - :func:`beam_search`: the ``beam_size`` best prefixes per line, a batch of lines at once.
 - :func:`decode_batch`, :func:`decrypt_chunks`, :func:`decrypt_lines`: a codec's batch, chunks,
-  or whole cipher lines. Long lines are decoded the way the model was trained: cut into
+  or whole cipher lines (the last two greedy and length-aware unless told otherwise:
+  :func:`length_aware_by_default`). Long lines are decoded the way the model was trained: cut into
   phase-aligned chunks with :func:`cipherlab.data.corpus.make_chunks`, decoded in length-bucketed batches,
   and put back in order with :func:`cipherlab.data.corpus.reassemble` from each chunk's (line, part) metadata.
 """
@@ -47,7 +48,20 @@ __all__ = [
     "decrypt_chunks",
     "decrypt_lines",
     "greedy_decode",
+    "length_aware_by_default",
 ]
+
+
+def length_aware_by_default(beam_size: int = 1, length_aware: bool | None = None) -> bool:
+    """Whether decoding is length-aware: ``length_aware`` when given; by default (None) greedy decoding is
+    (each line ends where its cipher says, 8 bits a character: the task states the length) and beam search,
+    which the length constraint does not take, is free. The one default of the library and of ``python -m
+    cipherlab`` train, evaluate and decrypt (``--free`` there, ``length_aware=False`` here, decodes freely).
+
+    >>> length_aware_by_default(), length_aware_by_default(4), length_aware_by_default(1, False)
+    (True, False, False)
+    """
+    return beam_size == 1 if length_aware is None else length_aware
 
 
 @dataclass
@@ -306,7 +320,7 @@ def decrypt_chunks(
     token_budget: int = 8192,
     max_batch_size: int = 64,
     beam_size: int = 1,
-    length_aware: bool = False,
+    length_aware: bool | None = None,
 ) -> dict[int, str]:
     """Decode every chunk and re-assemble whole lines: {line index: predicted plaintext}.
 
@@ -319,10 +333,11 @@ def decrypt_chunks(
     todo = [c for c in chunks if c.cipher]
     sources = [codec.encode_source(chunk.cipher) for chunk in todo]
     sampler = BucketBatchSampler([len(s) for s in sources], token_budget, max_batch_size, shuffle=False)
+    aware = length_aware_by_default(beam_size, length_aware)
     for indices in sampler.epoch_batches(0):
         batch = {key: value.to(device) for key, value in codec.collate_sources([sources[i] for i in indices]).items()}
         max_len = [len(todo[i].cipher) // 8 + 1 for i in indices]  # per chunk: as it would decode alone
-        lengths = [len(todo[i].cipher) // 8 for i in indices] if length_aware else None
+        lengths = [len(todo[i].cipher) // 8 for i in indices] if aware else None
         for i, ids in zip(indices, decode_batch(model, codec, batch, max_len, beam_size, lengths)):
             pieces.append((todo[i].line, todo[i].part, codec.decode_target(ids)))
     return reassemble(pieces)
@@ -338,12 +353,13 @@ def decrypt_lines(
     token_budget: int = 8192,
     max_batch_size: int = 64,
     beam_size: int = 1,
-    length_aware: bool = False,
+    length_aware: bool | None = None,
 ) -> list[str]:
     """Decrypt whole cipher lines (strings of '0'/'1'), chunk by chunk; one plaintext per line.
 
     ``length_aware``: greedy decoding that stops exactly at each chunk's known length
-    (:class:`LengthConstraint`); the default decodes freely, as the course notes do.
+    (:class:`LengthConstraint`); the default (None) is that for greedy decoding and free beam search
+    (:func:`length_aware_by_default`); ``False`` decodes freely, as the course notes do.
 
     Raises cipherlab.data.cipher.DatasetError naming the line for a character other than 0/1 or a
     length that is not a multiple of 8.

@@ -27,7 +27,7 @@ from cipherlab.pipeline.checkpoint import check_data, model_from_payload, read_p
 from cipherlab.pipeline.codec import select_lines
 from cipherlab.base.config import Config, change_from_c1, recipe_caveats
 from cipherlab.data.corpus import load_corpus, load_pairs
-from cipherlab.pipeline.decode import decrypt_lines
+from cipherlab.pipeline.decode import decrypt_lines, length_aware_by_default
 from cipherlab.base.device import pick_device
 from cipherlab.base.errors import write_text_atomic
 from cipherlab.pipeline.metrics import compute_metrics
@@ -53,10 +53,13 @@ def evaluate_checkpoint(
     split: str = "test",
     beam_size: int = 1,
     max_lines: int | None = None,
-    length_aware: bool = False,
+    length_aware: bool | None = None,
     parts: dict[str, type] | None = None,
 ) -> dict:
     """Metrics of the checkpoint on the whole lines of ``split``, plus decoding speed.
+
+    ``length_aware``: as :func:`cipherlab.pipeline.decode.decrypt_lines` (by default greedy decoding is
+    length-aware, beam search free); the metrics' ``decoding`` names which it was.
 
     The split is the one the checkpoint was trained with (its preset's line limits); a
     checkpoint trained on other data is refused. ``split="all"`` is the exception: it scores
@@ -95,9 +98,12 @@ def evaluate_checkpoint(
     return metrics
 
 
-def decoding_name(beam_size: int = 1, length_aware: bool = False) -> str:
-    """How lines were decoded, as results and every printed figure name it."""
-    return f"beam {beam_size}" if beam_size > 1 else "length-aware greedy" if length_aware else "free greedy"
+def decoding_name(beam_size: int = 1, length_aware: bool | None = None) -> str:
+    """How lines were decoded, as results and every printed figure name it (``length_aware`` as
+    :func:`cipherlab.pipeline.decode.length_aware_by_default` reads it)."""
+    if beam_size > 1:
+        return f"beam {beam_size}"
+    return "length-aware greedy" if length_aware_by_default(beam_size, length_aware) else "free greedy"
 
 
 def metrics_line(metrics: dict) -> str:

@@ -12,8 +12,9 @@ Everything else here is what makes a long run trustworthy:
 
 - validation loss (*without* label smoothing, so it measures prediction quality) and teacher-forced
   token accuracy every epoch;
-- ``best.pt`` whenever the validation score named by ``Config.select_on`` improves (accuracy in
-  the default recipe, loss in the notes'), early stopping after ``patience`` epochs without;
+- ``best.pt`` whenever the validation score named by ``Config.select_on`` improves: teacher-forced
+  validation accuracy by default (the default recipe's, so ``Config()``'s and ``make_config``'s), the
+  validation loss under the course notes' recipe; early stopping after ``patience`` epochs without;
 - ``last.pt`` after every epoch (and when a time budget runs out mid-epoch) holding the model,
   optimizer, scheduler, every random-number generator and the position in the epoch, so
   ``resume=True`` continues exactly where the run stopped -- the same losses, bit for bit on CPU;

@@ -22,7 +22,7 @@ import torch
 
 from cipherlab.data.cipher import bits_to_bytes
 from cipherlab.pipeline.codec import ByteCodec, build_model, select_lines
-from cipherlab.base.config import DEFAULT_RECIPE, TOKENIZATIONS, Config, make_config
+from cipherlab.base.config import DEFAULT_RECIPE, TOKENIZATIONS, make_config
 from cipherlab.data.corpus import CHUNK_CHARS, load_corpus, make_chunks
 from cipherbook.experiments.common import (calibration_bits, calibration_lines,  # noqa: F401 -- chapter 7's cells call them here
                                           calibration_run, scored_step)  # noqa: F401
@@ -30,7 +30,7 @@ from cipherlab.models.blt import BLTModel, ByteEntropyModel, WindowedSelfAttenti
 from cipherlab.data.tokenizers.bytes import PAD_ID
 
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
-SETTINGS = Config()  # the assignment's sizes and C5 settings: window, patch sizes, percentile
+SETTINGS = make_config("c5", "assignment")  # the assignment's sizes and C5 settings: window, patch sizes, percentile
 ABSOLUTE_CUTOFF = 7.0  # the course notes' example of a cutoff in bits that never fires (§4.3)
 
 

@@ -1,7 +1,7 @@
 """What several chapters' experiments share: the assignment's sizes, the sinusoidal table, a fresh C1,
 the calibration runs and the committed test records.
 
-The sizes are ``cipherlab.base.config.Config()``'s defaults (the assignment preset) and the key period
+The sizes are the assignment preset's with the course notes' BPE and recipe (``cipherlab.base.config.make_config``) and the key period
 is ``cipherlab.data.cipher.PERIOD``: none is typed here by hand. ``results/calibration/calibration.json``
 holds the short runs that chose the cpu preset (chapters 4 and 7 quote them); ``run_records``
 reads a committed results folder through ``cipherlab.analysis.ablation`` (chapters 4 and 6), ``reference_runs`` results/reference,
@@ -19,13 +19,15 @@ from pathlib import Path
 import torch
 
 from cipherlab.data.cipher import PERIOD
-from cipherlab.base.config import Config
+from cipherlab.base.config import TOKENIZATIONS, make_config
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.models.transformer import Seq2SeqTransformer
 from cipherlab.analysis.ablation import (BITS_RUN, RECIPE_RUNS, REFERENCE_GOALS, REFERENCE_SETS, first_step, load_learn_runs,
                                load_reference_runs, load_run, metric, paired_rows, section)
 
-ASSIGNMENT_SIZES = Config()  # the assignment preset's sizes are Config's defaults
+# the assignment preset's sizes with the course notes' 1024/8000 BPE over bits (Config()'s defaults until they became
+# make_config("c1")'s, aligned BPE and the cipher recipe)
+ASSIGNMENT_SIZES = make_config("c1", "assignment", recipe="notes", **TOKENIZATIONS["notes"])
 D_MODEL, N_HEADS, FFN_DIM = ASSIGNMENT_SIZES.d_model, ASSIGNMENT_SIZES.n_heads, ASSIGNMENT_SIZES.ffn_dim
 SRC_VOCAB, TGT_VOCAB = ASSIGNMENT_SIZES.src_vocab, ASSIGNMENT_SIZES.tgt_vocab  # the assignment's BPE vocabularies
 MAX_LEN = 4096  # the positions a sinusoidal table holds (SinusoidalPositionalEncoding's default max_len)
