@@ -1,7 +1,7 @@
 """What the Jupyter Book 2 spike put on each page, read from the page data it built
 (_build_jb2/_build/site/content/*.json): the numbers in COMPARISON.md's content rows.
 
-    python jb2/page_data.py [_build_jb2/_build/site/content]
+    python benchmarks/jb2/page_data.py [_build_jb2/_build/site/content]
 
 This reads the build's page data, not a rendered page: whether the theme shows each thing as JB1 does
 is what the browser tests decide, once a Jupyter Book 2 site can be built (COMPARISON.md).

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CONFIG = readFileSync(join(ROOT, '_config.yml'), 'utf8');
 const REPOSITORY = CONFIG.match(/^repository:\n(?:[ \t].*\n)*?[ \t]+url:\s*(\S+)/m)[1];
 const BRANCH = CONFIG.match(/^repository:\n(?:[ \t].*\n)*?[ \t]+branch:\s*(\S+)/m)[1];
