@@ -12,6 +12,8 @@
 #                  chapters run there -> benchmarks/results/colab.json (before a release; not part of make test)
 #   make outputs [NB=book/03_mha.ipynb] -- rewrite the chapters' generated cells, then run each in a
 #                  fresh kernel on one thread and store its outputs (CONTRIBUTING.md)
+#   make jb2-spike -- the Jupyter Book 2 comparison build (benchmarks/jb2/COMPARISON.md) into _build_jb2/, with
+#                  Jupyter Book 2 in its own venv outside the repository (JB2_VENV); not part of make test
 # On Linux x86_64, PyPI's torch is the CUDA build (several GB); for the CPU build:
 #   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
 PYTHON ?= python3
@@ -22,7 +24,7 @@ TORCH_INDEX ?=
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup data book test unit lint browser browser-test lab outputs clean colab-check
+.PHONY: setup data book test unit lint browser browser-test lab outputs clean colab-check jb2-spike
 
 setup: $(STAMP)
 
@@ -81,6 +83,11 @@ outputs: data
 lab: data
 	$(BIN)/python -m pip install --progress-bar off -r requirements-lab.txt
 	$(BIN)/jupyter lab book/
+
+# The Jupyter Book 2 spike, rebuilt from benchmarks/jb2/myst.yml (benchmarks/jb2/COMPARISON.md). It needs neither .venv nor the
+# data, and the published book stays the Jupyter Book 1 build above.
+jb2-spike:
+	PYTHON=$(PYTHON) bash benchmarks/jb2/build.sh
 
 clean:
 	rm -rf _build $(VENV) data/cache data/brown_cipher.txt data/splits.json
