@@ -160,7 +160,7 @@ def test_the_release_check_fails_until_the_tag_is_on_the_remote(tmp_path):
     quiet = {"capture_output": True, "check": True}
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], **quiet)
     check = [str(REPO_ROOT / "tools" / "release.sh"), "--check", "--url", str(remote)]
-    done = subprocess.run(check, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(check, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHON": sys.executable})
     assert done.returncode == 1
     assert done.stderr.strip() == (f"release: tag {TAG} is not at {remote}: push it (tools/release.sh) before "
                                    "publishing the book; until then every setup cell's clone fails")
@@ -172,6 +172,6 @@ def test_the_release_check_fails_until_the_tag_is_on_the_remote(tmp_path):
     subprocess.run(["git", "-C", str(work), *ident, "commit", "-q", "-m", "r"], **quiet)
     subprocess.run(["git", "-C", str(work), *ident, "tag", "-a", TAG, "-m", "r"], **quiet)
     subprocess.run(["git", "-C", str(work), "push", "-q", str(remote), f"refs/tags/{TAG}"], **quiet)
-    done = subprocess.run(check, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(check, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHON": sys.executable})
     assert done.returncode == 0, done.stderr
     assert f"{TAG} is at {remote}" in done.stdout

@@ -4,13 +4,14 @@
 #   tools/release.sh                  check, tag v<version> (pyproject.toml) at HEAD, push the tag, check it is there
 #   tools/release.sh --check          only check that the tag is on the remote (before publishing a build)
 #   tools/release.sh --check --url U  the same against another copy (a mirror, a fork)
-# REMOTE (default: origin) is where the tag is pushed. Exits non-zero, with one line saying why, when
+# REMOTE (default: origin) is where the tag is pushed; PYTHON (default: .venv/bin/python, else python3) is the
+# Python with the book's tools installed. Exits non-zero, with one line saying why, when
 # the tag is missing, or the cloned tag holds another version: then publish nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GIT_TERMINAL_PROMPT=0
-PY=.venv/bin/python
-[ -x "$PY" ] || PY=python3
+PY=${PYTHON:-.venv/bin/python}
+[ -x "$PY" ] || command -v "$PY" > /dev/null || PY=python3
 REMOTE=${REMOTE:-origin}
 check_only=0 url=""
 while [ $# -gt 0 ]; do
