@@ -1,4 +1,5 @@
-"""From cipher bits to plaintext with a trained model (chapter 8 decodes; chapter 9 evaluates).
+"""From cipher bits to plaintext with a trained model (the training chapter decodes; the results chapter
+evaluates).
 
 Decoding is autoregressive: start from BOS, ask the model for the next token, append the most
 likely one, repeat until EOS. Every loop here drives both model families through one incremental

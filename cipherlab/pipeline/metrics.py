@@ -1,4 +1,4 @@
-"""How good is a decryption? The metrics of the ablation table (chapter 9: results and the ablation).
+"""How good is a decryption? The metrics of the ablation table (the results chapter).
 
 Every metric is computed on whole original lines of the test split (chunks are decoded and
 re-assembled first), from two lists of strings: the predicted plaintext lines and the
