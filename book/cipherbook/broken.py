@@ -1,4 +1,4 @@
-"""Deliberately broken variants of cipherlab's modules, and the checks that catch them (chapter 11).
+"""Deliberately broken variants of cipherlab's modules, and the checks that catch them (the broken-models chapter).
 
 The viva asks "what would break if...". Each answer here is demonstrated, not asserted: a broken
 variant is a small subclass or function wrapping cipherlab's real module (the real modules have no

@@ -14,10 +14,10 @@ build would warn of a mimetype it cannot show (``-W`` makes that an error); ``Ex
 the spec, for a frontend that wants it. The data are precomputed over every setting of the
 controls, by the chapter's own code, and written into the spec; the browser only filters them.
 The chapters call the builders below:
-:func:`heatmap_explorer` (chapter 2's and chapter 9's attention maps), :func:`rope_explorer`
-(chapter 4) and :func:`entropy_explorer` (chapter 7).
+:func:`heatmap_explorer` (the attention and results chapters' attention maps), :func:`rope_explorer`
+(the positions chapter) and :func:`entropy_explorer` (the BLT chapter).
 
-:class:`Player` (built by :func:`animation_player`, chapter 4) does the same for a matplotlib
+:class:`Player` (built by :func:`animation_player`, the positions chapter) does the same for a matplotlib
 animation: the player of ``FuncAnimation.to_jshtml`` where scripts run, a still picture of a few of
 its frames, with a caption, where they do not. The player is not in the page's HTML as markup (its
 frames and controls exist only once its scripts run: without them it is a broken image over an
@@ -253,7 +253,7 @@ def heatmap_explorer(maps: dict, dims: Sequence[str], default: tuple, *, texts: 
     ``maps[key]`` is (B, H, Lq, Lk) (capture_attention's or an AttentionView's maps; the sizes may
     differ between keys), ``default`` the key, head and example shown first; ``texts`` label the
     query axis with each example's characters; colours run from 0 to ``vmax`` (None: the largest
-    weight shown). ``figure`` is the still picture (default: the default map, drawn like chapter 2's).
+    weight shown). ``figure`` is the still picture (default: the default map, drawn like the attention chapter's).
     """
     *key, head, example = default
     if tuple(key) not in maps:
@@ -305,7 +305,7 @@ def heatmap_explorer(maps: dict, dims: Sequence[str], default: tuple, *, texts: 
 
 def rope_explorer(rotated_pair: Callable, q_pair: tuple, k_pair: tuple, n_pairs: int, max_len: int,
                   draw: Callable, default: tuple = (3, 7, 1), shift_max: int = 7) -> Explorer:
-    """Chapter 4's RoPE explorer: query position m, key position n, frequency pair i and a shift s
+    """The positions chapter's RoPE explorer: query position m, key position n, frequency pair i and a shift s
     added to both; arrows of the rotated pairs at m + s and n + s, and the score there and at (m, n).
 
     ``rotated_pair(pair, i, position)`` is the chapter's function (cipherlab's RoPE on one pair),
@@ -367,7 +367,7 @@ def rope_explorer(rotated_pair: Callable, q_pair: tuple, k_pair: tuple, n_pairs:
 
 def entropy_explorer(entropy, values, text: str, max_patch: int, n: int = 48,
                      percentiles: Sequence[int] = range(5, 100, 5), default: int = 75) -> Explorer:
-    """Chapter 7's entropy curve over the first ``n`` bytes of one line, the threshold percentile on a
+    """The BLT chapter's entropy curve over the first ``n`` bytes of one line, the threshold percentile on a
     slider: bars that start a patch are orange, the dashed line is the threshold.
 
     ``entropy`` is the chapter's fitted ByteEntropyModel, ``values`` the line's cipher bytes and

@@ -1,6 +1,6 @@
-"""Chapter 2's experiments (attention): what its cells call and print, and what its facts quote.
+"""The attention chapter's experiments: what its cells call and print, and what its facts quote.
 
-Each function runs cipherlab's own modules (``cipherlab.models.attention``); chapter 2 calls
+Each function runs cipherlab's own modules (``cipherlab.models.attention``); the attention chapter calls
 the same functions, so the book and the answers show the same numbers.
 """
 

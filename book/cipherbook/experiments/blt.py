@@ -1,8 +1,8 @@
-"""Chapter 7's experiments (the Byte Latent Transformer): what its cells call and print, and what its facts quote.
+"""The BLT chapter's experiments: what its cells call and print, and what its facts quote.
 
 Every function runs cipherlab's own code (``cipherlab.models.blt``) or reads the BLT and BPE
 benchmark files and ``results/calibration/calibration.json`` (runs D and F compare what the local
-decoder's second cross-attention reads); chapter 7 calls the same functions, so the book and the
+decoder's second cross-attention reads); the BLT chapter calls the same functions, so the book and the
 answers show the same numbers. The entropy model is fitted as training fits it (``cipherlab.pipeline.codec.ByteCodec.fit``):
 on the cipher bytes of the training split's whole lines, never on validation or test lines. Every number
 that depends on the fit (the threshold, patch lengths, patches per chunk, the share at the cap) comes from
@@ -24,7 +24,7 @@ from cipherlab.data.cipher import bits_to_bytes
 from cipherlab.pipeline.codec import ByteCodec, build_model, select_lines
 from cipherlab.base.config import DEFAULT_RECIPE, TOKENIZATIONS, make_config
 from cipherlab.data.corpus import CHUNK_CHARS, load_corpus, make_chunks
-from cipherbook.experiments.common import (calibration_bits, calibration_lines,  # noqa: F401 -- chapter 7's cells call them here
+from cipherbook.experiments.common import (calibration_bits, calibration_lines,  # noqa: F401 -- the BLT chapter's cells call them here
                                           calibration_run, scored_step)  # noqa: F401
 from cipherlab.models.blt import BLTModel, ByteEntropyModel, WindowedSelfAttention, fixed_patch_membership
 from cipherlab.data.tokenizers.bytes import PAD_ID

@@ -1,6 +1,6 @@
-"""Chapter 6's experiments (tokenisation): what its cells call and print, and what its facts quote.
+"""The tokenisation chapter's experiments: what its cells call and print, and what its facts quote.
 
-Every function runs cipherlab's own tokenizers (``cipherlab.data.tokenizers``); chapter 6 calls the
+Every function runs cipherlab's own tokenizers (``cipherlab.data.tokenizers``); the tokenisation chapter calls the
 same functions, so the book and the answers show the same numbers. Tokenizers trained here are
 small (a few hundred training lines) so that the chapter runs in seconds; the full-size ones are
 ``cipherlab.data.tokenizers.get_tokenizers``. The "mode_" facts read C1's committed test records in

@@ -1,4 +1,4 @@
-"""Chapter 11's experiments (broken models): the measurements its facts quote.
+"""The broken-models chapter's experiments: the measurements its facts quote.
 
 Each function runs the same check of ``cipherbook.broken`` with the same arguments as the chapter's
 cell, on the real module and on the broken variant, so an answer quotes the number the chapter

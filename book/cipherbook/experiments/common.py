@@ -3,9 +3,9 @@ the calibration runs and the committed test records.
 
 The sizes are the assignment preset's with the course notes' BPE and recipe (``cipherlab.base.config.make_config``) and the key period
 is ``cipherlab.data.cipher.PERIOD``: none is typed here by hand. ``results/calibration/calibration.json``
-holds the short runs that chose the cpu preset (chapters 4 and 7 quote them); ``run_records``
-reads a committed results folder through ``cipherlab.analysis.ablation`` (chapters 4 and 6), ``reference_runs`` results/reference,
-``nophase_runs`` results/nophase (the same ablation without the key-phase embedding; chapters 3, 4, 5 and 9).
+holds the short runs that chose the cpu preset (the positions and BLT chapters quote them); ``run_records``
+reads a committed results folder through ``cipherlab.analysis.ablation`` (the positions and tokenisation chapters), ``reference_runs`` results/reference,
+``nophase_runs`` results/nophase (the same ablation without the key-phase embedding; the multi-head attention, positions, normalisation and results chapters).
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def nophase_runs() -> dict[tuple[str, int], dict]:
 @functools.cache
 def nophase_paired() -> tuple[dict, ...]:
     """McNemar's exact test of C2-C5 against C1 without the key-phase embedding, seed by seed, on every
-    probe set (:func:`cipherlab.analysis.ablation.paired_rows`), as chapter 9 tabulates it."""
+    probe set (:func:`cipherlab.analysis.ablation.paired_rows`), as the results chapter tabulates it."""
     rows = tuple(paired_rows(nophase_runs()))
     if not rows:
         raise ValueError(f"results/{NOPHASE_RUN} has no paired outcomes of a configuration and c1")

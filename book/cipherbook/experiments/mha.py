@@ -1,9 +1,9 @@
-"""Chapter 3's experiments (multi-head and grouped-query attention, the KV cache).
+"""The multi-head attention chapter's experiments.
 
 Parameter counts come from real cipherlab modules, cache sizes from
-``cipherlab.models.transformer.kv_cache_bytes``; chapter 3 calls the same functions. C3's
+``cipherlab.models.transformer.kv_cache_bytes``; the multi-head attention chapter calls the same functions. C3's
 measured quality against C1 comes from the committed results through
-``cipherlab.analysis.ablation.single_change_rows``, the function chapter 9 uses.
+``cipherlab.analysis.ablation.single_change_rows``, the function the results chapter uses.
 """
 
 from __future__ import annotations

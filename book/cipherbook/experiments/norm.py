@@ -1,6 +1,6 @@
-"""Chapter 5's experiments (normalisation): what its cells call and print, and what its facts quote.
+"""The normalisation chapter's experiments: what its cells call and print, and what its facts quote.
 
-Every function runs cipherlab's own modules; chapter 5 calls the same functions, so the book
+Every function runs cipherlab's own modules; the normalisation chapter calls the same functions, so the book
 and the answers show the same numbers.
 
 cipherlab's layers are Pre-LN only. To measure what Pre-LN buys, this module also wires the
@@ -65,7 +65,7 @@ class ContrastEncoderLayer(nn.Module):
 
     wiring="post":        x <- Norm(x + SelfAttn(x));  x <- Norm(x + FFN(x))        (Vaswani et al.)
     wiring="no-residual": x <- SelfAttn(Norm(x));      x <- FFN(Norm(x))            (Pre-LN, no skips)
-    For measurements only (chapter 5); cipherlab's models use the Pre-LN EncoderLayer.
+    For measurements only (the normalisation chapter); cipherlab's models use the Pre-LN EncoderLayer.
     """
 
     def __init__(self, d_model: int, n_heads: int, ffn_dim: int, wiring: str):
@@ -223,7 +223,7 @@ def layernorm_vs_rmsnorm(x: torch.Tensor) -> torch.Tensor:
 
 @functools.lru_cache(maxsize=None)
 def c4_against_c1(run: str) -> dict:
-    """C4 - C1 in a committed run (``cipherlab.analysis.ablation.single_change_rows``, as chapter 9): "exact" in
+    """C4 - C1 in a committed run (``cipherlab.analysis.ablation.single_change_rows``, as the results chapter): "exact" in
     percentage points with "se", its binomial standard error, "reading", and each model's exact-line
     rate (percent), epochs and seconds per epoch."""
     records = load_run(run)

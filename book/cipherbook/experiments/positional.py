@@ -1,4 +1,4 @@
-"""Chapter 4's experiments (positions): what its cells call and print, and what its facts quote.
+"""The positions chapter's experiments: what its cells call and print, and what its facts quote.
 
 Every function runs cipherlab's own modules (``cipherlab.models.positional``,
 ``cipherlab.models.attention`` and ``cipherlab.models.transformer``) or reads committed results:
@@ -17,7 +17,7 @@ import torch
 from cipherlab.base.config import make_config
 from cipherlab.data.corpus import CHUNK_CHARS
 from cipherlab.pipeline.decode import greedy_decode
-# (the calibration readers too: chapter 4's cells call them through this module)
+# (the calibration readers too: the positions chapter's cells call them through this module)
 from cipherbook.experiments.common import (BITS, D_MODEL, KEY_PERIOD, MAX_LEN, N_HEADS, baseline_model, calibration,  # noqa: F401
                                           calibration_bits, calibration_lines, calibration_run, first_epoch_loss,  # noqa: F401
                                           run_records, scored_step, sinusoidal_table)  # noqa: F401
@@ -246,7 +246,7 @@ def start_marker_spread(causal: bool, marker: bool, length: int = CPU_C2.chunk_c
 
 def padding_shift_check(shift: int = KEY_PERIOD, n_chunks: int = 4) -> dict:
     """The committed C2 (results/notes/checkpoints, bytes mode) on test chunks as they are and with
-    ``shift`` PAD ids in front of their source ids (chapter 4, exercise 2).
+    ``shift`` PAD ids in front of their source ids (the positions chapter, exercise 2).
 
     Returns the largest difference between the encoder memory of the real tokens with and
     without the padding, the plaintexts, the decoded texts both ways, the share of characters
@@ -284,7 +284,7 @@ BITS_CHUNK_LINES = 100  # validation lines the alignment is measured on
 
 @functools.cache
 def bits_source_tokenizer(vocab: int):
-    """A bits-mode source BPE of ``vocab`` tokens trained on chapter 6's few training lines
+    """A bits-mode source BPE of ``vocab`` tokens trained on the tokenisation chapter's few training lines
     (``cipherbook.experiments.bpe``: seconds, where the full-size one takes minutes)."""
     from cipherbook.experiments import bpe
     from cipherlab.data.tokenizers import BPETokenizer
@@ -315,7 +315,7 @@ def bits_alignment(chunk_chars: int, src_vocab: int, tgt_vocab: int | None) -> d
     """Where the source token each target token needs sits, in bits mode, over full chunks of the
     first validation lines.
 
-    tgt_vocab None: one character per target token (the cpu preset); else chapter 6's small
+    tgt_vocab None: one character per target token (the cpu preset); else the tokenisation chapter's small
     target BPE (1000 tokens). Returns the mean source and target tokens a chunk, their ratio,
     the mean offset j - i of the last target token of a chunk (0 all along would be a diagonal),
     and the share of target tokens whose source token j is within one position of i ("diagonal")

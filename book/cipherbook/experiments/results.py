@@ -1,4 +1,4 @@
-"""Chapter 9's experiments (results and the ablation): what its facts quote, and what its cells call.
+"""The results chapter's experiments: what its facts quote, and what its cells call.
 
 Two kinds. The metric demonstrations run ``cipherlab.pipeline.metrics`` on one sentence and its damaged
 copies, and need nothing but the package. Everything about what was *measured* reads the committed

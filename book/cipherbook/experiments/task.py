@@ -1,4 +1,4 @@
-"""Chapter 1's experiments (the task and the data): key phases of chunk sizes, bit costs of wrong characters."""
+"""The task chapter's experiments: key phases of chunk sizes, bit costs of wrong characters."""
 
 from __future__ import annotations
 

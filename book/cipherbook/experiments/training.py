@@ -1,7 +1,7 @@
-"""Chapter 8's experiments (assembling and training the model): what its cells call and print, and what its facts quote.
+"""The training chapter's experiments: what its cells call and print, and what its facts quote.
 
 Every function runs cipherlab's own code (``cipherlab.models.transformer``, ``cipherlab.pipeline.train``,
-``cipherlab.data.corpus``); chapter 8 calls the same functions, so the book and the answers agree.
+``cipherlab.data.corpus``); the training chapter calls the same functions, so the book and the answers agree.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def layer_ffn_shares() -> dict:
 
 @functools.lru_cache(maxsize=1)
 def decode_cache_mb() -> dict:
-    """Chapter 3's decode cache in MB (``mha.cache_by_module``: the assignment's sizes, a batch of 64,
+    """The multi-head attention chapter's decode cache in MB (``mha.cache_by_module``: the assignment's sizes, a batch of 64,
     targets and sources of 256 tokens, float32): "c1_self" and "c3_self", the decoder self-attention
     cache of C1 and C3; "cross", the cross-attention keys and values of the memory (MHA in both, so
     equal); "cross_gqa", what those would take with C3's grouping of key/value heads."""
@@ -84,7 +84,7 @@ def init_scales(embed_std: float, batch: int = 4, length: int = 64, seed: int = 
     largest softmax probability; "loss": initial cross-entropy on random targets.
 
     Everything random is drawn from ``seed``: the model's other weights under ``torch.manual_seed(seed)``
-    in a forked random state (the caller's state is left as it was), so chapter 8 and the drill,
+    in a forked random state (the caller's state is left as it was), so the training chapter and the drill,
     which run different code before it, print the same numbers.
     """
     with torch.random.fork_rng(devices=[]):
@@ -254,7 +254,7 @@ def unigram_baseline(codec, corpus, chunk_chars: int) -> dict:
 
 def warmup_contrast(wiring: str, depth: int = 12, steps: int = 60, lr: float = 3e-3, warmup: int = 0,
                     seed: int = 0) -> list[float]:
-    """Training losses of a ``depth``-layer encoder stack (chapter 5's ``build_stack``) on a toy task.
+    """Training losses of a ``depth``-layer encoder stack (the normalisation chapter's ``build_stack``) on a toy task.
 
     The task: 10 random classes per position on a fixed batch of 4 x 16 unit-scale inputs (ln 10 is
     chance). AdamW with cipherlab's betas at a constant ``lr`` after a linear ``warmup`` (0: none).

@@ -50,7 +50,7 @@ from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 FACTS: dict[str, dict[str, Callable[[], object]]] = {}
 
 
-# --------------------------------------------------------------------------- chapter 1, the task and the data: experiments/task.py
+# --------------------------------------------------------------------------- the task and the data: experiments/task.py
 
 FACTS["task"] = {
     "task_key_len": lambda: len(KEY),
@@ -71,7 +71,7 @@ FACTS["task"] = {
 }
 
 
-# --------------------------------------------------------------------------- chapter 2, attention: experiments/attention.py
+# --------------------------------------------------------------------------- attention: experiments/attention.py
 
 FACTS["attention"] = {
     "attn_var_over_d_512": lambda: att.scaling_experiment(512)["var_over_d"],
@@ -120,7 +120,7 @@ FACTS["attention"] = {
 }
 
 
-# --------------------------------------------------------------------------- chapter 3, multi-head and grouped-query attention, the KV cache: experiments/mha.py
+# --------------------------------------------------------------------------- multi-head and grouped-query attention, the KV cache: experiments/mha.py
 
 FACTS["mha"] = {
     # the (2, 4, 12), h = 3 trace
@@ -131,7 +131,7 @@ FACTS["mha"] = {
     "mha_trace_concatenated": lambda: str(mha.trace_shapes()["concatenated"]),
     "mha_trace_o_proj_weight": lambda: str(mha.trace_shapes()["o_proj_weight"]),
     "mha_trace_output": lambda: str(mha.trace_shapes()["output"]),
-    # chapter 3's trace: 5 queries read 7 keys, every axis a different size
+    # the multi-head attention chapter's trace: 5 queries read 7 keys, every axis a different size
     **{f"mha_xtrace_{stage}": (lambda stage=stage: str(mha.trace_shapes(length=5, key_length=7)[stage]))
        for stage in ("projected", "heads", "scores", "head_outputs", "concatenated", "output")},
     # parameter budgets from real modules
@@ -196,7 +196,7 @@ FACTS["mha"] = {
 }
 
 
-# --------------------------------------------------------------------------- chapter 4, positions: experiments/positional.py
+# --------------------------------------------------------------------------- positions: experiments/positional.py
 
 _pos_permutation_checks = functools.cache(pos.permutation_checks)  # several facts read one run
 _pos_phase_readout_table = functools.cache(pos.phase_readout_table)
@@ -277,7 +277,7 @@ FACTS["positional"] = {
 }
 
 
-# --------------------------------------------------------------------------- chapter 5, normalisation: experiments/norm.py
+# --------------------------------------------------------------------------- normalisation: experiments/norm.py
 
 _nrm_depth_profile = functools.cache(nrm.depth_profile)  # many facts read the same three runs
 _nrm_bf16_errors = functools.cache(nrm.bf16_statistics_errors)
@@ -338,7 +338,7 @@ FACTS["norm"] = {
 }
 
 
-# --------------------------------------------------------------------------- chapter 6, tokenisation: experiments/bpe.py
+# --------------------------------------------------------------------------- tokenisation: experiments/bpe.py
 
 FACTS["bpe"] = {
     "drill_first_merge": lambda: " + ".join(repr(s) for s in bpe.drill_trace()[0][0]),
@@ -380,7 +380,7 @@ FACTS["bpe"] = {
 }
 
 
-# --------------------------------------------------------------------------- chapter 7, the Byte Latent Transformer: experiments/blt.py
+# --------------------------------------------------------------------------- the Byte Latent Transformer: experiments/blt.py
 
 FACTS["blt"] = {
     "byte_vocab": lambda: VOCAB_SIZE,
@@ -438,7 +438,7 @@ FACTS["blt"] = {
 }
 
 
-# --------------------------------------------------------------------------- chapter 8, assembling and training the model: experiments/training.py
+# --------------------------------------------------------------------------- assembling and training the model: experiments/training.py
 
 _trn_init_scales = functools.cache(trn.init_scales)
 _trn_spike = functools.cache(trn.adam_spike)
@@ -502,7 +502,7 @@ FACTS["training"] = {
 }
 
 
-# --------------------------------------------------------------------------- chapter 9, results and the ablation: experiments/results.py
+# --------------------------------------------------------------------------- results and the ablation: experiments/results.py
 
 FACTS["results"] = {
     # the findings that open the chapter
@@ -682,7 +682,7 @@ FACTS["results"] = {
 }
 
 
-# --------------------------------------------------------------------------- chapter 11, broken models: experiments/broken.py
+# --------------------------------------------------------------------------- broken models: experiments/broken.py
 
 FACTS["broken"] = {
     # 11.1 the causal mask

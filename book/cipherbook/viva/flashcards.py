@@ -1,10 +1,10 @@
-"""Flashcards over the viva bank (chapter 10, the viva drill).
+"""Flashcards over the viva bank (the viva drill).
 
 The cards are the questions of ``book/cipherbook/viva/bank/*.yml``, the same source the chapters'
 viva sections are generated from. ``Deck`` is the logic (order, position, the known set, the
 score) and runs without a kernel; ``Flashcards`` is a thin ipywidgets view over it, for a live
 kernel. ``flashcards_html`` is the same drill as one self-contained HTML fragment with its own
-small script: it works on the built book, where no kernel runs (chapter 10 shows it).
+small script: it works on the built book, where no kernel runs (the viva drill chapter shows it).
 
 Answers are CommonMark whose numbers are ``{fact}`key``` placeholders; a card shows them
 with the numbers filled in by ``fill_facts`` (and any MyST-style role reduced to its text), so
