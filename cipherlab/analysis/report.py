@@ -34,7 +34,7 @@ from pathlib import Path
 from cipherlab.analysis import ablation
 from cipherlab.data.cipher import PERIOD
 from cipherlab.base.config import CONFIG_NAMES
-from cipherlab.base.errors import first_line, outside_results, writable_folder
+from cipherlab.base.errors import first_line, outside_results, writable_folder, write_text_atomic
 from cipherlab.analysis.score import DEFAULT_CHUNKS, DEFAULT_FIRST, read_text_lines, score_predictions
 
 __all__ = ["DEFAULT_CHUNK_CHARS", "LENGTH_BINS", "REPORT_FILE", "Block", "Report", "build_report",
@@ -788,9 +788,7 @@ def write_report(report: Report, out: str | Path, force: bool = False) -> Path:
     out = writable_folder(check_out(out, force), "--out")
     for name, fig in report.figures.items():
         fig.savefig(out / name, dpi=110)
-    path = out / REPORT_FILE
-    path.write_text(report.markdown(), encoding="utf-8")
-    return path
+    return write_text_atomic(out / REPORT_FILE, report.markdown())  # whole or not at all (a full disk)
 
 
 # --------------------------------------------------------------------------- the parts each run was trained with

@@ -159,6 +159,10 @@ class Config:
         _check_choice("preset", self.preset, tuple(PRESETS))
         for field, choices in _CHOICES.items():
             _check_choice(field, getattr(self, field), choices)
+        for field in (*_POSITIVE, *_RANGES):  # before the divisions: n_heads=0
+            problem = _out_of_range(field, getattr(self, field))
+            if problem:
+                raise ConfigError(f"{field}={getattr(self, field)}: {problem}")
         if self.d_model % self.n_heads:
             raise ConfigError(
                 f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
@@ -169,10 +173,6 @@ class Config:
                 f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}; "
                 "GQA shares each key/value head among n_heads // n_kv_heads query heads"
             )
-        for field in (*_POSITIVE, *_RANGES):
-            problem = _out_of_range(field, getattr(self, field))
-            if problem:
-                raise ConfigError(f"{field}={getattr(self, field)}: {problem}")
         for field in ("case_flip", "substitution"):
             if getattr(self, field) and not self.phase_shuffle:
                 raise ConfigError(

@@ -215,7 +215,8 @@ def _check_writable(folder: Path, label: str) -> None:
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` so that a reader sees the old file or the new one, never half, and
     a full disk or a crash leaves the old file (or none), not a torn or empty one: a temporary file beside
-    it, flushed to disk, then ``os.replace``. The temporary file is removed whatever happens."""
+    it, flushed to disk, then ``os.replace``. The temporary file is removed whatever happens; an error of the
+    disk (a full one: ENOSPC while writing, which names no file) is an OSError naming ``path``."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per process: two writers never share it
     try:
@@ -224,6 +225,10 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        if e.errno is None or not e.strerror or e.filename not in (None, str(tmp)):
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from None
     finally:
         tmp.unlink(missing_ok=True)
     return path

@@ -7,11 +7,10 @@ then :func:`~cipherlab.analysis.doctor.report`); here are its flags, its progres
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from cipherlab.analysis.doctor import (DEFAULT_ATTENTION_CHUNKS, DEFAULT_LINES, DEFAULT_RANDOM, DEFAULT_SEED,
                                        diagnose_checkpoint, report)
-from cipherlab.base.errors import outside_results, writable_file
+from cipherlab.base.errors import outside_results, writable_file, write_text_atomic
 from cipherlab.cli.common import device_option
 from cipherlab.student.parts import import_parts
 from cipherlab.pipeline.train import StepBar
@@ -37,7 +36,7 @@ def _cmd_doctor(args) -> int:
                                      parts=import_parts(args.part, load=load_target))
     print(report(result))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_text_atomic(args.json, json.dumps(result, indent=2) + "\n")  # whole or not at all (a full disk)
         print(f"wrote {args.json}")
     return 0
 

@@ -55,13 +55,14 @@ from cipherlab.pipeline.evaluate import (decoding_name, evaluate_checkpoint, met
                                 write_table)
 from cipherlab.student.parts import PARTS, PartError, import_parts, load_parts, parse_part, part_records, unused_parts
 from cipherlab.analysis.score import read_text_lines
-from cipherlab.pipeline.train import TrainingDiverged, own_folder, train_config
+from cipherlab.pipeline.train import TrainingDiverged, own_folder, own_record, train_config
 
 __all__ = ["register_cli"]
 
 _DATA_HELP = "folder with brown_plain.txt (default: $CIPHERLAB_DATA_DIR or the repository's data/)"
 _DEVICE_HELP = "cpu, cuda, cuda:1 or mps (default: cuda if present, then mps, then cpu)"
 _THREADS_NOTE = "On a shared CPU, OMP_NUM_THREADS=1 avoids threads fighting over cores."
+MAX_BEAM = 32  # --beam at most: beam search costs the beam size times greedy decoding's work
 
 
 def _error(message: str) -> int:
@@ -88,7 +89,8 @@ def _cmd_train(args) -> int:
     try:
         writable_folder(outside_results(out, "--out"), "--out")  # both before training, not after it
         results = writable_folder(results_folder, "--results-dir")
-        with own_folder(out, "--out"):  # the run owns --out until its record is written: one writer at a time
+        with own_folder(out, "--out"), own_record(results / f"{config.name}.json", "--results-dir"):
+            # the run owns --out and its results record until the record is written: one writer at a time
             if (out / "last.pt").exists() and not (args.resume or args.overwrite):
                 raise FileExistsError(
                     f"{out} already holds a training run; pass --resume to continue it, --overwrite to start "
@@ -202,6 +204,9 @@ def _length_aware(args) -> bool:
     beam = getattr(args, "beam", 1)  # train has no --beam
     if beam < 1:
         raise ValueError(f"--beam {beam}: the beam size is at least 1 (1 is greedy decoding)")
+    if beam > MAX_BEAM:
+        raise ValueError(f"--beam {beam}: at most {MAX_BEAM}; each prefix the beam keeps is decoded on every line, "
+                         f"so a beam of {beam} takes about {beam} times as long as greedy decoding (1)")
     return length_aware_by_default(beam, False if args.free else None)
 
 
@@ -514,7 +519,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--split", default="test", choices=["val", "test", "all"],
                    help="val or test of the training data, or all: every line of --data-dir, which "
                    "may be text the model never saw (default: %(default)s)")
-    p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
+    p.add_argument("--beam", type=int, default=1, metavar="N", help=f"beam size, 1 to {MAX_BEAM}; 1 is greedy (default)")
     p.add_argument("--json", metavar="FILE", help="also write the metrics to FILE")
     _add_free(p)
     _add_part(p, "load")
@@ -541,7 +546,7 @@ def register_cli(subparsers) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("bits", nargs="?", metavar="BITS", help="one cipher line")
     source.add_argument("--input", metavar="FILE", help="a file with one cipher line per line")
-    p.add_argument("--beam", type=int, default=1, metavar="N", help="beam size; 1 is greedy (default)")
+    p.add_argument("--beam", type=int, default=1, metavar="N", help=f"beam size, 1 to {MAX_BEAM}; 1 is greedy (default)")
     _add_free(p)
     _add_part(p, "load")
     p.add_argument("--device", type=device_option, help=_DEVICE_HELP)

@@ -245,22 +245,26 @@ def check_line_count(n_lines: int, path: str | os.PathLike = PLAIN_FILE) -> None
 def get_splits(n_lines: int, sha256: str, path: Path, seed: int = SPLIT_SEED) -> dict[str, list[int]]:
     """The split saved in ``path`` if it was made from this very data, else a fresh one, saved.
 
-    A file made from other data (a different digest, line count or seed) is detected and replaced,
-    with a message on stderr -- never reused. The file is written only when it is missing or
+    A file made from other data (a different digest, line count or seed), or whose lists of lines were
+    changed (test lines that are training lines would score the model on what it learned), is detected and
+    replaced, with a message on stderr -- never reused. The file is written only when it is missing or
     stale; where it cannot be (a read-only data folder) a note on stderr says so and the fresh
     split is used unsaved: the seed makes it the same split every time.
     """
     path = Path(path)
+    splits = split_lines(n_lines, seed)  # the seed fixes it: the file is a record of it
     if path.exists():
         try:
             saved = json.loads(path.read_text())
             fresh = (saved["sha256"], saved["n_lines"], saved["seed"]) == (sha256, n_lines, seed)
+            changed = fresh and any(saved[name] != splits[name] for name in SPLIT_FRACTIONS)
         except (ValueError, KeyError, TypeError):
-            fresh = False
-        if fresh:
-            return {name: saved[name] for name in SPLIT_FRACTIONS}
-        print(f"cipherlab: {path} was made from other data; writing a new split", file=sys.stderr)
-    splits = split_lines(n_lines, seed)
+            fresh = changed = False
+        if fresh and not changed:
+            return splits
+        print(f"cipherlab: {path} " + ("was changed by hand: its lists of lines are not the split of its seed "
+                                        f"{seed}" if changed else "was made from other data")
+              + "; writing a new split", file=sys.stderr)
     record = {"sha256": sha256, "n_lines": n_lines, "seed": seed, **splits}
     try:
         _atomic_write(path, json.dumps(record))

@@ -27,6 +27,7 @@ import math
 import os
 import random
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -122,7 +123,9 @@ def load_checkpoint(
     """
     path = require_file(path, "checkpoint", _CHECKPOINT_FIX)
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": a line of its own, before the error
+            warnings.simplefilter("ignore")
+            payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # any unpickling failure means "not a checkpoint we can trust"
         raise CheckpointError(f"{path}: not a readable cipherlab checkpoint ({why(e)}); "
                               f"{_CHECKPOINT_FIX}") from None
@@ -132,6 +135,7 @@ def load_checkpoint(
     missing = [part for part in _PAYLOAD_PARTS if not isinstance(payload.get(part), dict)]
     if missing:
         raise CheckpointError(f"{path}: a cipherlab checkpoint without its {', '.join(missing)}; {_CHECKPOINT_FIX}")
+    _check_weights(path, payload["model"], _CHECKPOINT_FIX)
     _check_sum(path, payload)
     if config is not None:
         saved, now = {**LEGACY_DEFAULTS, **payload["config"]}, config.to_dict()
@@ -164,6 +168,10 @@ def load_checkpoint(
 def _check_sum(path: Path, payload: dict) -> None:
     """Refuse a checkpoint whose tensors, or anything else in it, differ from the checksums saved with them."""
     stored, whole = payload.pop("sha256", None), payload.pop("model_sha256", None)
+    if not all(value is None or isinstance(value, str) for value in (stored, whole)):
+        raise CheckpointError(f"{path}: its checksums are not text (sha256 {stored!r:.20}, model_sha256 "
+                              f"{whole!r:.20}): the file is damaged; copy it again, or use another checkpoint of "
+                              "the run (last.pt, best.pt) or train again")
     if stored is None and whole is None:  # saved before checkpoints carried one: still readable, but unchecked
         print(f"cipherlab: note: {path} has no tensor checksum (saved by an older cipherlab), so damage to it "
               "cannot be detected; training on saves a checked last.pt", file=sys.stderr)
@@ -175,6 +183,15 @@ def _check_sum(path: Path, payload: dict) -> None:
                               "checkpoint of the run (last.pt, best.pt) or train again")
     _check_whole(path, whole, payload_sha256(payload, digest), stored,
                  "copy it again, or use another checkpoint of the run (last.pt, best.pt) or train again")
+
+
+def _check_weights(path: Path, model: dict, fix: str) -> None:
+    """Refuse a checkpoint whose model part holds anything but tensors named by text (a damaged file)."""
+    wrong = next(((name, value) for name, value in model.items()
+                  if not isinstance(name, str) or not isinstance(value, torch.Tensor)), None)
+    if wrong is not None:
+        raise CheckpointError(f"{path}: its model holds {wrong[0]!r:.40} = {type(wrong[1]).__name__}, not a named "
+                              f"tensor: the file is damaged or not a cipherlab checkpoint; {fix}")
 
 
 def _plain(value):
@@ -326,17 +343,27 @@ def _read_export(path: Path) -> dict:
                               f"(sha256 {stored[:12]}...): the file is damaged; copy or export it again")
     _check_whole(path, metadata.get("model_sha256"), export_sha256(metadata, digest), stored,
                  "copy or export it again")
-    artifacts = json.loads(metadata["artifacts"])
-    model = {}
+    payload = {part: _metadata_dict(path, metadata, part) for part in ("config", "artifacts", "identity")}
+    payload["model"] = {}
     for key, value in tensors.items():
         group, _, name = key.partition(".")
-        (model if group == "model" else artifacts)[name] = value
-    return {
-        "config": json.loads(metadata["config"]),
-        "artifacts": artifacts,
-        "identity": json.loads(metadata["identity"]),
-        "model": model,
-    }
+        (payload["model"] if group == "model" else payload["artifacts"])[name] = value
+    return payload
+
+
+def _metadata_dict(path: Path, metadata: dict[str, str], part: str) -> dict:
+    """The JSON object an export's metadata holds as ``part`` (config, artifacts, identity); a CheckpointError
+    naming ``path`` where it is missing or not a JSON object."""
+    text = metadata.get(part)
+    try:
+        value = None if text is None else json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{path}: its metadata's {part} is not a JSON object ("
+                              f"{'missing' if text is None else repr(text[:30])}): the file is damaged or not a "
+                              "cipherlab model; copy or export it again")
+    return value
 
 
 def model_from_payload(payload: dict, device: torch.device, path: str | os.PathLike = "the checkpoint", *,
@@ -451,8 +478,13 @@ def check_model_size(config: Config, codec: Codec, tensors: dict[str, torch.Tens
                      path: str | os.PathLike = "the checkpoint", *, parts: dict[str, type] | None = None) -> None:
     """Refuse (CheckpointError naming ``path``) a stored configuration whose model is beyond
     :data:`STORED_MODEL_LIMITS` or :data:`MAX_MODEL_VALUES`, or whose weights' names and shapes are
-    not the file's ``tensors``: checked on torch's ``meta`` device, where nothing is allocated."""
+    not the file's ``tensors`` (names, shapes and dtypes), or whose weights hold NaN or infinite values: checked
+    on torch's ``meta`` device, where nothing is allocated."""
     fix = "the file is damaged or not a cipherlab model; export or train it again"
+    unfinite = next((key for key, t in tensors.items() if t.is_floating_point() and not torch.isfinite(t).all()), None)
+    if unfinite is not None:
+        raise CheckpointError(f"{path}: its weight {unfinite} holds NaN or infinite values, which no trained model "
+                              f"has; {fix}")
     beyond = [f"{name}={getattr(config, name)}, at most {limit}" for name, limit in STORED_MODEL_LIMITS.items()
               if getattr(config, name) > limit]
     if beyond:
@@ -460,9 +492,10 @@ def check_model_size(config: Config, codec: Codec, tensors: dict[str, torch.Tens
                               f"from a file ({'; '.join(beyond)}); {fix}")
     try:
         with torch.device("meta"):
-            shapes = {key: tuple(t.shape) for key, t in build_model(config, codec, parts=parts).state_dict().items()}
+            built = build_model(config, codec, parts=parts).state_dict()
     except Exception:  # e.g. a student's part that needs real memory: load_state_dict checks instead
         return
+    shapes = {key: tuple(t.shape) for key, t in built.items()}
     values = sum(math.prod(shape) for shape in shapes.values())
     if values > MAX_MODEL_VALUES:
         raise CheckpointError(f"{path}: its configuration makes a model of {values:,} values, more than the "
@@ -474,6 +507,10 @@ def check_model_size(config: Config, codec: Codec, tensors: dict[str, torch.Tens
         raise CheckpointError(f"{path}: its configuration, tokenizers and weights do not fit together ({name}: "
                               f"{shapes.get(name, 'none')} from the configuration, {stored.get(name, 'none')} in "
                               f"the file); {fix}")
+    other = next((key for key in sorted(built) if built[key].dtype != tensors[key].dtype), None)
+    if other is not None:
+        raise CheckpointError(f"{path}: its weight {other} is {tensors[other].dtype}, the model's is "
+                              f"{built[other].dtype}; {fix}")
 
 
 def _read_log_torn(path: Path) -> list[dict]:

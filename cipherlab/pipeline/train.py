@@ -41,6 +41,7 @@ Checkpoint files (save, load, the random-number state, ``log.jsonl``) are
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -87,7 +88,7 @@ __all__ = [
     "WarmupInverseSqrt",
     "FolderInUse", "StepBar", "fused_attention_on",
     "make_optimizer",
-    "make_scheduler", "own_folder",
+    "make_scheduler", "own_folder", "own_record",
     "peak_memory_bytes",
     "seed_everything",
     "sequence_loss",
@@ -625,27 +626,65 @@ class own_folder:  # noqa: N801 - used as a context manager, like open()
 
     def __init__(self, folder: str | os.PathLike, option: str = "--out"):
         self.folder, self.option, self._fd = Path(folder), option, None
+        self.lock, self.target = self.folder, self.folder  # what is locked; what the block owns
 
     def __enter__(self) -> Path:
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows
-            return self.folder
+            return self.target
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise FolderInUse(f"{self.option} {self.folder}: another cipherlab run is writing in this folder now; "
-                              f"wait for it to end, or pass another {self.option} folder") from None
-        self._fd = fd
-        return self.folder
+        while self._fd is None:
+            fd = os.open(self.lock, os.O_RDONLY if self.lock == self.folder else os.O_RDONLY | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise FolderInUse(self._in_use()) from None
+            if _still_named(self.lock, fd):
+                self._fd = fd
+            else:  # a lock file removed by the run that held it, just now: lock the one at that name
+                os.close(fd)
+        return self.target
+
+    def _in_use(self) -> str:
+        return (f"{self.option} {self.folder}: another cipherlab run is writing in this folder now; "
+                f"wait for it to end, or pass another {self.option} folder")
 
     def __exit__(self, *exc) -> None:
         if self._fd is not None:
+            if self.lock != self.folder:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.lock)  # while still held: a run waiting for it locks a new one
             os.close(self._fd)  # closing the only descriptor releases the lock
             self._fd = None
+
+
+class own_record(own_folder):  # noqa: N801
+    """``with own_record(DIR/<run>/c1.json):``: :class:`own_folder`'s lock on one results record, so that
+    two runs of one configuration into one results folder (with different ``--out``) never both write it
+    (the second run's record once replaced the first's without a word). The lock is a hidden file beside
+    the record (``.c1.json.lock``: the record itself is replaced whole when written, which a lock on it
+    would not survive), removed when the block ends; other configurations' records stay free.
+    """
+
+    def __init__(self, record: str | os.PathLike, option: str = "--results-dir"):
+        super().__init__(Path(record).parent, option)
+        self.target = Path(record)
+        self.lock = self.folder / f".{self.target.name}.lock"
+
+    def _in_use(self) -> str:
+        return (f"{self.option}: {self.target}: another cipherlab run of {self.target.stem} is writing this "
+                f"results record now (into another --out folder); wait for it to end, or pass another "
+                f"{self.option}")
+
+
+def _still_named(path: Path, fd: int) -> bool:
+    """Whether the open file ``fd`` is still the one at ``path``."""
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:

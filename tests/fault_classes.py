@@ -1,0 +1,210 @@
+"""The fault classes issue 40's tests try ("Promises kept under faults"), each with the tests that try it.
+
+The issue's closing note gives the count of fault classes tried (``len(FAULT_CLASSES)``), and the tracebacks,
+silent wrong numbers and files lost they found: each test below asserts one clean line (or a clean result) and
+no traceback, that a damaged input never yields a different number without a word, and that no output is left
+torn; so all three are zero while these tests pass. ``tests/test_fault_catalogue.py`` checks that every test
+named here exists, that no two classes share a name, and the count.
+
+A test is named ``tests/FILE.py::TEST``, or ``tests/FILE.py::TEST[ID]`` for one case of a parametrized test
+whose ID is a string in that file (a fuzz test's ``kind``, a command's name). One parametrized test may try
+several classes (``test_a_bad_input_is_one_line_naming_the_path`` tries a table of them).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class FaultClass(NamedTuple):
+    name: str
+    description: str
+    tests: tuple[str, ...]
+
+
+BAD = "tests/test_bad_inputs.py::"
+SUM = "tests/test_faults_checksum.py::"
+RUN = "tests/test_faults_runs.py::"
+MSG = "tests/test_faults_messages.py::"
+RO = "tests/test_results_readonly.py::"
+LOCK = "tests/test_faults_results_lock.py::"
+FUZZ = "tests/test_faults_fuzz.py::"
+MORE = "tests/test_faults_more.py::"
+CONFIG = "tests/test_config.py::"
+TRAIN = "tests/test_train.py::"
+
+_BAD_TABLE = BAD + "test_a_bad_input_is_one_line_naming_the_path"
+_EXPORT = FUZZ + "test_a_damaged_export_is_refused_in_one_line"
+_PAYLOAD = FUZZ + "test_a_checkpoint_with_a_changed_payload_is_refused_in_one_line"
+_RECORDS = FUZZ + "test_a_checkpoint_with_changed_records_is_refused_in_one_line"
+_DISK = MORE + "test_a_full_disk_names_the_file_and_leaves_no_torn_one"
+_RANGE = (CONFIG + "test_a_setting_out_of_its_range_is_refused_naming_the_range",
+          CONFIG + "test_set_out_of_range_is_one_line_naming_the_flag_and_the_range")
+
+
+def _fault(name: str, description: str, *tests: str) -> FaultClass:
+    return FaultClass(name, description, tests)
+
+
+FAULT_CLASSES: list[FaultClass] = [
+    # --------------------------------------------------------------- input files
+    _fault("missing file", "a path that does not exist, for every command's inputs", _BAD_TABLE),
+    _fault("empty file", "a file of no bytes as a checkpoint, cipher input or predictions", _BAD_TABLE,
+           BAD + "test_decrypt_reads_a_notepad_file_and_refuses_an_empty_one"),
+    _fault("folder for a file", "a folder where a file is expected", _BAD_TABLE),
+    _fault("not UTF-8", "Latin-1 bytes in a text input or a data file", _BAD_TABLE),
+    _fault("NUL bytes", "control bytes (NUL) in a predictions file", _BAD_TABLE),
+    _fault("wrong kind of file", "JSON or text given as a checkpoint, a notebook or a model export", _BAD_TABLE),
+    _fault("empty data file", "a data folder whose plaintext file is empty", _BAD_TABLE),
+    _fault("cipher file of other text", "a data folder whose cipher file is not its plaintext's", _BAD_TABLE),
+    _fault("data file is a folder", "brown_plain.txt is a folder", _BAD_TABLE),
+    _fault("random bytes as data", "Hypothesis bytes as a data file", BAD + "test_random_bytes_as_a_data_file"),
+    _fault("random bytes as predictions", "Hypothesis bytes as a predictions file",
+           BAD + "test_random_bytes_as_a_predictions_file"),
+    _fault("random bytes as a checkpoint", "Hypothesis bytes as best.pt or .safetensors",
+           BAD + "test_random_bytes_as_a_checkpoint"),
+    _fault("byte-order mark and CRLF", "a file saved by Windows Notepad", BAD + "test_score_strips_a_byte_order_mark_and_says_so",
+           BAD + "test_decrypt_reads_a_notepad_file_and_refuses_an_empty_one"),
+    _fault("cipher line not bits", "a cipher line with other characters than 0 and 1 (text, a space, a full-width 0)",
+           _BAD_TABLE, MORE + "test_a_cipher_line_with_characters_other_than_0_and_1_is_named"),
+    _fault("character beyond 0-255", "an emoji in a reference file, which the cipher cannot encrypt",
+           MSG + "test_a_reference_character_the_cipher_cannot_encrypt_names_the_file_and_line"),
+    _fault("cipher of another key", "score --cipher of another key, and predictions that are noise",
+           MSG + "test_score_warns_when_the_cipher_is_another_keys_or_the_predictions_are_noise"),
+    _fault("very long line", "one cipher line of 4,000 characters", MORE + "test_a_very_long_cipher_line_decrypts_to_a_line_as_long"),
+    _fault("split file changed by hand", "splits.json whose test lines are training lines, its digest intact",
+           MORE + "test_a_split_file_whose_test_lines_are_training_lines_is_not_used"),
+    _fault("split file of other data", "splits.json made from other data",
+           "tests/test_data.py::test_stale_split_file_from_other_data_is_not_reused"),
+    _fault("too few lines", "a data file too short to give every split a line",
+           "tests/test_data_errors.py::test_too_few_lines_for_the_splits_is_an_error_naming_the_counts"),
+    # --------------------------------------------------------------- checkpoints: what the tests damage by hand
+    _fault("truncated checkpoint", "best.pt or a .safetensors cut short", _BAD_TABLE),
+    _fault("damaged weights in best.pt", "bytes flipped inside a weight's record",
+           BAD + "test_a_damaged_training_checkpoint_is_refused", _RECORDS + "[byte flipped in a record]"),
+    _fault("changed bytes in the pickle", "a bit of best.pt's stored configuration (chunk_chars 32 -> 48), or any byte",
+           SUM + "test_a_flipped_bit_in_a_checkpoints_stored_configuration_is_refused",
+           _RECORDS + "[byte flipped in the pickle]"),
+    _fault("changed record in best.pt", "another data digest in best.pt's identity, its tensors intact",
+           SUM + "test_a_changed_tokenizer_or_record_in_a_checkpoint_is_refused",
+           SUM + "test_a_new_checkpoint_and_export_carry_the_whole_model_checksum"),
+    _fault("export of another configuration", "an export's configuration metadata changed (chunk_chars 48)",
+           SUM + "test_an_export_with_another_configurations_metadata_is_refused"),
+    _fault("committed model, other configuration", "a committed export (no whole-model checksum) with C2's configuration",
+           SUM + "test_a_committed_model_with_another_models_configuration_is_refused",
+           SUM + "test_the_committed_models_load_checked_without_a_note"),
+    _fault("older export", "an export written before the whole-model checksum: loads with a note",
+           SUM + "test_an_older_export_of_ones_own_loads_on_its_tensors_checksum_with_a_note"),
+    _fault("export without a checksum", "an export with no tensor checksum",
+           "tests/test_cli.py::test_an_export_without_a_checksum_is_refused"),
+    _fault("crafted huge configuration", "d_model 8192 with checksums that fit: refused before allocating",
+           SUM + "test_a_crafted_configuration_is_refused_before_any_weight_is_allocated"),
+    _fault("crafted configuration out of range", "chunk_chars -32 with checksums that fit",
+           SUM + "test_a_crafted_configuration_out_of_range_is_refused_naming_the_file"),
+    _fault("configuration with no heads", "n_heads 0 (was a ZeroDivisionError)",
+           FUZZ + "test_a_configuration_with_no_heads_is_refused_not_divided_by"),
+    # --------------------------------------------------------------- checkpoints: valid containers, damaged contents (fuzz)
+    _fault("export metadata value", "a value in an export's configuration, tokenizers or identity JSON",
+           _EXPORT + "[metadata JSON value]"),
+    _fault("export tokenizer value", "a field of a tokenizer stored in an export", _EXPORT + "[tokenizer value]"),
+    _fault("export metadata entry", "an export's metadata entry dropped, replaced by text or JSON, or added",
+           _EXPORT + "[metadata entry]"),
+    _fault("tensor dropped", "an export without one of its tensors", _EXPORT + "[tensor dropped]"),
+    _fault("tensor renamed", "an export's tensor under another name", _EXPORT + "[tensor renamed]"),
+    _fault("tensor added", "an extra tensor in an export", _EXPORT + "[tensor added]"),
+    _fault("tensor of another dtype", "float64, float16, bfloat16 or integer weights", _EXPORT + "[tensor dtype]"),
+    _fault("tensor of another shape", "a weight flattened, cut, grown or with a new axis", _EXPORT + "[tensor shape]"),
+    _fault("byte flipped in an export", "one byte of one tensor", _EXPORT + "[byte flipped in a tensor]"),
+    _fault("NaN or infinite weight", "a weight of NaN or +-inf, also with checksums that fit",
+           _EXPORT + "[NaN or infinity in a weight]"),
+    _fault("another model's metadata", "a committed model's metadata on these tensors", _EXPORT + "[another model's metadata]"),
+    _fault("another model's tensors", "a committed model's tensors under this metadata", _EXPORT + "[another model's tensors]"),
+    _fault("crafted export under evaluate", "an export changed with checksums that fit, through evaluate",
+           FUZZ + "test_a_crafted_export_never_crashes_evaluate"),
+    _fault("checkpoint value changed", "any value in best.pt's payload", _PAYLOAD + "[value changed]"),
+    _fault("checkpoint configuration value", "a configuration field of best.pt", _PAYLOAD + "[config value changed]"),
+    _fault("checkpoint tensor replaced", "a tensor replaced by another (dtype, shape) or by a number, text, None",
+           _PAYLOAD + "[tensor replaced]"),
+    _fault("checkpoint key removed", "a key removed anywhere in best.pt's payload", _PAYLOAD + "[key removed]"),
+    _fault("checkpoint key added", "a key added anywhere in best.pt's payload", _PAYLOAD + "[key added]"),
+    _fault("checksum of another type", "best.pt's sha256 or model_sha256 a number, None or other text",
+           _PAYLOAD + "[checksum value]"),
+    _fault("payload not a dict", "best.pt holding a list, tuple, tensor, number or text", _PAYLOAD + "[not a dict]"),
+    _fault("record removed", "a record of best.pt's zip removed", _RECORDS + "[record removed]"),
+    _fault("record resized", "a tensor record of best.pt shorter or longer", _RECORDS + "[record resized]"),
+    _fault("records swapped", "two tensor records of best.pt swapped", _RECORDS + "[records swapped]"),
+    _fault("pickle that calls code", "best.pt whose pickle calls os.system, eval or print",
+           _RECORDS + "[pickle that calls code]", FUZZ + "test_a_pickle_that_calls_code_is_one_line_in_a_real_process",
+           BAD + "test_no_module_unpickles_code"),
+    _fault("byte order record", "best.pt's byteorder record changed", _RECORDS + "[byte order]"),
+    # --------------------------------------------------------------- runs
+    _fault("two runs, one --out", "a second train into a folder another run writes",
+           RUN + "test_a_second_train_into_a_folder_in_use_is_refused_with_one_line",
+           RUN + "test_the_folder_lock_is_released_when_the_run_ends"),
+    _fault("two runs, one results record", "two runs of one configuration into one --results-dir, other --out",
+           LOCK + "test_a_second_run_of_the_same_configuration_into_the_same_results_is_refused",
+           LOCK + "test_other_configurations_and_other_results_folders_stay_free",
+           LOCK + "test_a_run_that_ends_leaves_its_results_folder_free_and_clean"),
+    _fault("ablate into a results record in use", "ablate's train child refused, ablate exits 1",
+           LOCK + "test_ablate_into_a_results_record_in_use_fails_that_configuration"),
+    _fault("torn last log line", "log.jsonl cut short by a killed run, then --resume",
+           RUN + "test_a_torn_last_log_line_is_dropped_on_resume_with_a_note"),
+    _fault("damaged log line", "a log.jsonl line before the last that is not JSON",
+           RUN + "test_a_damaged_log_line_before_the_last_is_named"),
+    _fault("torn results record", "a torn c2.json in the results folder, found before training",
+           RUN + "test_a_torn_record_in_the_results_folder_is_refused_before_training"),
+    _fault("ablate signalled", "SIGTERM or SIGKILL to ablate: its train child ends too",
+           RUN + "test_ablate_ends_its_train_child_when_it_is_signalled"),
+    _fault("NaN training loss", "the loss becomes NaN: the run stops with the last good state",
+           TRAIN + "test_nan_loss_stops_with_a_clear_message_and_keeps_the_last_checkpoint"),
+    _fault("NaN validation score", "validation loss or accuracy NaN is never picked as best",
+           TRAIN + "test_a_nan_validation_score_stops_the_run_instead_of_being_picked_as_best"),
+    _fault("NaN on long inputs only", "a part NaN from some length on is not told to lower lr",
+           MSG + "test_a_model_nan_only_on_long_inputs_is_not_told_to_lower_the_learning_rate"),
+    _fault("weights blown up", "NaN everywhere after updates is told to lower lr",
+           MSG + "test_weights_gone_wrong_after_updates_are_still_told_to_lower_the_learning_rate"),
+    _fault("results folder under a file", "--results-dir below a regular file, found before training",
+           BAD + "test_train_checks_its_output_folders_before_training"),
+    # --------------------------------------------------------------- disks
+    _fault("full disk, results", "ENOSPC while writing c1.json, its log or the table",
+           MSG + "test_a_failing_write_leaves_every_results_file_as_it_was"),
+    _fault("full disk, evaluate --json", "ENOSPC under evaluate --json", _DISK + "[evaluate --json]"),
+    _fault("full disk, score --json", "ENOSPC under score --json", _DISK + "[score --json]"),
+    _fault("full disk, doctor --json", "ENOSPC under doctor --json", _DISK + "[doctor --json]"),
+    _fault("full disk, report", "ENOSPC under report --out", _DISK + "[report --out]"),
+    _fault("full disk, export", "ENOSPC under export", MORE + "test_a_full_disk_under_export_names_the_file"),
+    _fault("read-only disk, export", "a read-only file system under export",
+           BAD + "test_export_onto_a_read_only_disk_is_one_line"),
+    _fault("read-only disk, outputs", "a read-only file system under an output check",
+           BAD + "test_output_checks_name_a_read_only_file_system"),
+    _fault("read-only data folder", "splits.json cannot be saved: a note, the same split",
+           BAD + "test_a_read_only_data_folder_still_evaluates"),
+    _fault("output under a file", "an output path below a regular file", _BAD_TABLE),
+    _fault("writing into results/", "every writing command aimed at the committed results/",
+           RO + "test_no_command_writes_inside_the_committed_results", RO + "test_train_results_dir_results_passes_the_guard"),
+    _fault("a link into results/", "a symlink into results/, even where results/ is allowed",
+           RO + "test_a_link_into_results_is_refused_even_where_results_is_allowed"),
+    # --------------------------------------------------------------- the command line
+    _fault("unknown device", "--device tpu, meta, cuda:x", MSG + "test_an_unknown_device_names_the_flag_and_the_choices",
+           MSG + "test_doctor_refuses_a_device_cipherlab_does_not_run_on"),
+    _fault("score sizes below one", "score --chunk -3 or 0, --first 0 or -5", MSG + "test_score_sizes_below_one_name_the_flag_and_the_range"),
+    _fault("beam below one", "--beam 0", "tests/test_cli.py::test_bad_input_gets_a_one_line_error_and_a_nonzero_exit"),
+    _fault("beam too wide", "--beam 33 or 100000 (before: hours)", MORE + "test_a_beam_too_wide_to_finish_is_refused_before_decoding",
+           MORE + "test_the_widest_beam_allowed_decodes"),
+    _fault("usage error", "--beam two", BAD + "test_a_usage_error_is_one_line_too"),
+    _fault("SIGPIPE", "the reader of stdout goes away (| head -1), in a real process and inside a command",
+           MSG + "test_a_reader_closing_the_pipe_ends_the_command_quietly",
+           MSG + "test_a_broken_pipe_inside_a_command_is_not_reported_as_a_path"),
+    _fault("unforeseen error", "an exception nobody foresaw: one line and how to see the traceback",
+           BAD + "test_an_error_nobody_foresaw_is_one_line_too", BAD + "test_the_real_entry_points_print_one_line"),
+    _fault("part exits at import", "a --part file calling sys.exit(3)", MSG + "test_a_part_that_exits_at_import_is_named"),
+    _fault("part loops at import", "a --part file that never returns", MSG + "test_a_part_that_loops_at_import_is_stopped_by_a_time_limit"),
+    # --------------------------------------------------------------- settings out of range (one class each)
+    _fault("label_smoothing out of range", "label_smoothing=2 (was a RuntimeError in training)", *_RANGE),
+    _fault("seed out of range", "seed=-1 or 2**32", *_RANGE),
+    _fault("dropout out of range", "dropout=2 or 1", *_RANGE),
+    _fault("lr out of range", "lr=-1, 0 or NaN", *_RANGE),
+    _fault("grad_clip out of range", "grad_clip=-1 (gradient ascent) or 0 (no step moves)", *_RANGE),
+    _fault("weight_decay out of range", "weight_decay=-1", *_RANGE),
+    _fault("max_epochs zero", "max_epochs=0 trains nothing", *_RANGE),
+]
