@@ -1,4 +1,5 @@
-"""The five ablation configurations and the presets that size them (chapter 8 trains them; chapter 9 compares them).
+"""The five ablation configurations and the presets that size them (the training chapter trains
+them; the results chapter compares them).
 
 An ablation is only worth reading if every configuration shares every setting except the
 one component under study. So there is one :class:`Config` dataclass holding all the
@@ -284,7 +285,7 @@ PRESETS = {
     # alignment is one-to-one and short: C1-C4 read whole cipher bytes (source_mode "bytes") and
     # both BPEs learn no merges (vocab None), so source token i and target token i are the same
     # character; with 512/1000-token BPEs instead, C1 learns far less in the same minutes (the
-    # calibration runs, results/calibration/calibration.json, printed in chapter 12, section 12.10).
+    # calibration runs, results/calibration/calibration.json, printed in the notes-recipe appendix).
     # `--source-mode bits --set src_vocab=512` is the course notes' tokenization, reported beside
     # it. 32-character chunks, a larger learning rate and no dropout suit a short run; 2000
     # training lines keep an epoch short, so validation and best.pt come several times per run.

@@ -1,6 +1,6 @@
 """The commands ``train``, ``evaluate``, ``decrypt``, ``export`` and ``ablate`` of ``python -m cipherlab``.
 
-Chapter 8 runs them. ``cipherlab/__main__.py`` builds the parser and calls
+The training chapter runs them. ``cipherlab/__main__.py`` builds the parser and calls
 :func:`register_cli`; every command returns an exit code. A user error (unknown configuration
 or preset, a missing file, a cipher line that is not bits, an output folder that cannot be
 written) raises ValueError or OSError, which ``__main__`` turns into one line on stderr and a
@@ -194,7 +194,6 @@ def _checkpoint_parts(values) -> dict[str, type]:
     """The classes of the ``--part`` values, imported; loading the checkpoint tries them with its configuration
     and compares them with those it was trained with (without ``--part``, it says which to pass)."""
     return import_parts(values, load=load_target)
-
 
 
 def _length_aware(args) -> bool:

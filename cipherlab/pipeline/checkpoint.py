@@ -1,4 +1,4 @@
-"""Checkpoints and model files: save, load, resume, export (chapters 8 and 9).
+"""Checkpoints and model files: save, load, resume, export (the training and results chapters).
 
 - :func:`save_checkpoint` / :func:`load_checkpoint`: a training checkpoint (``best.pt``,
   ``last.pt``), written atomically (temporary file, then ``os.replace``) and read with

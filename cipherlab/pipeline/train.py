@@ -1,4 +1,4 @@
-"""Training: teacher forcing, AdamW with warm-up, checkpoints you can resume exactly (chapter 8).
+"""Training: teacher forcing, AdamW with warm-up, checkpoints you can resume exactly (the training chapter).
 
 One optimisation step is the loop of the course notes, line by line::
 
@@ -535,7 +535,7 @@ def fused_attention_on(device: torch.device | str, enabled: bool | None = None) 
     """Whether training on ``device`` runs attention through ``F.scaled_dot_product_attention``.
 
     ``enabled=None``: on CUDA only, like bf16 autocast (:func:`cipherlab.base.device.autocast`). On a
-    CPU the scratch maths of chapter 2 runs, which is what the book's numbers were measured with.
+    CPU the scratch maths of the attention chapter runs, which is what the book's numbers were measured with.
     """
     return torch.device(device).type == "cuda" if enabled is None else enabled
 
