@@ -77,3 +77,53 @@ def test_every_module_the_package_imports_is_declared_in_pyproject(package, pypr
                     imported.setdefault(top, path.relative_to(root).as_posix())
     assert {m: f for m, f in imported.items() if m not in declared_modules} == {}
     assert declared_modules - set(imported) - own == set()
+
+
+COLAB_RECORD = REPO_ROOT / "benchmarks" / "results" / "colab.json"
+
+
+def _lower_bounds(pyproject: str) -> dict[str, str]:
+    import tomllib
+
+    deps = tomllib.loads((REPO_ROOT / pyproject).read_text(encoding="utf-8"))["project"]["dependencies"]
+    found = {}
+    for dep in deps:
+        name, _, lower = dep.partition(">=")
+        if lower:
+            found[name.strip().lower()] = lower.split(",")[0].strip()
+    return found
+
+
+def test_each_lower_bound_is_the_oldest_version_tested():
+    """pyproject.toml admits no version older than one that ran the tests: requirements.txt's pins (CI) or the
+    Colab stack's (benchmarks/results/colab.json, `make colab-check`). A bound below both is a promise nobody
+    checked; one above both refuses a version that works."""
+    import json
+    import re
+
+    from packaging.version import Version
+
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (REPO_ROOT / "requirements.txt").read_text(), re.M))
+    pins = {name.lower(): version for name, version in pins.items()}
+    colab = json.loads(COLAB_RECORD.read_text(encoding="utf-8"))["versions"]
+    for name, lower in _lower_bounds("pyproject.toml").items():
+        tested = [Version(v) for v in (pins.get(name), colab.get(name)) if v]
+        assert tested, f"{name}: no tested version in requirements.txt or {COLAB_RECORD.name}"
+        assert Version(lower) == min(tested), f"{name}>={lower}, but the oldest version tested is {min(tested)}"
+
+
+def test_the_colab_stack_record_passed_with_colabs_own_versions_in_place():
+    """The committed Colab-stack record: Colab's versions as benchmarks/colab_check.py names them, none moved by
+    installing cipherlab, and no test or chapter failing (`make colab-check` rewrites it before a release)."""
+    import importlib.util
+    import json
+
+    record = json.loads(COLAB_RECORD.read_text(encoding="utf-8"))
+    spec = importlib.util.spec_from_file_location("colab_check", REPO_ROOT / "benchmarks" / "colab_check.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    assert record["colab"] == {"python": check.COLAB_PYTHON, **check.COLAB}
+    assert record["python"].startswith(check.COLAB_PYTHON + ".")
+    assert {name: record["versions"][name] for name in check.COLAB} == check.COLAB
+    assert record["colab_versions_moved"] == {}
+    assert record["failed"] == record["errors"] == 0 and record["passed"] > 1000, record["failing"]
