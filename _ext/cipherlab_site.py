@@ -6,7 +6,7 @@ errors and a request to a CDN).
   different scripts, and the second ``const`` throws "Identifier 'THEBE_JS_URL' has already been
   declared" on every page. Identical inline scripts are kept once here.
 - pydata-sphinx-theme logs "Got invalid theme mode" when no ``default_mode`` is set; set "auto".
-- matplotlib's animation player (``to_jshtml``, chapter 4) links Font Awesome from a CDN for its
+- matplotlib's animation player (``to_jshtml``, the positions chapter) links Font Awesome from a CDN for its
   buttons; the built pages would need the network for them. After the build, that link is
   rewritten to the self-hosted copy (``_vendor/font-awesome``, served under ``_static/``). The
   notebooks keep the CDN link, which works in Colab and JupyterLab.

@@ -1,6 +1,6 @@
 """How fast is BPE from scratch? Writes benchmarks/results/bpe.json. A benchmark, not a test.
 
-Chapter 6 ("Tokenisation") quotes these numbers. On the training split of the embedded corpus it
+The tokenisation chapter quotes these numbers. On the training split of the embedded corpus it
 times, for the source side (1024 ids, "bits" and "bytes" modes) and the target side (8000 ids):
 
 - the fast learner, timed in full as ``BPETokenizer.train`` (pre-tokenization included);

@@ -2,7 +2,7 @@
 
 nbval waits a hard-coded 5 seconds for each output message after a cell has finished; on a busy
 machine the kernel can take longer to report that it is idle after a long cell (the training in
-chapter 2), and the cell then fails although it ran. Give it a minute.
+the attention chapter), and the cell then fails although it ran. Give it a minute.
 
 Each chapter's kernel runs on one thread with no progress bars, as ``python -m cipherbook.viva outputs`` ran it when it
 stored the outputs nbval compares with (``cipherbook.viva.outputs.KERNEL_ENV``).

@@ -111,7 +111,7 @@ def test_an_aligned_model_trains_saves_and_reloads_with_its_codec(sample_dir, tm
     assert [len(o) for o in out] == [len(p) for p in plain]  # the cipher's length, in characters
     rebuilt = codec_from_artifacts(loaded, codec.artifacts())
     assert rebuilt.aligned and rebuilt.tgt.merges == codec.tgt.merges
-    from cipherlab.analysis.attention_maps import attention_view  # weights mapped back to characters (doctor, chapter 2)
+    from cipherlab.analysis.attention_maps import attention_view  # weights mapped back to characters (doctor, the attention chapter)
 
     corpus = load_corpus(sample_dir)
     chunks = [c for c in make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)

@@ -1,4 +1,4 @@
-"""Chapter 11's broken variants: each is caught by the check the chapter uses, and the real module passes it.
+"""The broken-models chapter's broken variants: each is caught by the check the chapter uses, and the real module passes it.
 
 If a check stopped telling the two apart (a refactor of the real module, a weaker measurement),
 the chapter's claim "this measurement catches that bug" would silently rot; these tests fail instead.

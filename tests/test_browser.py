@@ -80,7 +80,7 @@ WAIT_FOR_MATHJAX = """async () => {
 }"""
 
 # Script errors known and not the book's own doing, by page: listed so that any other one fails.
-KNOWN_ERRORS: dict[str, str] = {}  # none: chapter 1's widget is a Text and an HTML widget, no Output
+KNOWN_ERRORS: dict[str, str] = {}  # none: the task chapter's widget is a Text and an HTML widget, no Output
 
 
 class Page:
@@ -241,7 +241,7 @@ PLAYER_PAGES = [p for p in CHAPTERS if "cipherlab-player" in p.read_text(encodin
 
 
 def test_the_animation_player_is_on_chapter_4():
-    assert "04_positional.html" in {p.name for p in PLAYER_PAGES}, "no player on chapter 4 (built with its outputs?)"
+    assert "04_positional.html" in {p.name for p in PLAYER_PAGES}, "no player on the positions chapter (built with its outputs?)"
 
 
 @pytest.mark.parametrize("path", PLAYER_PAGES, ids=_id)

@@ -1,4 +1,4 @@
-"""Chapter 7's measurements that live in ``cipherbook.experiments.blt``: each must tell a right
+"""The BLT chapter's measurements that live in ``cipherbook.experiments.blt``: each must tell a right
 answer from a wrong one, or the chapter's asserts would prove nothing."""
 
 import pytest

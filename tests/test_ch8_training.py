@@ -1,4 +1,4 @@
-"""Chapter 8's claims about AdamW and a gradient spike, and the planner's per-GPU estimate it prints."""
+"""The training chapter's claims about AdamW and a gradient spike, and the planner's per-GPU estimate it prints."""
 
 import pytest
 

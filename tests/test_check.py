@@ -1,4 +1,4 @@
-"""``cipherlab.student.check``: cipherlab's own parts pass every check; the broken variants of chapter 11 and the
+"""``cipherlab.student.check``: cipherlab's own parts pass every check; the broken variants of the broken-models chapter and the
 slips students make are caught with a message that names the bug; ``python -m cipherlab check`` loads a
 student's file and fails on it in one line when it cannot."""
 
@@ -72,7 +72,7 @@ def test_every_part_has_a_reference_that_passes():
 def test_the_kv_cache_is_checked_when_the_layer_takes_one():
     message = check.PARTS["gqa"](GroupedQueryAttention)["kv cache"].message
     assert "equals the full causal pass, with RoPE too" in message
-    with pytest.raises(KeyError):  # a layer without cache= (chapter 3's exercise) is not asked for one
+    with pytest.raises(KeyError):  # a layer without cache= (the multi-head attention chapter's exercise) is not asked for one
         check.PARTS["mha"](rope_ignored_without_cache)["kv cache"]
     with pytest.raises(KeyError):  # off on request: a layer checked without its cache
         check.multi_head(GroupedQueryAttention, "gqa", kv_cache=False)["kv cache"]
@@ -101,7 +101,7 @@ def test_a_plain_function_is_checked_as_attention():
     assert check.attention(sdpa).passed
 
 
-# --------------------------------------------------------------------------- chapter 11's broken variants are caught
+# --------------------------------------------------------------------------- the broken-models chapter's broken variants are caught
 
 
 def _failure(report: check.Report, name: str) -> str:
@@ -413,7 +413,7 @@ def test_a_bpe_that_breaks_ties_the_other_way_is_named():
     assert "both occur" in message and "ties must go to the smallest (left, right) by code point" in message
 
 
-# --------------------------------------------------------------------------- chapter 11's BLT and decoding variants
+# --------------------------------------------------------------------------- the broken-models chapter's BLT and decoding variants
 
 
 def test_mean_pooling_is_caught():

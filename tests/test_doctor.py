@@ -120,7 +120,7 @@ def test_an_untrained_model_learned_neither(name, sample_dir, tmp_path):
 
 
 def test_the_function_behind_the_command_prints_what_the_command_prints(c2_run):
-    """Chapter 9 runs ``print(report(diagnose_checkpoint(CK)))`` and says it is the command's report."""
+    """The results chapter runs ``print(report(diagnose_checkpoint(CK)))`` and says it is the command's report."""
     printed, written, out = c2_run
     result = diagnose_checkpoint(C2, lines=12, n_random=4, attention_chunks=2)
     assert result | {"seconds": 0} == written | {"seconds": 0}  # the same numbers, but for the time taken

@@ -141,13 +141,13 @@ def test_committed_models_give_the_chapter_9_explorer_under_two_megabytes():
     assert len(x.html()) < 2_000_000  # both models together stay under a few MB
 
 
-# --------------------------------------------------------------------------- RoPE (chapter 4)
+# --------------------------------------------------------------------------- RoPE (the positions chapter)
 
 
 def rope_rows():
     rope = RotaryPositionalEmbedding(HEAD_DIM, max_len=64)
 
-    def rotated_pair(pair, i, position):  # chapter 4's function
+    def rotated_pair(pair, i, position):  # the positions chapter's function
         x = torch.zeros(1, 1, 1, HEAD_DIM)
         x[..., i], x[..., i + HALF] = pair
         y = rope.rotate(x, offset=position)[0, 0, 0]
@@ -183,7 +183,7 @@ def test_rope_data_show_that_shifting_both_positions_keeps_the_score():
     assert abs(score(1, 3, 7) - score(1, 3, 20)) > 0.05  # while changing the offset changes it
 
 
-# --------------------------------------------------------------------------- entropy patches (chapter 7)
+# --------------------------------------------------------------------------- entropy patches (the BLT chapter)
 
 
 class _Entropy:
@@ -218,7 +218,7 @@ def test_entropy_data_mark_the_boundaries_of_every_percentile():
         capped.append(1 - by_entropy / counts[-1])
         patches = params(spec)["p_patches"]["value"][str(pct)]
         assert patches.replace(" | ", "") == text[:48]
-    # chapter 7: "raise it and fewer [patches start], and the cap makes a growing share of those that remain"
+    # the BLT chapter: "raise it and fewer [patches start], and the cap makes a growing share of those that remain"
     assert counts == sorted(counts, reverse=True) and counts[0] > counts[-1]
     assert capped == sorted(capped) and capped[0] < capped[-1]
     with pytest.raises(ValueError, match="not one of the slider's"):
@@ -238,7 +238,7 @@ def test_the_book_serves_the_vendored_scripts_before_require_js():
     assert "priority" not in sphinx["nb_ipywidgets_js"]["require.js"]
 
 
-# --------------------------------------------------------------------------- an animation's player (chapter 4)
+# --------------------------------------------------------------------------- an animation's player (the positions chapter)
 
 
 def _animation(frames=range(0, 8, 2), still=(0, 6), columns=2):

@@ -157,7 +157,7 @@ def test_one_bf16_step_of_the_full_size_c1_has_chapter_3s_parameter_count(tmp_pa
 
 
 def test_one_bf16_step_of_the_full_size_c5_has_chapter_7s_parameter_count(tmp_path):
-    config = make_config("c5", "assignment", recipe="notes")  # free byte rows, as chapter 7 counts them
+    config = make_config("c5", "assignment", recipe="notes")  # free byte rows, as the BLT chapter counts them
     smoke = make_config("c5", "smoke", recipe="notes")
     corpus = select_lines(load_corpus(), smoke)  # the entropy model does not change the model's size
     codec = ByteCodec.fit(config, corpus)

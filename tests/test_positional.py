@@ -1,4 +1,4 @@
-"""Sinusoidal, learned and rotary positions: the formulas and the claims chapter 4 makes."""
+"""Sinusoidal, learned and rotary positions: the formulas and the claims the positions chapter makes."""
 
 import math
 

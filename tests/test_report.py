@@ -1,5 +1,5 @@
-"""``python -m cipherlab report``: chapter 9's tables for anyone's runs. On the committed reference runs it
-reproduces chapter 9's main table cell for cell; on prediction files it finds the errors where they are; bad
+"""``python -m cipherlab report``: the results chapter's tables for anyone's runs. On the committed reference runs it
+reproduces the results chapter's main table cell for cell; on prediction files it finds the errors where they are; bad
 input is one line naming the file and the fix; it never writes inside the committed ``results/``."""
 
 import json
@@ -71,12 +71,12 @@ def reference_report(tmp_path_factory):
     return out
 
 
-# --------------------------------------------------------------------------- the reference runs: chapter 9's tables
+# --------------------------------------------------------------------------- the reference runs: the results chapter's tables
 
 
 def test_the_reference_report_has_chapter_9s_main_table_cell_for_cell(reference_report):
     text = (reference_report / report.REPORT_FILE).read_text(encoding="utf-8")
-    chapter, _goals = ablation.reference_tables(ablation.load_reference_runs(REFERENCE))  # what chapter 9 calls
+    chapter, _goals = ablation.reference_tables(ablation.load_reference_runs(REFERENCE))  # what the results chapter calls
     expected = _tables(chapter)[0]
     got = _table_with_header(text, expected[0])
     assert len(got) == len(expected) == 11  # the header and ten runs
@@ -141,7 +141,7 @@ def test_train_records_get_the_comparison_table_curves_and_errors_json(tmp_path,
     missing = [row[0] for row in _table_with_header(text, ["section", "input", "lacks"])[1:]]
     # the notes records predate the recipe's fields and keep no exact_by_line
     assert missing == ["What the recipe hands the model", "Paired comparisons against the baseline", "Random-string probe"]
-    assert "exact lines: reading" in text  # the unpaired comparison of chapter 9 instead
+    assert "exact lines: reading" in text  # the unpaired comparison of the results chapter instead
 
 
 def test_train_records_that_keep_per_line_outcomes_get_mcnemar(tmp_path):

@@ -1,5 +1,5 @@
 """cipherlab.analysis.ablation and cipherlab.analysis.attention_maps: reading the committed results, the tables and statistics
-chapter 9 prints, attention at character level, and the claims the results viva answers make."""
+the results chapter prints, attention at character level, and the claims the results viva answers make."""
 
 import json
 import math
@@ -461,7 +461,7 @@ def test_trained_on_finds_the_run_each_extended_log_continues(monkeypatch, tmp_p
     assert "| C2 | results/notes/equal-epochs/cpu | 5 | 8 | 900 | 100 | time budget |" in table
 
 
-# --------------------------------------------------------------------------- the committed results chapter 9 reads
+# --------------------------------------------------------------------------- the committed results the results chapter reads
 
 CHAPTER_9_FILES = (
     [f"notes/cpu/{c}.json" for c in ("c1", "c2", "c3", "c4", "c5")] + [f"notes/cpu/{c}.log.jsonl" for c in ("c1", "c2", "c3", "c4", "c5")]
@@ -477,7 +477,7 @@ CHAPTER_9_FILES = (
 @pytest.mark.parametrize("name", CHAPTER_9_FILES)
 def test_every_committed_file_chapter_9_reads_is_there(name):
     path = ablation.REPO_RESULTS_DIR / name
-    assert path.is_file() and path.stat().st_size > 0, f"{path} is missing: chapter 9 and its viva answers read it"
+    assert path.is_file() and path.stat().st_size > 0, f"{path} is missing: the results chapter and its viva answers read it"
 
 
 def test_the_stdlib_lines_chapter_9_compares_with_are_there():
@@ -566,7 +566,7 @@ def test_the_reference_answers_say_what_the_files_hold():
     assert common.reference_epochs() and len(facts.ref_time_ratios("c5")) == common.reference_seeds()
     # §7.6 Q1: "under the default recipe every source also ends with EOS"
     assert RECIPES[DEFAULT_RECIPE]["source_eos"] is True
-    # chapter 7 counts the cpu preset's models as the reference ablation trained them (its cell prints them)
+    # the BLT chapter counts the cpu preset's models as the reference ablation trained them (its cell prints them)
     assert blt.c1_params("cpu") == common.reference_params("c1")
     assert blt.c5_model("cpu").num_params() == common.reference_params("c5")
     # §7.1 Q3: with the course notes' recipe a cpu-preset source fits one window: no all-padding window
@@ -701,7 +701,7 @@ def test_paired_rows_set_each_configuration_against_c1_of_the_same_seed():
 
 
 def test_the_paired_test_of_the_reference_ablation_finds_one_low_p_value_in_one_seed():
-    """What chapter 9's second finding rests on: of C2-C5 against C1, seed by seed and set by set, one
+    """What the results chapter's second finding rests on: of C2-C5 against C1, seed by seed and set by set, one
     p-value below 0.05 (C2, seed 1, docstrings), and the other seed ties C1 there."""
     reference = ablation.load_reference_runs()
     assert {name for name, _ in reference} == set(CONFIG_NAMES) and {s for _, s in reference} == {0, 1}
