@@ -1,6 +1,6 @@
-"""The fault classes issue 40's tests try ("Promises kept under faults"), each with the tests that try it.
+"""The fault classes the fault tests try (promises kept under faults), each with the tests that try it.
 
-The issue's closing note gives the count of fault classes tried (``len(FAULT_CLASSES)``), and the tracebacks,
+A closing note gives the count of fault classes tried (``len(FAULT_CLASSES)``), and the tracebacks,
 silent wrong numbers and files lost they found: each test below asserts one clean line (or a clean result) and
 no traceback, that a damaged input never yields a different number without a word, and that no output is left
 torn; so all three are zero while these tests pass. ``tests/test_fault_catalogue.py`` checks that every test

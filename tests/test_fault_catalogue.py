@@ -1,5 +1,5 @@
 """The catalogue of fault classes (``tests/fault_classes.py``) points at real tests, names each class once, and
-counts at least 60: the count the closing note of issue 40 gives is ``len(FAULT_CLASSES)``."""
+counts at least 60: the count a closing note gives is ``len(FAULT_CLASSES)``."""
 
 from __future__ import annotations
 
