@@ -1,7 +1,7 @@
 """Decoding speed: the caches of both model families, batched beam search, lines per second (not a test).
 
-Measures, on the CPU it runs on, with the five committed cpu-preset models of the controlled
-ablation (``results/learn/ablation/checkpoints/c1..c5.safetensors``, seed 0):
+Measures, on the CPU it runs on, with the five committed cpu-preset reference models
+(``results/checkpoints/c1..c5.safetensors``, the reference ablation's seed-0 runs):
 
 1. **C5's decoder cache.** Greedy decoding of ``--cache-bytes`` target bytes (EOS never chosen, so
    every row decodes them all) from random source bytes, with the cache

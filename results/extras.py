@@ -7,9 +7,10 @@ Run from the repository root after `python -m cipherlab ablate --preset cpu` has
 
 It writes
 - results/notes/checkpoints/<config>.safetensors: the trained model (weights, configuration and
-  tokenizers or entropy model; no optimiser state, no pickle), read by `load_trained`;
+  tokenizers or entropy model; no optimiser state, no pickle), read by `load_trained`. The C2 and C5
+  it wrote are no longer in the tree: results/notes/checkpoints/README.md names the commit that holds them;
 - results/notes/checkpoints/<config>.sample.json: the first test lines and their length-aware greedy
-  decryption by the exported model (tests/test_checkpoints.py checks it still decodes them so);
+  decryption by the exported model (tests/test_checkpoints.py checks they are the split's test lines);
 - results/notes/cpu/beam.json: greedy and beam-search metrics of the same exported model on the
   first 50 test lines (beam search decodes one chunk at a time);
 - results/notes/cpu/generalisation.json: greedy metrics on every line of data/stdlib, English the

@@ -116,10 +116,11 @@ def main() -> int:
       "(`train --resume --set max_epochs=5 --time-budget 0`).")
     w("- **Extended C2 and C5** (`results/notes/extended/cpu/`): the five-epoch runs continued for 15 more minutes "
       "(`train --resume --set max_epochs=100 --time-budget 900`), the same learning-rate schedule carried "
-      "on; these are the committed models `results/notes/checkpoints/c2.safetensors` and `c5.safetensors`.")
+      "on; these models were exported to `results/notes/checkpoints/` (the README there names the commit "
+      "that holds them; the committed models are the reference ones, `results/checkpoints/`).")
     w("- **Length-aware decoding, error analysis** (`results/notes/cpu/errors.json`): `python results/analysis.py`.")
     w("- **Greedy vs beam, generalisation** (`results/notes/cpu/beam.json`, `generalisation.json`): "
-      "`python results/extras.py --run cpu-long` on the committed models.")
+      "`python results/extras.py --run cpu-long` on those exported models.")
     w("- **Calibration** (`results/calibration/`): the 6-minute validation runs that chose the preset.\n")
     w(f"Machine: {any_record['device']} (a 2-core Intel Xeon virtual machine, 23 GiB; "
       f"torch {any_record['torch_version']}), 2 cores shared by two training runs at a time (and the "
@@ -198,7 +199,7 @@ def main() -> int:
         w("")
 
     if beam:
-        w("### Greedy and beam search on its committed C2 and C5\n")
+        w("### Greedy and beam search on its extended C2 and C5\n")
         w(R.beam_table(beam))
         w("")
     if general:
@@ -277,7 +278,8 @@ def main() -> int:
           "most characters wrong. `results/learn/ablation/` holds the controlled ablation of three changes to "
           "the shared data pipeline and embeddings (phase-preserving shuffles, bit-factored embeddings, a "
           "key-phase embedding; best.pt chosen on validation accuracy), all five configurations at equal "
-          "epochs with two seeds, the seed-0 models committed. Its README gives every run; against the "
+          "epochs with two seeds, the seed-0 models exported (`checkpoints/README.md` there names the commit that "
+          "holds them). Its README gives every run; against the "
           "goals (percent, seed 0 / seed 1):\n")
         w(R.learn_tables(runs)[1])
         w("")

@@ -34,7 +34,7 @@ from cipherbook.viva.__main__ import main as viva_main
 from samples import SAMPLE_LINES
 
 ROOT = Path(__file__).resolve().parents[1]
-C2 = ROOT / "results" / "notes" / "checkpoints" / "c2.safetensors"
+C2 = ROOT / "results" / "checkpoints" / "c2.safetensors"  # the reference C2
 FAST_DOCTOR = ["--lines", "4", "--random", "2", "--attention-chunks", "1"]
 
 

@@ -191,7 +191,7 @@ def test_a_damaged_export_is_refused_with_a_clear_error(tmp_path, capsys):
     from cipherbook.viva import REPO_ROOT
 
     damaged = tmp_path / "c2.safetensors"
-    damaged.write_bytes((REPO_ROOT / "results" / "notes" / "checkpoints" / "c2.safetensors").read_bytes())
+    damaged.write_bytes((REPO_ROOT / "results" / "checkpoints" / "c2.safetensors").read_bytes())
     _flip_last_byte(damaged)
     assert main(["decrypt", "--checkpoint", str(damaged), encrypt("Hi")]) == 1
     err = capsys.readouterr().err
@@ -204,7 +204,7 @@ def test_an_export_without_a_checksum_is_refused(tmp_path, capsys):
 
     from cipherbook.viva import REPO_ROOT
 
-    with safe_open(str(REPO_ROOT / "results" / "notes" / "checkpoints" / "c2.safetensors"), framework="pt") as f:
+    with safe_open(str(REPO_ROOT / "results" / "checkpoints" / "c2.safetensors"), framework="pt") as f:
         meta = {k: v for k, v in f.metadata().items() if k != "sha256"}
         tensors = {k: f.get_tensor(k) for k in f.keys()}
     old = tmp_path / "old.safetensors"

@@ -179,7 +179,7 @@ def test_every_stored_configuration_under_results_loads_as_it_did_before_the_def
     snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
     stored = stored_configurations()
     assert sorted(stored) == sorted(snapshot), "a file under results/ came or went: regenerate the snapshot"
-    assert any(snapshot.values())  # some files do lack fields (results/notes/checkpoints lack 12)
+    assert any(snapshot.values())  # some files do lack fields (the records of results/notes lack a dozen)
     for place, values in stored.items():
         config = config_from_dict(values)
         assert {k: v for k, v in config.to_dict().items() if k in values} == \

@@ -50,7 +50,7 @@ def test_probe_and_breakdown_count_position_by_position():
 
 @pytest.fixture(scope="module")
 def c2_run(tmp_path_factory):
-    """The command on the committed C2 with FAST settings: (what it printed, the JSON it wrote, the JSON's path)."""
+    """The command on the committed (reference) C2 with FAST settings: (what it printed, the JSON it wrote, the JSON's path)."""
     out = tmp_path_factory.mktemp("doctor") / "doctor.json"
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
@@ -73,7 +73,7 @@ def test_doctor_on_the_committed_c2_model(c2_run):
     x = result["cross_attention"]
     assert x["last_layer"] == 1 and len(x["diagonal_per_head"]) == 8 and x["chunks"] == 2
     assert 0.0 <= x["diagonal_mean"] <= x["diagonal_best"] <= x["within_one_best"] <= 1.0 + 1e-6
-    assert result["checkpoint"]["config"] == "c2" and result["checkpoint"]["params"] == 970_112
+    assert result["checkpoint"]["config"] == "c2" and result["checkpoint"]["params"] == 930_176  # the reference C2
 
 
 def test_the_report_states_the_verdict_and_its_thresholds(c2_run):

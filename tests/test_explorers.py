@@ -130,14 +130,17 @@ def test_committed_models_give_the_chapter_9_explorer_under_two_megabytes():
     from cipherlab.analysis import attention_maps
 
     torch.set_num_threads(1)
-    model, codec, config = attention_maps.load_committed_model("c2")
+    model, codec, config = attention_maps.load_committed_model("c2")  # the reference C2
     view = attention_maps.attention_view(model, codec, attention_maps.example_chunks(config, 4), "C2")
     modules = {(f"C2: {kind}, layer {layer}",): w for (kind, layer), w in view.maps.items()}
     x = explorers.heatmap_explorer(modules, ("module",), ("C2: cross, layer 1", 0, 0), texts=view.texts, vmax=None)
     assert params(x.spec)["p_texts"]["value"] == view.texts
+    assert len(spec_rows(x.spec)) == len(modules) * view.n_heads * 4
     for row in spec_rows(x.spec):
-        v = np.array(row["v"]).reshape(-1, row["nk"]) / 1000
-        assert np.allclose(v.sum(1), 1, atol=0.02)
+        v = np.array(row["v"]).reshape(-1, row["nk"]) / 1000  # the page's weights, to the thousandth
+        assert np.allclose(v, modules[(row["module"],)][row["example"], row["head"]].numpy(), atol=0.0005 + 1e-9)
+        # a row's weight on characters: all of it, less what the end-of-source token (no character) took
+        assert (v.sum(1) <= 1.02).all()
     assert len(x.html()) < 2_000_000  # both models together stay under a few MB
 
 

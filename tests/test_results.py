@@ -470,7 +470,7 @@ CHAPTER_9_FILES = (
     + [f"notes/equal-epochs/cpu/{c}.log.jsonl" for c in ("c2", "c5")]
     + [f"notes/extended/cpu/{c}.json" for c in ("c2", "c5")] + [f"notes/extended/cpu/{c}.log.jsonl" for c in ("c2", "c5")]
     + ["notes/cpu/errors.json", "notes/cpu/beam.json", "notes/cpu/generalisation.json", "calibration/calibration.json",
-       "notes/checkpoints/c2.safetensors", "notes/checkpoints/c5.safetensors"]
+       "notes/checkpoints/c2.sample.json", "aligned/c1.safetensors"]
 )
 
 

@@ -13,8 +13,8 @@ The attention chapter and the results chapter share this one module:
   measure what the pictures show;
 - :func:`plot_heads` draws every head of one module, :func:`plot_head` one head large,
   :func:`plot_offsets` the weight by offset;
-- :func:`load_committed_model` and :func:`example_chunks` give the results chapter the committed models and
-  a few test chunks to look at.
+- :func:`load_committed_model` and :func:`example_chunks` give the chapters the committed reference models
+  (``results/checkpoints``) and a few test chunks to look at.
 
 Every plotting function returns a matplotlib Figure that pyplot no longer holds: show it with
 ``display(fig)`` (or as a cell's last expression), save it with ``fig.savefig``.
@@ -119,7 +119,8 @@ class AttentionView:
     (the token, patch or byte that holds) character i, column j the weight that reaches character j.
     A token's or patch's weight is shared equally among its characters (bits, for a BPE token over
     cipher bits), and a character's row is the row of the token that holds it, so every model --
-    BPE tokens, bytes, patches -- lands on the same character grid and rows still sum to 1.
+    BPE tokens, bytes, patches -- lands on the same character grid and rows still sum to 1, less the
+    weight on a token that holds no character (the end-of-source token, ``Config.source_eos``).
     """
 
     config: str
@@ -312,21 +313,22 @@ def attention_table(summary: list[dict]) -> str:
 
 
 def committed_checkpoint(config: str) -> Path:
-    """The course notes' recipe's committed model of a configuration (the C2 and C5 the chapters explore): ``results/notes/checkpoints/<config>.safetensors``; the default recipe's five are ``results/checkpoints/``."""
-    return results_dir() / "notes" / "checkpoints" / f"{config}.safetensors"
+    """The committed reference model of a configuration: ``results/checkpoints/<config>.safetensors``, the
+    seed-0 run of the reference ablation (``results/reference``), trained with the default recipe."""
+    return results_dir() / "checkpoints" / f"{config}.safetensors"
 
 
 def load_committed_model(config: str):
-    """(model, codec, Config) of the committed model of ``config``, on the CPU.
+    """(model, codec, Config) of the committed reference model of ``config`` (:func:`committed_checkpoint`), on the CPU.
 
-    Raises FileNotFoundError naming the file when it is not there (only C2 and C5 are committed).
+    Raises FileNotFoundError naming the file when it is not there.
     """
     from cipherlab.pipeline.checkpoint import load_trained
 
     path = committed_checkpoint(config)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no committed model of {config.upper()} (results/extras.py exports them; "
-                                "restore the file from git)")
+        raise FileNotFoundError(f"{path}: no committed model of {config.upper()} (the reference ablation's seed-0 "
+                                "models are results/checkpoints/c1..c5.safetensors; restore the file from git)")
     return load_trained(path, device="cpu")
 
 

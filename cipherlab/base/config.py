@@ -454,7 +454,7 @@ def make_config(name: str, preset: str = "assignment", recipe: str = DEFAULT_REC
 # What a configuration stored before Config's defaults became make_config("c1")'s carried implicitly: the
 # dataclass defaults until then (the assignment's sizes, the course notes' 1024/8000 BPE over bits, the notes'
 # recipe). Checkpoints, exports and results records written then left out the fields added after them, and
-# rely on these values for them (results/notes/checkpoints lack 12 of them). Written once; never change it.
+# rely on these values for them (the records of results/notes lack a dozen of them). Written once; never change it.
 # A field added to Config after it is not here: its dataclass default must then be what older files meant.
 LEGACY_DEFAULTS = types.MappingProxyType({
     "name": "c1", "preset": "assignment",

@@ -556,18 +556,4 @@ _WHOLE_BY_TENSORS = {
         "baac540b2b113bb11474797b4783e2530e7971750e66a52ec4d335df0af39449",
     "ab5afaad3a221ad910ac131c987252d9564ffe4d501d4101c0572a1476d9eaf0":  # results/checkpoints/c5.safetensors
         "cc3fbd6bfeb44ad224d68ad51f78dcde81ab32a9b66cc9439d7576227c74d8fe",
-    "e018268a37dc9e7a35176f132e07f8e6b3142f8c7e35a9d25e2231fd09b5afa6":  # results/learn/ablation/checkpoints/c1.safetensors
-        "4abbc5f686e440c29ac985808a4e65439054c75c37d84bf66a17732c296fa855",
-    "812ecb4f988d68a47f7749e883574b18dcfce64d9d018b6328df5a6d1737ed49":  # results/learn/ablation/checkpoints/c2.safetensors
-        "472a6964a710aeed9545dc63bfde2c26e134bc66319916f6cc653195753845c4",
-    "8069ee8abee5451b4f93aa33065d2cb677298d119000c525e578718ca392a2fa":  # results/learn/ablation/checkpoints/c3.safetensors
-        "ac2ce4526bd7857dd626398b6c4a59a0bcbaffaca94c45c9c08540613b65d8d1",
-    "46849a6d2f6c12bdf45f7967f02c45a127bcf0876c5dad47dfeaa161376286bc":  # results/learn/ablation/checkpoints/c4.safetensors
-        "9bf86c3c935a59298e1aeab4484c6635781eeb4d89137fdf86f4d0f665b19909",
-    "e051d6a6ffab59e1d886c96d752bed31615edc114bc19d02956bcdcdcfaa4078":  # results/learn/ablation/checkpoints/c5.safetensors
-        "3686bd1858f4fd1de96079792d609ea27ecd82bbbc270ae35dc0f68293046b36",
-    "f04a506d313dbffc8419c2467d57fa691b9ea5ee05ff96667ee1d3b9212d1a13":  # results/notes/checkpoints/c2.safetensors
-        "9b6a8c2a66300fd95f0bc2289e6478f4e026e905826dc4bd16a0de68987d5f58",
-    "2434639f8f37292b6b1fbf9fcd17e6a5971c6a2962622c2c1fd1f84869173e20":  # results/notes/checkpoints/c5.safetensors
-        "f970832b6429982e29a24a0b0b42cecc9fc98b4c667365f3d2941e81f3a0cfe2",
 }

@@ -31,7 +31,7 @@ a valid cipher pair but the text is no longer English; *bit-factored embeddings*
 and character's embedding row (and so, through the tied head, its logit) a learned linear function
 of its 8 bits. Runs named `-phase` add a third change (`Config.phase_embedding`): a learned vector
 per key phase (position mod 8) added to the embeddings, which gives RoPE's C2 the absolute phase its
-offset-only scores cannot see. For comparison, the committed reference models (`results/notes/checkpoints`, trained on
+offset-only scores cannot see. For comparison, the course notes' C2 and C5 (`results/notes/extended/cpu`, trained on
 Brown as it is, free decoding; `results/notes/cpu/generalisation.json`) on the same stdlib lines:
 {reference}.
 

@@ -16,7 +16,7 @@ import torch
 
 from cipherlab.base.config import make_config
 from cipherlab.data.corpus import CHUNK_CHARS
-from cipherlab.pipeline.decode import greedy_decode
+from cipherlab.pipeline.decode import LengthConstraint, greedy_decode
 # (the calibration readers too: the positions chapter's cells call them through this module)
 from cipherbook.experiments.common import (BITS, D_MODEL, KEY_PERIOD, MAX_LEN, N_HEADS, baseline_model, calibration,  # noqa: F401
                                           calibration_bits, calibration_lines, calibration_run, first_epoch_loss,  # noqa: F401
@@ -245,28 +245,35 @@ def start_marker_spread(causal: bool, marker: bool, length: int = CPU_C2.chunk_c
 
 
 def padding_shift_check(shift: int = KEY_PERIOD, n_chunks: int = 4) -> dict:
-    """The committed C2 (results/notes/checkpoints, bytes mode) on test chunks as they are and with
+    """The reference C2 (results/checkpoints/c2.safetensors, bytes mode) on test chunks as they are and with
     ``shift`` PAD ids in front of their source ids (the positions chapter, exercise 2).
 
     Returns the largest difference between the encoder memory of the real tokens with and
-    without the padding, the plaintexts, the decoded texts both ways, the share of characters
-    decoded right without padding ("right"), and with padding, the share of outputs shift..end
-    equal to the plaintext ``shift`` characters earlier ("delayed").
+    without the padding, the plaintexts, the texts decoded both ways with the length fixed
+    (length-aware greedy, cipherlab's default), the share of characters decoded right without
+    padding ("right"), and with padding, the share of outputs shift..end equal to the plaintext
+    ``shift`` characters earlier ("delayed"); and how many characters free greedy decoding (EOS where
+    the model puts it) writes for each padded chunk ("free_chars").
     """
     from cipherlab.analysis.attention_maps import example_chunks, load_committed_model
 
-    model, codec, config = load_committed_model("c2")
+    model, codec, config = load_committed_model("c2")  # results/checkpoints/c2.safetensors
     chunks = example_chunks(config, n_chunks)  # full chunks: config.chunk_chars characters each
     ids = torch.tensor([codec.encode_source(chunk.cipher) for chunk in chunks])  # (n, Ls)
     shifted = torch.cat([torch.full((len(chunks), shift), codec.src_pad_id), ids], dim=1)  # (n, shift + Ls)
+    fixed = LengthConstraint(codec.token_chars(), [config.chunk_chars] * len(chunks), codec.eos_id, ids.device)
+
+    def text(row: torch.Tensor) -> str:
+        return codec.decode_target([t for t in row.tolist() if t not in (codec.eos_id, codec.tgt_pad_id)])
+
     texts = {}
     with torch.no_grad():
         memory, _ = model.encode(ids)
         memory_shifted, _ = model.encode(shifted)
         for name, src in (("as is", ids), ("shifted", shifted)):
-            out = greedy_decode(model, src, codec.bos_id, codec.eos_id, config.chunk_chars + 1)
-            texts[name] = [codec.decode_target([t for t in row.tolist() if t not in (codec.eos_id, codec.tgt_pad_id)])
-                           .ljust(config.chunk_chars)[:config.chunk_chars] for row in out]
+            out = greedy_decode(model, src, codec.bos_id, codec.eos_id, config.chunk_chars + 1, step_hook=fixed)
+            texts[name] = [text(row) for row in out]
+        free = greedy_decode(model, shifted, codec.bos_id, codec.eos_id, config.chunk_chars + 1)
     plains = [chunk.plain for chunk in chunks]
 
     def share(decoded: str, expected: str) -> float:
@@ -274,7 +281,8 @@ def padding_shift_check(shift: int = KEY_PERIOD, n_chunks: int = 4) -> dict:
 
     return {"memory_diff": (memory_shifted[:, shift:] - memory).abs().max().item(), "plain": plains, "texts": texts,
             "right": share("".join(texts["as is"]), "".join(plains)),
-            "delayed": share("".join(t[shift:] for t in texts["shifted"]), "".join(p[:-shift] for p in plains))}
+            "delayed": share("".join(t[shift:] for t in texts["shifted"]), "".join(p[:-shift] for p in plains)),
+            "free_chars": [len(text(row)) for row in free]}
 
 
 # --------------------------------------------------------------------------- bits mode: which source token a target token needs

@@ -67,8 +67,10 @@ Every run is decoded on
 - **Brown test**: all {n_brown} whole test lines of the split, free greedy decoding (EOS where the
   model puts it) and length-aware greedy.
 
-`run.sh` reruns the whole ablation (about two hours on 2 cores). The seed-0 model of each configuration is committed in `checkpoints/` (safetensors; a test decodes
-random strings and stdlib lines with each and checks the numbers recorded here).
+`run.sh` reruns the whole ablation (about two hours on 2 cores). The seed-0 model of each configuration
+was exported to `checkpoints/` (safetensors, each record's `export` field); the models are no longer
+in the tree, and `checkpoints/README.md` names the commit that holds them. The committed models are
+the reference ones, `results/checkpoints/`.
 """
 
 
