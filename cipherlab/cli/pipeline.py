@@ -51,6 +51,7 @@ from cipherlab.student.check import load_target
 from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained
 from cipherlab.base.errors import first_line, outside_results, writable_file, writable_folder, write_text_atomic
 from cipherlab.cli.common import device_option
+from cipherlab.pipeline.record import read_record
 from cipherlab.pipeline.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
                                 write_table)
 from cipherlab.student.parts import PARTS, PartError, import_parts, load_parts, parse_part, part_records, unused_parts
@@ -152,7 +153,7 @@ def _train_and_score(args, config, parts: dict, out: Path, started: float) -> in
         record["parts"] = run.parts  # [{"part", "file", "class", "sha256", "class_sha256"}]: the student's classes
     record["command"] = shlex.join(["python", "-m", "cipherlab", *getattr(args, "argv", [])])
     record["wall_seconds"] = time.monotonic() - started  # data, tokenizers, training and the test lines
-    path = write_results(config, record, args.results_dir, curve=out / "log.jsonl")
+    path = write_results(config, record, args.results_dir)
     print(f"{metrics_line(metrics)} -> {path}")
     if fit.stopped == "time budget":
         print(f"(the time budget ended this run; --resume continues it from {out / 'last.pt'})")
@@ -164,13 +165,10 @@ def _check_records(folder: Path) -> None:
     (a torn or foreign file), rather than finding it when the run's own record is written."""
     for path in sorted(folder.glob("c[0-9]*.json")):
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"--results-dir: {path} is not a readable results record ({first_line(e)}); the "
-                             "table is made from every c*.json there: restore, repair or remove it") from None
-        if not isinstance(record, dict) or not isinstance(record.get("test"), dict):
-            raise ValueError(f"--results-dir: {path} is not a results record (a JSON object with its test "
-                             "metrics); the table is made from every c*.json there: restore or remove it")
+            read_record(path)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--results-dir: {first_line(e)}; the table is made from every c*.json there: "
+                             "restore, repair or remove it") from None
 
 
 def _results_folder(results_dir: str, run_name: str) -> Path:

@@ -4,7 +4,8 @@
 tokenizers or entropy model, weights: :mod:`cipherlab.pipeline.checkpoint`), decrypts every line of a
 split chunk by chunk, and computes :func:`cipherlab.pipeline.metrics.compute_metrics` on the re-assembled lines,
 keeping each line's outcome (``exact_by_line``) for ``report``'s paired comparison.
-:func:`results_record` adds the cost of the configuration (parameters, peak memory, seconds per
+:func:`results_record` makes the run's record (:mod:`cipherlab.pipeline.record`): the test lines, the
+training log, the cost of the configuration (parameters, peak memory, seconds per
 epoch, training tokens/s, decoded lines/s) and where it ran; :func:`write_table` gathers the
 records of one preset into ``table.md`` and ``table.csv``; table.md names the student's parts (``--part``)
 of each run and says when the runs mix them with cipherlab's own.
@@ -16,28 +17,26 @@ import csv
 import io
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from cipherlab.pipeline.checkpoint import check_data, model_from_payload, read_payload
 from cipherlab.pipeline.codec import select_lines
-from cipherlab.base.config import Config, change_from_c1, recipe_caveats
+from cipherlab.base.config import Config, change_from_c1
 from cipherlab.data.corpus import load_corpus, load_pairs
 from cipherlab.pipeline.decode import decrypt_lines, length_aware_by_default
 from cipherlab.base.device import pick_device
 from cipherlab.base.errors import write_text_atomic
 from cipherlab.pipeline.metrics import compute_metrics
+from cipherlab.pipeline.record import device_name, git_commit, make_record, read_record, set_metrics, versions
 from cipherlab.base.markdown import markdown_table
 
 __all__ = [
     "TABLE_COLUMNS",
     "decoding_name",
     "evaluate_checkpoint",
-    "exact_by_line",
     "metrics_line",
     "results_record",
     "write_results",
@@ -93,9 +92,8 @@ def evaluate_checkpoint(
     )
     seconds = time.perf_counter() - started
     metrics = compute_metrics(predictions, plain, cipher, tokenised=codec.kind == "bpe")
-    metrics.update(split=split, decoding=decoding_name(beam_size, length_aware), decode_seconds=seconds,
-                   decode_lines_per_s=len(plain) / max(seconds, 1e-9), exact_by_line=exact_by_line(predictions, plain))
-    return metrics
+    return {**set_metrics(predictions, plain, metrics, decoding=decoding_name(beam_size, length_aware),
+                          seconds=seconds), "split": split}
 
 
 def decoding_name(beam_size: int = 1, length_aware: bool | None = None) -> str:
@@ -114,89 +112,26 @@ def metrics_line(metrics: dict) -> str:
             f"chrF {metrics['chrf']:.1f}")
 
 
-def git_commit() -> str | None:
-    """The commit of the code that produced a result, "+dirty" when tracked files had changes.
-
-    None outside a git checkout.
-    """
-    here = Path(__file__).resolve().parent
-
-    def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=here, capture_output=True, text=True, timeout=10)
-
-    try:
-        head, status = git("rev-parse", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if head.returncode != 0 or not head.stdout.strip():
-        return None
-    return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
-
-
-def device_name(device: str) -> str:
-    """What ran it: the GPU's name (``torch.cuda.get_device_name``) on CUDA, else the device type."""
-    device = torch.device(device)
-    if device.type == "cuda" and torch.cuda.is_available():
-        return torch.cuda.get_device_name(device)
-    return device.type
-
-
-def versions() -> dict:
-    """Python, torch, NumPy and cipherlab versions, recorded with every result."""
-    import platform
-    from importlib import metadata
-
-    try:
-        cipherlab_version = metadata.version("cipherlab")
-    except metadata.PackageNotFoundError:
-        cipherlab_version = None
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "cipherlab": cipherlab_version,
-        "threads": torch.get_num_threads(),
-    }
-
-
 def results_record(config: Config, run, test_metrics: dict) -> dict:
-    """One configuration's line of the ablation: its test metrics and what it cost.
+    """One configuration's record (:mod:`cipherlab.pipeline.record`): its test lines as set ``test``,
+    its training log, and what it cost.
 
     ``run`` is what :func:`cipherlab.pipeline.train.train_config` returned (a ``RunResult``; not imported
     here, so that evaluation never depends on the training module).
     """
     history = run.fit.history
     train_seconds = sum(r["seconds"] for r in history)
-    return {
-        "config": config.name,
-        "preset": config.preset,
-        "components": config.components(),
-        "source_mode": config.source_mode,
-        "recipe": config.recipe,
-        "recipe_caveats": recipe_caveats(config),  # what of the recipe this tokenization cannot take
-        "test": test_metrics,
-        "params": run.params,
-        "peak_memory_bytes": run.peak_memory_bytes,
-        "seconds_per_epoch": train_seconds / len(history) if history else None,
-        "train_tokens_per_s": sum(r["train_tokens"] for r in history) / train_seconds if train_seconds else None,
-        "decode_lines_per_s": test_metrics["decode_lines_per_s"],
-        "epochs": run.fit.epochs,
-        "best_epoch": run.fit.best_epoch,
-        "best_val_loss": run.fit.best_val_loss,
-        "stopped": run.fit.stopped,
-        "device": run.device,
-        "device_name": device_name(run.device),
-        "torch_version": torch.__version__,
-        "versions": versions(),
-        "git_commit": git_commit(),
-        "seed": config.seed,
-        "hyperparameters": config.to_dict(),
-    }
+    fit = {"epochs": run.fit.epochs, "best_epoch": run.fit.best_epoch, "best_val_loss": run.fit.best_val_loss,
+           "best_val_accuracy": run.fit.best_val_accuracy if run.fit.best_val_accuracy >= 0 else None,
+           "stopped": run.fit.stopped, "params": run.params}
+    return make_record(
+        config, fit=fit, log=history, sets={"test": test_metrics}, device=run.device,
+        peak_memory_bytes=run.peak_memory_bytes,
+        train_tokens_per_s=sum(r["train_tokens"] for r in history) / train_seconds if train_seconds else None,
+    )
 
 
-def write_results(
-    config: Config, record: dict, results_dir: str | os.PathLike = "results", curve: str | os.PathLike | None = None
-) -> Path:
+def write_results(config: Config, record: dict, results_dir: str | os.PathLike = "results") -> Path:
     """Write ``results_dir/<run name>/<config>.json`` and refresh that folder's table; return the json path.
 
     The run name is the preset (``cpu``), or e.g. ``cpu-bits`` for a source mode other than the
@@ -204,8 +139,6 @@ def write_results(
     """
     folder = Path(results_dir) / config.run_name
     folder.mkdir(parents=True, exist_ok=True)
-    if curve is not None and Path(curve).is_file():  # each file written whole or not at all (a full disk)
-        write_text_atomic(folder / f"{record['config']}.log.jsonl", Path(curve).read_text(encoding="utf-8"))
     path = folder / f"{record['config']}.json"
     write_text_atomic(path, json.dumps(record, indent=2) + "\n")
     write_table(folder)
@@ -217,7 +150,8 @@ NOT_COMPARABLE = "n/c"
 
 def _test(metric: str):
     """Read a test metric from a record; "n/c" where the record marks it not comparable."""
-    return lambda r: NOT_COMPARABLE if metric in r["test"].get("not_comparable", {}) else r["test"][metric]
+    return lambda r: (NOT_COMPARABLE if metric in r["sets"]["test"].get("not_comparable", {})
+                      else r["sets"]["test"].get(metric))
 
 
 # (header, how to read it from a record, format for the Markdown table)
@@ -237,7 +171,7 @@ TABLE_COLUMNS = [
     ("peak MiB", lambda r: r["peak_memory_bytes"] and r["peak_memory_bytes"] / 2**20, "{:.0f}"),
     ("s/epoch", lambda r: r["seconds_per_epoch"], "{:.1f}"),
     ("train tok/s", lambda r: r["train_tokens_per_s"], "{:.0f}"),
-    ("decode lines/s", lambda r: r["decode_lines_per_s"], "{:.1f}"),
+    ("decode lines/s", lambda r: r["sets"]["test"]["decode_lines_per_s"], "{:.1f}"),
     ("epochs", lambda r: r["epochs"], "{}"),
 ]
 
@@ -253,8 +187,8 @@ def _cell(record: dict, read, fmt: str | None) -> str:
 
 
 def _decodings(records: list[dict]) -> str:
-    """How the records' test lines were decoded; records older than the field were free greedy."""
-    kinds = sorted({r["test"].get("decoding", "free greedy") for r in records})
+    """How the records' test lines were decoded."""
+    kinds = sorted({r["sets"]["test"]["decoding"] for r in records})
     return " / ".join(kinds) + " decoding"
 
 
@@ -264,7 +198,7 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
     The Markdown table is rounded for reading; the CSV keeps every value unrounded.
     """
     folder = Path(folder)
-    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("c[0-9]*.json"))]
+    records = [read_record(p) for p in sorted(folder.glob("c[0-9]*.json"))]
     if not records:
         raise FileNotFoundError(f"{folder}: no results (c1.json ... c5.json) to tabulate; train first")
     rows = [[_cell(r, read, fmt) for _, read, fmt in TABLE_COLUMNS] for r in records]
@@ -281,7 +215,7 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
         "",
         markdown_table(headers, rows),
         "",
-        f"Device: {first.get('device_name') or first['device']}; torch {first['torch_version']}; "
+        f"Device: {first.get('device_name') or first['device']}; torch {first['versions']['torch']}; "
         f"commit {first['git_commit'] or 'unknown'}; seed {first['seed']}.",
         "",
         *_parts_lines(records),
@@ -294,12 +228,6 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
     writer.writerows([_cell(r, read, None) for _, read, _ in TABLE_COLUMNS] for r in records)
     write_text_atomic(csv_path, buffer.getvalue())
     return md_path, csv_path
-
-
-def exact_by_line(predictions, references) -> str:
-    """The per-line outcomes the records keep (``test.exact_by_line``): "1" for a line predicted exactly,
-    else "0", one per line; ``report`` pairs two runs' outcomes in McNemar's test."""
-    return "".join("1" if p == r else "0" for p, r in zip(predictions, references, strict=True))
 
 
 def _parts_lines(records: list[dict]) -> list[str]:

@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from cipherlab.pipeline.checkpoint import read_log
+from cipherlab.pipeline.record import read_record
 from cipherlab.base.config import CONFIG_NAMES
 from cipherlab.base.config import change_from_c1 as components_change
 
@@ -83,11 +83,9 @@ RECIPE_RUNS = {
     "select_on": ("recipe/select-on-loss", {"select_on": "val_loss"}),
 }
 
-# record sections: the probe records call the letters set "random_strings"
-_SECTION = {"random_letters": "random_strings"}
 REFERENCE_SETS = (("random_letters", "random letters"), ("random_alphabet", "random alphabet"),
                   ("stdlib", "docstrings"), ("stdlib_upper", "upper case"), ("stdlib_long", "long lines"),
-                  ("brown_test_free", "Brown free"), ("brown_test", "Brown length-aware"))
+                  ("test_free", "Brown free"), ("test", "Brown length-aware"))
 
 
 # --------------------------------------------------------------------------- reading the files
@@ -108,10 +106,6 @@ def run_path(run: str | os.PathLike) -> Path:
     return Path(run)
 
 
-_REQUIRED = ("config", "source_mode", "components", "test", "params", "seconds_per_epoch", "epochs")
-_REQUIRED_TEST = ("lines", "bit_accuracy", "sequence_accuracy", "levenshtein", "char_error_rate", "chrf")
-
-
 def _read_json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -121,14 +115,7 @@ def _read_json(path: Path):
 
 
 def _read_record(path: Path, name: str) -> dict:
-    record = _read_json(path)
-    if not isinstance(record, dict):
-        raise ValueError(f"{path}: expected a JSON object (one configuration's record), got {type(record).__name__}")
-    missing = [k for k in _REQUIRED if k not in record]
-    missing += [f"test.{k}" for k in _REQUIRED_TEST if k not in (record.get("test") or {})]
-    if missing:
-        raise ValueError(f"{path}: missing field(s) {', '.join(missing)}; it is not a record written by "
-                         "cipherlab.pipeline.evaluate.write_results")
+    record = read_record(path)
     if record["config"] != name:
         raise ValueError(f"{path}: holds configuration {record['config']!r}, not {name!r}")
     return record
@@ -160,7 +147,7 @@ def load_learn_runs(folder: str | os.PathLike = LEARN_RUN) -> dict[tuple[str, in
         raise _missing(path / "c1-seed0.json", "python results/learn/probe.py, see results/learn/ablation/README.md")
     records = {}
     for file in files:
-        record = _read_json(file)
+        record = read_record(file)
         records[(record["config"], record["seed"])] = record
     return dict(sorted(records.items()))
 
@@ -182,8 +169,8 @@ def load_recipe_runs() -> dict[str, dict[tuple[str, int], dict]]:
 
 
 def section(record: dict, name: str) -> dict:
-    """One probe set of a learn or reference record (``random_letters`` is stored as ``random_strings``)."""
-    return record[_SECTION.get(name, name)]
+    """One decrypted set of a record (``"test"``, ``"random_letters"``, ...: :mod:`cipherlab.pipeline.record`)."""
+    return record["sets"][name]
 
 
 def _missing(path: Path, made_by: str) -> FileNotFoundError:
@@ -192,24 +179,15 @@ def _missing(path: Path, made_by: str) -> FileNotFoundError:
 
 
 def load_curve(folder: str | os.PathLike, config: str) -> list[dict]:
-    """The per-epoch training log ``<config>.log.jsonl`` of a run (oldest first).
+    """The per-epoch training log of ``<config>.json`` of a run (its ``log``, oldest first).
 
-    Each record has at least ``epoch``, ``train_loss``, ``val_loss``, ``seconds`` and ``tokens_per_s``.
-    Raises FileNotFoundError naming the file when it is not there.
+    Each row has at least ``epoch``, ``train_loss``, ``val_loss``, ``seconds`` and ``tokens_per_s``.
+    Raises FileNotFoundError naming the record when it is not there.
     """
-    path = run_path(folder) / f"{config}.log.jsonl"
+    path = run_path(folder) / f"{config}.json"
     if not path.is_file():
-        raise _missing(path, "cipherlab train writes it beside the record")
-    try:
-        return read_log(path)
-    except json.JSONDecodeError:  # read_log parses line by line; find the line to name it
-        lines = path.read_text(encoding="utf-8").splitlines()
-        for number, line in enumerate(lines, start=1):
-            try:
-                json.loads(line or "null")
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}: line {number} is not valid JSON ({e.msg})") from None
-        raise
+        raise _missing(path, "cipherlab train writes it")
+    return read_record(path)["log"]
 
 
 def _load_file(folder: str | os.PathLike, name: str, made_by: str) -> dict:
@@ -297,7 +275,7 @@ def metric(record: dict, key: str) -> float | None:
 
     Also reads a bare metrics dict such as one entry of ``beam.json``.
     """
-    test = record.get("test", record)
+    test = record["sets"]["test"] if "sets" in record else record
     if key in (test.get("not_comparable") or {}):
         return None
     return test.get(key)
@@ -344,4 +322,4 @@ def lines_of(record: dict, split: str = "test", data_dir: str | os.PathLike | No
 
     config = config_from_dict(record["hyperparameters"])
     plain, _ = select_lines(load_corpus(data_dir), config).lines(split)
-    return plain[: record["test"]["lines"]] if split == "test" else plain
+    return plain[: record["sets"]["test"]["lines"]] if split == "test" else plain
