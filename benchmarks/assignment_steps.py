@@ -35,7 +35,7 @@ from cipherlab.pipeline.checkpoint import read_log  # noqa: E402
 from cipherlab.pipeline.codec import select_lines  # noqa: E402
 from cipherlab.base.config import CONFIG_NAMES, make_config  # noqa: E402
 from cipherlab.data.corpus import load_corpus  # noqa: E402
-from cipherlab.pipeline.evaluate import versions  # noqa: E402
+from cipherlab.pipeline.record import versions  # noqa: E402
 from cipherlab.analysis.plan import plan_config  # noqa: E402
 from cipherlab.pipeline.train import train_config  # noqa: E402
 

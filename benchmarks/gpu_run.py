@@ -15,7 +15,7 @@ stays a small part of a short budget. Each ``results/assignment/c*.json`` names 
 (``device_name``, from ``torch.cuda.get_device_name``); ``gpu_run.json`` beside them records
 the plan, what each configuration took and the command (a configuration whose budget ended
 inside its first epoch has no best.pt, hence no record, and is reported as failed), with each
-configuration's measured seconds per epoch (from its ``log.jsonl``). Every configuration trains
+configuration's measured seconds per epoch (its record's ``log``). Every configuration trains
 with the default recipe (``cipherlab.base.config.RECIPES``) unless ``--recipe`` names another.
 Refuses to start without CUDA: on a CPU use ``python -m cipherlab ablate --preset cpu``, or
 ``--cpu-check``, which runs every step of this script on the CPU with the ``smoke`` preset's
@@ -84,11 +84,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def epoch_seconds(log: Path) -> list[float]:
-    """Training seconds of each epoch of a run, read from its ``log.jsonl`` (empty when there is none)."""
-    if not log.is_file():
+def epoch_seconds(record: Path, log: Path) -> list[float]:
+    """Training seconds of each epoch of a run: the ``log`` of the record it wrote
+    (:mod:`cipherlab.pipeline.record`), else its runs folder's ``log.jsonl`` (a run that wrote no
+    record); empty when there is neither."""
+    if record.is_file():
+        rows = json.loads(record.read_text(encoding="utf-8"))["log"]
+    elif log.is_file():
+        rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    else:
         return []
-    return [json.loads(line)["seconds"] for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row["seconds"] for row in rows]
 
 
 def training_seconds(remaining_s: float, configs_left: int, overhead_s: float) -> float:
@@ -149,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             rc = "timeout"
         runs.append({"config": config, "train_budget_s": budget, "seconds": time.monotonic() - t0,
                      "returncode": rc, "record": record.is_file(), "command": shlex.join(command),
-                     "epoch_seconds": epoch_seconds(ROOT / args.runs_dir / PRESET / config / "log.jsonl")})
+                     "epoch_seconds": epoch_seconds(record, ROOT / args.runs_dir / PRESET / config / "log.jsonl")})
     folder = ROOT / args.results_dir / PRESET
     folder.mkdir(parents=True, exist_ok=True)
     summary = {"device_name": device_name, "recipe": args.recipe, "cpu_check": args.cpu_check, "budget_s": total, "seconds": time.monotonic() - started,

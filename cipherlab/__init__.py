@@ -9,7 +9,7 @@ The folders are the layers. Each imports only from the ones listed before it
 - ``cipherlab.base``      configurations and presets, the device, one-line errors, Markdown tables
 - ``cipherlab.data``      the cipher, the corpus and its chunks, the plaintext sources, the tokenizers
 - ``cipherlab.student``   a student's own parts inside the model, and the checker for them
-- ``cipherlab.pipeline``  codec and model, checkpoints, training, decoding, metrics, evaluation
+- ``cipherlab.pipeline``  codec and model, checkpoints, training, decoding, metrics, evaluation, records
 - ``cipherlab.analysis``  runs read back (records, statistics, tables, plots), probes, score,
                           plan, attention maps, doctor, report
 - ``cipherlab.cli``       the command line; ``python -m cipherlab`` gathers every command

@@ -48,12 +48,12 @@ def _against_c1(records: dict) -> str:
     """Each change's exact-line difference from C1, judged against twice its binomial standard error."""
     if "c1" not in records:
         return ""
-    c1 = records["c1"]["test"]
+    c1 = records["c1"]["sets"]["test"]
     parts = []
     for name, r in records.items():
         if name == "c1":
             continue
-        t = r["test"]
+        t = r["sets"]["test"]
         diff = t["sequence_accuracy"] - c1["sequence_accuracy"]
         se = math.sqrt(sum(x["sequence_accuracy"] * (1 - x["sequence_accuracy"]) / x["lines"] for x in (t, c1)))
         word = "within noise" if abs(diff) <= 2 * se else ("better" if diff > 0 else "worse")
@@ -107,7 +107,7 @@ def main() -> int:
     w(f"- **Controlled ablation** (`results/notes/cpu/`): `python -m cipherlab ablate --preset cpu` — "
       f"d_model {hp['d_model']}, {hp['n_heads']} heads ({hp['n_kv_heads']} KV heads for C3), "
       f"{hp['enc_layers']}+{hp['dec_layers']} layers, FFN {hp['ffn_dim']}, {hp['chunk_chars']}-character chunks, "
-      f"{hp['max_train_lines']} training lines, {any_record['test']['lines']} whole test lines, greedy decoding, "
+      f"{hp['max_train_lines']} training lines, {any_record['sets']['test']['lines']} whole test lines, greedy decoding, "
       f"C1–C4 reading whole cipher bytes with merge-free vocabularies, "
       f"a {hp['time_budget_s'] / 60:.0f}-minute wall-clock budget per configuration, seed {hp['seed']}.")
     w("- **Bits mode** (`results/notes/cpu-bits/`): the same with the course notes' tokenization, "
@@ -123,7 +123,7 @@ def main() -> int:
       "`python results/extras.py --run cpu-long` on those exported models.")
     w("- **Calibration** (`results/calibration/`): the 6-minute validation runs that chose the preset.\n")
     w(f"Machine: {any_record['device']} (a 2-core Intel Xeon virtual machine, 23 GiB; "
-      f"torch {any_record['torch_version']}), 2 cores shared by two training runs at a time (and the "
+      f"torch {any_record['versions']['torch']}), 2 cores shared by two training runs at a time (and the "
       "book's notebooks), one torch thread per run. So an epoch took 2–6 minutes and the 14-minute "
       "budget bought different numbers of epochs; `epochs` and `s/epoch` are in the table.\n")
 
@@ -131,9 +131,9 @@ def main() -> int:
     w(R.comparison_table("notes/cpu", "notes/cpu-bits" if bits else None))
     w("")
     w(markdown_table(["config", "epochs", "best epoch", "stopped by", "test lines", "bit acc", "exact lines", "target"],
-                     [[name.upper(), r["epochs"], r["best_epoch"], r["stopped"], r["test"]["lines"],
-                       pct(r["test"]["bit_accuracy"], 2), pct(r["test"]["sequence_accuracy"]),
-                       verdict(name, r["test"]["bit_accuracy"], r["test"]["sequence_accuracy"])]
+                     [[name.upper(), r["epochs"], r["best_epoch"], r["stopped"], r["sets"]["test"]["lines"],
+                       pct(r["sets"]["test"]["bit_accuracy"], 2), pct(r["sets"]["test"]["sequence_accuracy"]),
+                       verdict(name, r["sets"]["test"]["bit_accuracy"], r["sets"]["test"]["sequence_accuracy"])]
                       for name, r in cpu.items()]))
     w("")
 
@@ -146,7 +146,7 @@ def main() -> int:
           "epochs; a run that already had five is only re-scored.\n")
         rows = []
         for name, r in equal.items():
-            t = r["test"]
+            t = r["sets"]["test"]
             se = math.sqrt(t["sequence_accuracy"] * (1 - t["sequence_accuracy"]) / t["lines"])
             rows.append([name.upper(), R.change_from_c1(r), r["epochs"], pct(t["bit_accuracy"], 2),
                          pct(t["sequence_accuracy"]), pct(se), f"{t['levenshtein']:.2f}",
@@ -192,9 +192,9 @@ def main() -> int:
     if extended:
         w("### Extended training of C2 and C5\n")
         w(markdown_table(["config", "epochs", "stopped by", "bit acc", "exact lines", "Levenshtein", "target"],
-                         [[name.upper(), r["epochs"], r["stopped"], pct(r["test"]["bit_accuracy"], 2),
-                           pct(r["test"]["sequence_accuracy"]), f"{r['test']['levenshtein']:.2f}",
-                           verdict(name, r["test"]["bit_accuracy"], r["test"]["sequence_accuracy"])]
+                         [[name.upper(), r["epochs"], r["stopped"], pct(r["sets"]["test"]["bit_accuracy"], 2),
+                           pct(r["sets"]["test"]["sequence_accuracy"]), f"{r['sets']['test']['levenshtein']:.2f}",
+                           verdict(name, r["sets"]["test"]["bit_accuracy"], r["sets"]["test"]["sequence_accuracy"])]
                           for name, r in extended.items()]))
         w("")
 
@@ -211,9 +211,9 @@ def main() -> int:
 
     w("### What the differences mean\n")
     if bits:
-        b_bits = [bits[n]["test"]["bit_accuracy"] for n in bits]
-        b_bytes = [cpu[n]["test"]["bit_accuracy"] for n in bits if n in cpu]
-        b_exact = [bits[n]["test"]["sequence_accuracy"] for n in bits]
+        b_bits = [bits[n]["sets"]["test"]["bit_accuracy"] for n in bits]
+        b_bytes = [cpu[n]["sets"]["test"]["bit_accuracy"] for n in bits if n in cpu]
+        b_exact = [bits[n]["sets"]["test"]["sequence_accuracy"] for n in bits]
         w(f"- **Bits or bytes.** With the course notes' tokenization (BPE over the bit string, merges "
           f"across character boundaries) C1–C4 reach {pct(min(b_bits))}–{pct(max(b_bits))} bit accuracy and "
           f"{pct(max(b_exact))} exact lines at most; reading whole cipher bytes with merge-free vocabularies, "
@@ -237,12 +237,12 @@ def main() -> int:
               "rare in training (digits, capitals in names and initials), where the decoder's language-model "
               "prior outvotes the cipher. Exact lines fall with line length because such errors compound.")
     if equal:
-        exact = {n: r["test"]["sequence_accuracy"] for n, r in equal.items()}
-        se = max(math.sqrt(p * (1 - p) / equal[n]["test"]["lines"]) for n, p in exact.items())
+        exact = {n: r["sets"]["test"]["sequence_accuracy"] for n, r in equal.items()}
+        se = max(math.sqrt(p * (1 - p) / equal[n]["sets"]["test"]["lines"]) for n, p in exact.items())
         c14 = [exact[n] for n in ("c1", "c2", "c3", "c4") if n in exact]
         w(f"- **The single-component changes at equal epochs.** After five epochs each, C1–C4 score "
           f"{pct(min(c14))}–{pct(max(c14))} exact lines (binomial s.e. up to {pct(se)} from sampling the "
-          f"{next(iter(equal.values()))['test']['lines']} test lines alone, one seed each)"
+          f"{next(iter(equal.values()))['sets']['test']['lines']} test lines alone, one seed each)"
           + (f", and C5 {pct(exact['c5'])}" if "c5" in exact else "") + ". "
           + _against_c1(equal) +
           " The wall-clock table above mostly ranks how many epochs each run got. What the ablation does show "
@@ -250,8 +250,8 @@ def main() -> int:
           f"({cpu['c5']['seconds_per_epoch'] / cpu['c1']['seconds_per_epoch']:.1f}× C1's seconds per epoch in "
           "the controlled run)." if "c5" in cpu and "c1" in cpu else "")
     if extended:
-        met = [n for n, r in extended.items() if verdict(n, r["test"]["bit_accuracy"],
-                                                           r["test"]["sequence_accuracy"]).startswith("met")]
+        met = [n for n, r in extended.items() if verdict(n, r["sets"]["test"]["bit_accuracy"],
+                                                           r["sets"]["test"]["sequence_accuracy"]).startswith("met")]
         falling = [n.upper() for n, r in cpu.items() if r["best_epoch"] == r["epochs"]]
         flat = [f"{n.upper()} (best epoch {r['best_epoch']} of {r['epochs']})" for n, r in extended.items()
                 if r["best_epoch"] < r["epochs"]]

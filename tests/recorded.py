@@ -22,7 +22,7 @@ def assert_decodes_as_recorded(model, codec, config, record: dict, first: dict[s
     test lines (free and length-aware) come out as ``record`` says, line by line."""
     kwargs = dict(chunk_chars=config.chunk_chars, device=torch.device("cpu"), token_budget=config.token_budget,
                   max_batch_size=config.max_batch_size)
-    sets = probe_sets(config, n_random=record["random_strings"]["lines"])  # over the model's own alphabet
+    sets = probe_sets(config, n_random=record["sets"]["random_letters"]["lines"])  # over the model's own alphabet
     for set_name, n in first.items():
         part = ablation.section(record, set_name)
         assert part["lines"] == len(sets[set_name])
@@ -31,11 +31,11 @@ def assert_decodes_as_recorded(model, codec, config, record: dict, first: dict[s
                                               **kwargs), plain)
         assert (exact, right) == (part["exact_by_line"][:n], part["right_chars_by_line"][:n]), set_name
     plain, cipher = load_corpus().lines("test")
-    for key, length_aware in (("brown_test_free", False), ("brown_test", True)):
+    for key, length_aware in (("test_free", False), ("test", True)):
         exact, right = outcomes(decrypt_lines(model, codec, cipher[:brown_lines], length_aware=length_aware,
                                               **kwargs), plain[:brown_lines])
-        assert (exact, right) == (record[key]["exact_by_line"][:brown_lines],
-                                  record[key]["right_chars_by_line"][:brown_lines]), key
+        assert (exact, right) == (record["sets"][key]["exact_by_line"][:brown_lines],
+                                  record["sets"][key]["right_chars_by_line"][:brown_lines]), key
 
 
 def assert_readme_is_generated(folder, tmp_path, monkeypatch, subfolders: tuple[str, ...] = ()) -> None:

@@ -7,10 +7,9 @@ import pytest
 from cipherlab.__main__ import main
 from cipherlab.data.cipher import encrypt
 
-RESULT_KEYS = {
-    "config", "preset", "test", "params", "peak_memory_bytes", "seconds_per_epoch",
-    "train_tokens_per_s", "epochs", "device", "torch_version", "git_commit", "seed",
-}  # fmt: skip
+from cipherlab.pipeline.record import RECORD_FIELDS, SCHEMA
+
+RESULT_KEYS = set(RECORD_FIELDS)
 TEST_KEYS = {"bit_accuracy", "sequence_accuracy", "levenshtein", "bleu", "chrf", "rouge1", "rouge2", "rougeL"}
 
 
@@ -37,15 +36,16 @@ def trained(tmp_path_factory):
 def test_train_writes_results_with_the_documented_keys_and_a_table(trained):
     _, run, results, _ = trained
     record = json.loads((results / "smoke" / "c1.json").read_text())
-    assert RESULT_KEYS <= set(record) and TEST_KEYS <= set(record["test"])
+    assert RESULT_KEYS <= set(record) and TEST_KEYS <= set(record["sets"]["test"]) and record["schema"] == SCHEMA
     assert record["config"] == "c1" and record["preset"] == "smoke" and record["device"] == "cpu"
+    assert [row["epoch"] for row in record["log"]] == list(range(1, record["epochs"] + 1))  # the log, inline
     assert (results / "smoke" / "table.md").exists() and (results / "smoke" / "table.csv").exists()
     assert {p.name for p in run.iterdir()} >= {"best.pt", "last.pt", "log.jsonl"}
 
 
 def test_evaluate_reproduces_the_metrics_logged_by_training(trained, capsys):
     data, run, results, _ = trained
-    logged = json.loads((results / "smoke" / "c1.json").read_text())["test"]
+    logged = json.loads((results / "smoke" / "c1.json").read_text())["sets"]["test"]
     capsys.readouterr()
     assert main(["evaluate", "--checkpoint", str(run / "best.pt"), "--data-dir", str(data), "--device", "cpu"]) == 0
     again = json.loads(capsys.readouterr().out)

@@ -198,25 +198,22 @@ def test_weights_gone_wrong_after_updates_are_still_told_to_lower_the_learning_r
 
 
 def test_a_failing_write_leaves_every_results_file_as_it_was(tmp_path, monkeypatch):
-    """A full disk (ENOSPC when the data reaches it) while writing the record, its log or the table: each
+    """A full disk (ENOSPC when the data reaches it) while writing the record or the table: each
     file is the old one, whole, and no temporary file is left behind."""
     config = make_config("c1", "smoke")
     folder = tmp_path / config.run_name
     folder.mkdir()
     record = json.loads((ROOT / "results" / "smoke" / "c1.json").read_text(encoding="utf-8"))  # read only
-    curve = tmp_path / "log.jsonl"
-    curve.write_text('{"epoch": 1}\n', encoding="utf-8")
-    write_results(config, record, tmp_path, curve=curve)
+    write_results(config, record, tmp_path)
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    assert set(before) == {"c1.json", "c1.log.jsonl", "table.md", "table.csv"}
+    assert set(before) == {"c1.json", "table.md", "table.csv"}
 
     def full_disk(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(os, "fsync", full_disk)
-    curve.write_text('{"epoch": 1}\n{"epoch": 2}\n', encoding="utf-8")
     with pytest.raises(OSError, match="No space left"):
-        write_results(config, {**record, "seed": 12345}, tmp_path, curve=curve)
+        write_results(config, {**record, "seed": 12345, "log": [{"epoch": 1}, {"epoch": 2}]}, tmp_path)
     from cipherlab.pipeline.evaluate import write_table
 
     with pytest.raises(OSError, match="No space left"):

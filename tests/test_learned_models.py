@@ -33,7 +33,7 @@ def test_each_seed0_record_names_a_model_its_readme_says_how_to_get_back(name):
 def test_each_seed0_records_random_string_numbers_add_up_over_the_generators_strings(name):
     """The per-line counts were taken over random_strings(n), the generator the records were made with:
     a line is exact exactly when every one of its characters is right, and the pooled rate is their sum."""
-    rand = json.loads((FOLDER / f"{name}-seed0.json").read_text(encoding="utf-8"))["random_strings"]
+    rand = json.loads((FOLDER / f"{name}-seed0.json").read_text(encoding="utf-8"))["sets"]["random_letters"]
     strings = random_strings(rand["lines"])
     right, exact = rand["right_chars_by_line"], rand["exact_by_line"]
     assert len(right) == len(exact) == len(strings) == rand["lines"]

@@ -151,9 +151,10 @@ def test_training_with_a_part_records_it_and_decodes_only_with_it(trained, capsy
     assert len(record["class_sha256"]) == 64
     saved = json.loads((root / "results" / "smoke" / "c1.json").read_text())
     assert saved["parts"] == [record]
-    outcomes = saved["test"]["exact_by_line"]  # per-line outcomes, for report's paired comparison
-    assert len(outcomes) == saved["test"]["lines"] and outcomes.count("1") == round(
-        saved["test"]["sequence_accuracy"] * saved["test"]["lines"])
+    test = saved["sets"]["test"]
+    outcomes = test["exact_by_line"]  # per-line outcomes, for report's paired comparison
+    assert len(outcomes) == test["lines"] and outcomes.count("1") == test["exact_lines"] == round(
+        test["sequence_accuracy"] * test["lines"])
     table = (root / "results" / "smoke" / "table.md").read_text()
     assert f"Parts (--part): C1: attention = MyAttention of {student} (class sha256 {record['class_sha256'][:12]})" \
         in table

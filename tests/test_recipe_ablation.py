@@ -17,14 +17,14 @@ RESULTS = REPO_ROOT / "results"
 def _record(config: str, seed: int, random_lines: str, brown_lines: str) -> dict:
     def part(outcomes):
         return {"exact_by_line": outcomes, "exact_lines": outcomes.count("1"), "lines": len(outcomes)}
-    return {"config": config, "seed": seed, "random_strings": part(random_lines), "brown_test_free": part(brown_lines)}
+    return {"config": config, "seed": seed, "sets": {"random_letters": part(random_lines), "test_free": part(brown_lines)}}
 
 
 def test_the_cost_table_pairs_each_seed_with_the_reference_run_of_that_seed():
     reference = {("c1", 0): _record("c1", 0, "1111", "11"), ("c1", 1): _record("c1", 1, "1111", "11"),
                  ("c2", 0): _record("c2", 0, "1111", "11")}
     without = {"phase_embedding": {("c1", 0): _record("c1", 0, "1100", "11"), ("c1", 1): _record("c1", 1, "1111", "10")}}
-    table = ablation.recipe_cost_table(reference, without, sets=("random_letters", "brown_test_free"))
+    table = ablation.recipe_cost_table(reference, without, sets=("random_letters", "test_free"))
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     assert len(rows) == 1  # C2 has no run without the part: no row
     assert "seed 0: 4 → 2 (p = 0.5)" in rows[0] and "seed 1: 4 → 4 (p = 1)" in rows[0]

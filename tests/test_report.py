@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cipherlab.base.config import RECIPE_KNOWLEDGE
+from cipherlab.base.config import RECIPE_KNOWLEDGE, make_config
+from cipherlab.data.cipher import encrypt
+from cipherlab.pipeline.metrics import compute_metrics
+from cipherlab.pipeline.record import make_record, read_record, set_metrics
 
 from cipherlab.analysis import report
 
@@ -71,12 +74,13 @@ def reference_report(tmp_path_factory):
     return out
 
 
-# --------------------------------------------------------------------------- the reference runs: the results chapter's tables
+# --------------------------------------------------------------------------- the reference runs: the chapter's tables
 
 
 def test_the_reference_report_has_chapter_9s_main_table_cell_for_cell(reference_report):
     text = (reference_report / report.REPORT_FILE).read_text(encoding="utf-8")
-    chapter, _goals = ablation.reference_tables(ablation.load_reference_runs(REFERENCE))  # what the results chapter calls
+    # what the results chapter calls
+    chapter, _goals = ablation.reference_tables(ablation.load_reference_runs(REFERENCE))
     expected = _tables(chapter)[0]
     got = _table_with_header(text, expected[0])
     assert len(got) == len(expected) == 11  # the header and ten runs
@@ -140,22 +144,73 @@ def test_train_records_get_the_comparison_table_curves_and_errors_json(tmp_path,
     assert (tmp_path / "out" / report.CURVES_FILE).is_file()
     missing = [row[0] for row in _table_with_header(text, ["section", "input", "lacks"])[1:]]
     # the notes records predate the recipe's fields and keep no exact_by_line
-    assert missing == ["What the recipe hands the model", "Paired comparisons against the baseline", "Random-string probe"]
+    assert missing == ["What the recipe hands the model", "Paired comparisons against the baseline",
+                       "Random-string probe"]
     assert "exact lines: reading" in text  # the unpaired comparison of the results chapter instead
+
+
+LINES = ["The first line.", "A second one, 1961.", "Third", "and the fourth line here"]
+LOG = [{"epoch": 1, "step": 10, "train_loss": 2.0, "val_loss": 0.5, "seconds": 60.0, "train_tokens": 1000},
+       {"epoch": 2, "step": 20, "train_loss": 1.0, "val_loss": 0.25, "seconds": 50.0, "train_tokens": 1000}]
+
+
+def _scored(wrong=(), decoding="length-aware greedy", lines=LINES) -> dict:
+    """One set of a record (set_metrics): ``lines`` decoded with the first character of those at ``wrong`` wrong."""
+    pred = [("#" + line[1:]) if i in wrong else line for i, line in enumerate(lines)]
+    metrics = compute_metrics(pred, lines, [encrypt(line) for line in lines])
+    return set_metrics(pred, lines, metrics, decoding=decoding, seconds=0.5)
+
+
+def _write_record(folder: Path, file: str, config: str, sets: dict, seed: int = 0, log=LOG) -> None:
+    """A record as train/ablate and results/learn/probe.py write it (make_record), as ``folder/file``."""
+    fit = {"epochs": len(log), "best_epoch": len(log), "best_val_loss": 0.25, "best_val_accuracy": 0.99,
+           "stopped": "max_epochs", "params": 1000}
+    record = make_record(make_config(config, "smoke", seed=seed), fit=fit, log=log, sets=sets)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / file).write_text(json.dumps(record), encoding="utf-8")
 
 
 def test_train_records_that_keep_per_line_outcomes_get_mcnemar(tmp_path):
     runs = tmp_path / "runs"
-    runs.mkdir()
-    for name, outcomes in (("c1", "1101"), ("c2", "0001")):
-        record = json.loads((NOTES / f"{name}.json").read_text(encoding="utf-8"))
-        record["test"].update(lines=4, exact_by_line=outcomes)
-        (runs / f"{name}.json").write_text(json.dumps(record), encoding="utf-8")
+    for name, wrong in (("c1", (2,)), ("c2", (0, 1, 2))):
+        _write_record(runs, f"{name}.json", name, {"test": _scored(wrong, "free greedy")})
     built = report.build_report(runs)
     text = built.markdown()
     assert "3 → 1 of 4 (+0 −2, p = 0.5)" in text
-    assert [row[0] for row in built.missing] == ["What the recipe hands the model", "Where the errors are",
-                                                 "Free or length-aware decoding", "Random-string probe", "Training curves"]
+    assert [row[0] for row in built.missing] == ["Where the errors are", "Random-string probe",
+                                                 "Free or length-aware decoding"]
+    assert "| C2 | 0 | test lines, free greedy | free greedy | 4 |" in text  # every unit, chrF and all:
+    _table_with_header(text, ["config", "seed", "set", "decoding", "lines", "bit acc %", "characters %", "CER %",
+                              "exact lines", "exact lines %", "Levenshtein", "chrF", "BLEU", "ROUGE-1", "ROUGE-2",
+                              "ROUGE-L"])
+
+
+def test_train_and_probe_records_go_through_one_path(tmp_path, monkeypatch):
+    """A folder written by train/ablate (c1.json, one test set) and one written by results/learn/probe.py
+    (<name>-c1-seed0.json, several sets, two seeds) are read by one loader into the same sections."""
+    train, probe = tmp_path / "train", tmp_path / "probe"
+    for name, wrong in (("c1", ()), ("c2", (1,)), ("c3", (0, 1))):
+        _write_record(train, f"{name}.json", name, {"test": _scored(wrong, "free greedy")})
+        for seed in (0, 1):
+            _write_record(probe, f"mine-{name}-seed{seed}.json", name, seed=seed,
+                          log=LOG if (name, seed) != ("c3", 1) else [],
+                          sets={"random_letters": _scored(wrong, lines=["qzx wvk", "jjj"]), "stdlib": _scored(),
+                                "test": _scored(wrong), "test_free": _scored(wrong, "free greedy")})
+    calls = []
+    monkeypatch.setattr(report, "_paired", lambda *a, _f=report._paired: calls.append(a[-1]) or _f(*a))
+    built = {folder.name: report.build_report(folder) for folder in (train, probe)}
+    assert calls == [train, probe]
+    for got in built.values():
+        assert dict(got.inputs)["kind"] == "run records (cipherlab-record/1)"
+        assert [b.caption.split(" ")[0] for b in got.sections[report.PAIRED]] == ["Exact", "McNemar's"]
+        assert got.sections[report.RESULTS] and got.sections[report.CURVES]
+    assert "4 → 3 of 4 (+0 −1, p = 1)" in built["train"].markdown()
+    text = built["probe"].markdown()
+    # random letters, docstrings (every line right in both), Brown free: each set all records hold
+    assert "| C2 | 1 | 2 → 1 of 2 (+0 −1, p = 1) | 4 → 4 of 4 (+0 −0, p = 1) | 4 → 3 of 4 (+0 −1, p = 1) |" in text
+    assert [row[0] for row in built["probe"].missing] == ["Where the errors are", "Training curves"]
+    assert built["probe"].missing[-1][2].endswith("in C3 seed 1")  # its record kept no log
+    assert built["probe"].sections[report.RANDOM] and built["probe"].sections[report.DECODING]
 
 
 # --------------------------------------------------------------------------- prediction files
@@ -213,28 +268,49 @@ def test_the_references_file_may_sit_among_the_predictions(predictions, tmp_path
 # --------------------------------------------------------------------------- bad input: one line each
 
 
-def _copy_reference(folder: Path, *names: str, **changes) -> None:
+def _copy_reference(folder: Path, *names: str, edit=lambda name, record: None) -> None:
+    """Copies of committed reference records, each changed by ``edit(name, record)``."""
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
-        record = json.loads((REFERENCE / name).read_text(encoding="utf-8"))
-        record.update(changes.get(name.replace("-", "_").removesuffix(".json"), {}))
+        record = read_record(REFERENCE / name)
+        edit(name, record)
         (folder / name).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _smoke(name: str, record: dict) -> None:
+    if name == "ref-c2-seed0.json":
+        record["preset"] = "smoke"
+
+
+def _fewer_lines(name: str, record: dict) -> None:
+    if name == "ref-c2-seed0.json":
+        stdlib = record["sets"]["stdlib"]
+        stdlib.update(lines=499, exact_by_line=stdlib["exact_by_line"][:499])
+
+
+def _old_layout(name: str, record: dict) -> None:
+    """The layout before cipherlab-record/1: each set a top-level field under its old name, no schema."""
+    if name == "ref-c2-seed0.json":
+        old = {"random_letters": "random_strings", "test": "brown_test", "test_free": "brown_test_free"}
+        for key, scored in record.pop("sets").items():
+            record[old.get(key, key)] = scored
+        record.pop("schema")
+        record.update(record.pop("versions"))
 
 
 def _bad_inputs(tmp: Path) -> dict[str, tuple[list[str], list[str]]]:
     """name -> (command line after 'report', words its one-line error must hold)."""
     out = str(tmp / "out")
     (tmp / "empty").mkdir()
-    _copy_reference(tmp / "presets", "ref-c1-seed0.json", "ref-c2-seed0.json", ref_c2_seed0={"preset": "smoke"})
+    _copy_reference(tmp / "presets", "ref-c1-seed0.json", "ref-c2-seed0.json", edit=_smoke)
     _copy_reference(tmp / "two-runs", "ref-c1-seed0.json")
     shutil.copy(REFERENCE / "ref-c1-seed0.json", tmp / "two-runs" / "learn-c1-seed0.json")
     _copy_reference(tmp / "kinds", "ref-c1-seed0.json")
     shutil.copy(NOTES / "c1.json", tmp / "kinds" / "c1.json")
     _copy_reference(tmp / "broken", "ref-c1-seed0.json")
     (tmp / "broken" / "ref-c2-seed0.json").write_text('{"config": "c2", "seed": 0,', encoding="utf-8")
-    _copy_reference(tmp / "lines", "ref-c1-seed0.json", "ref-c2-seed0.json",
-                    ref_c2_seed0={"stdlib": {"lines": 499, "exact_lines": 499, "char_accuracy": 1.0,
-                                             "bit_accuracy": 1.0, "sequence_accuracy": 1.0}})
+    _copy_reference(tmp / "lines", "ref-c1-seed0.json", "ref-c2-seed0.json", edit=_fewer_lines)
+    _copy_reference(tmp / "old", "ref-c1-seed0.json", "ref-c2-seed0.json", edit=_old_layout)
     (tmp / "preds").mkdir()
     (tmp / "plain.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
     (tmp / "preds" / "c1.txt").write_text("one\ntwo\n", encoding="utf-8")
@@ -244,9 +320,12 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[list[str], list[str]]]:
         "mixed presets": ([str(tmp / "presets"), "--out", out], ["different presets", "ref-c2-seed0.json: smoke"]),
         "two runs": ([str(tmp / "two-runs"), "--out", out], ["learn-c1-seed0.json and ref-c1-seed0.json",
                                                              "C1 seed 0", "own folder"]),
-        "two kinds": ([str(tmp / "kinds"), "--out", out], ["records of two kinds", "own folder"]),
+        "one model by two writers": ([str(tmp / "kinds"), "--out", out], ["c1.json and ref-c1-seed0.json",
+                                                                          "C1 seed 0", "own folder"]),
         "malformed JSON": ([str(tmp / "broken"), "--out", out], ["ref-c2-seed0.json: not valid JSON", "line 1"]),
         "different lines": ([str(tmp / "lines"), "--out", out], ["different numbers of docstrings lines"]),
+        "old layout": ([str(tmp / "old"), "--out", out], ["ref-c2-seed0.json: no schema field",
+                                                          "python results/migrate_records.py"]),
         "short predictions": ([str(tmp / "preds"), "--references", str(tmp / "plain.txt"), "--out", out],
                               ["c1.txt: 2 lines but", "plain.txt has 3", "one predicted line per reference line"]),
         "no predictions": ([str(tmp / "empty"), "--references", str(tmp / "plain.txt"), "--out", out],
@@ -255,8 +334,8 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[list[str], list[str]]]:
     }
 
 
-BAD = ["missing folder", "empty folder", "mixed presets", "two runs", "two kinds", "malformed JSON",
-       "different lines", "short predictions", "no predictions", "predictions without references"]
+BAD = ["missing folder", "empty folder", "mixed presets", "two runs", "one model by two writers", "malformed JSON",
+       "different lines", "old layout", "short predictions", "no predictions", "predictions without references"]
 
 
 @pytest.mark.parametrize("case", BAD)

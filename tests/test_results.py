@@ -49,16 +49,29 @@ def test_results_dir_follows_the_environment(monkeypatch, run_copy):
 
 
 def test_broken_json_is_an_error_naming_the_file(run_copy):
-    (run_copy / "c3.json").write_text('{"config": "c3", "test": {', encoding="utf-8")
+    (run_copy / "c3.json").write_text('{"config": "c3", "sets": {', encoding="utf-8")
     with pytest.raises(ValueError, match=r"c3\.json: not valid JSON"):
         ablation.load_run(run_copy)
 
 
 def test_a_record_missing_a_field_is_an_error_naming_file_and_field(run_copy):
     record = json.loads((run_copy / "c2.json").read_text())
-    del record["test"]["bit_accuracy"]
+    del record["sets"]["test"]["bit_accuracy"]
     (run_copy / "c2.json").write_text(json.dumps(record))
-    with pytest.raises(ValueError, match=r"c2\.json: missing field\(s\) test\.bit_accuracy"):
+    with pytest.raises(ValueError, match=r"c2\.json: set test lacks bit_accuracy"):
+        ablation.load_run(run_copy)
+    del record["log"]
+    (run_copy / "c2.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"c2\.json: missing field\(s\) log"):
+        ablation.load_run(run_copy)
+
+
+def test_a_record_of_an_older_layout_is_refused_with_the_conversion_to_run(run_copy):
+    record = json.loads((run_copy / "c2.json").read_text())
+    old = {key: value for key, value in record.items() if key not in ("schema", "sets")}
+    (run_copy / "c2.json").write_text(json.dumps({**old, "test": record["sets"]["test"]}))
+    with pytest.raises(ValueError, match=r"c2\.json: no schema field, not a cipherlab-record/1 record; convert it "
+                       r"with python results/migrate_records.py"):
         ablation.load_run(run_copy)
 
 
@@ -75,14 +88,12 @@ def test_a_run_may_lack_configurations(run_copy):
 
 
 def test_a_missing_result_file_is_an_error_naming_it_and_a_present_one_is_read(run_copy):
-    for load in (lambda: ablation.load_curve(run_copy, "c2"), lambda: ablation.load_beam(run_copy),
+    for load in (lambda: ablation.load_curve(run_copy / "nothing", "c2"), lambda: ablation.load_beam(run_copy),
                  lambda: ablation.load_generalisation(run_copy), lambda: ablation.load_errors(run_copy)):
         with pytest.raises(FileNotFoundError, match=str(run_copy)):
             load()
-    log = [{"epoch": 1, "train_loss": 3.0, "val_loss": 2.5, "seconds": 10.0, "tokens_per_s": 100.0}]
-    (run_copy / "c2.log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    assert ablation.load_curve(run_copy, "c2") == json.loads((run_copy / "c2.json").read_text())["log"]
     (run_copy / "beam.json").write_text(json.dumps({"c2": {"greedy": {"bit_accuracy": 0.5}}}))
-    assert ablation.load_curve(run_copy, "c2") == log
     assert ablation.metric(ablation.load_beam(run_copy)["c2"]["greedy"], "bit_accuracy") == 0.5
 
 
@@ -102,8 +113,8 @@ def test_beam_and_generalisation_keep_only_configurations_and_provenance_reads_a
 
 
 def test_a_broken_curve_is_an_error_naming_the_file(run_copy):
-    (run_copy / "c1.log.jsonl").write_text('{"epoch": 1}\n{"epoch": \n')
-    with pytest.raises(ValueError, match=r"c1\.log\.jsonl: line 2"):
+    (run_copy / "c1.json").write_text('{"schema": "cipherlab-record/1", "log": [{"epoch": 1}, {"epoch": \n')
+    with pytest.raises(ValueError, match=r"c1\.json: not valid JSON"):
         ablation.load_curve(run_copy, "c1")
 
 
@@ -139,9 +150,9 @@ def test_every_configuration_has_every_reference_field_and_every_figure_a_source
 def test_difference_and_the_sampling_error_of_exact_lines():
     records = ablation.load_run("smoke")
     d = ablation.difference(records, "c2", "bit_accuracy")
-    assert d == pytest.approx(records["c2"]["test"]["bit_accuracy"] - records["c1"]["test"]["bit_accuracy"])
+    assert d == pytest.approx(records["c2"]["sets"]["test"]["bit_accuracy"] - records["c1"]["sets"]["test"]["bit_accuracy"])
     assert ablation.difference(records, "c5", "bleu") is None
-    assert ablation.exact_lines_stderr({"test": {"sequence_accuracy": 0.5, "lines": 100}}) == pytest.approx(0.05)
+    assert ablation.exact_lines_stderr({"sets": {"test": {"sequence_accuracy": 0.5, "lines": 100}}}) == pytest.approx(0.05)
     # a bare metrics dict (an entry of beam.json) works too, and two rates combine as independent samples
     assert ablation.exact_lines_stderr({"sequence_accuracy": 0.9, "lines": 50}) == pytest.approx(math.sqrt(0.09 / 50))
     assert ablation.rate_difference_stderr({"sequence_accuracy": 0.5, "lines": 100},
@@ -272,7 +283,7 @@ def _entry(free=(0.98, 0.5), aware=(0.999, 0.6), chunk=None, phase=None, lengths
 
 def test_targets_are_checked_for_every_model_and_decoding():
     records = ablation.load_run("smoke")
-    records = {name: {**records[name], "test": _metrics(bit, exact)}
+    records = {name: {**records[name], "sets": {"test": _metrics(bit, exact)}}
                for name, bit, exact in [("c1", 0.985, 0.2), ("c2", 0.9995, 0.96)]}
     errors = {"cpu/c1": _entry(aware=(0.995, 0.3))}
     rows = ablation.target_rows({"cpu": records}, errors)
@@ -283,7 +294,7 @@ def test_targets_are_checked_for_every_model_and_decoding():
 
 
 def test_a_missed_target_is_named_in_the_table():
-    record = {**ablation.load_run("smoke")["c2"], "test": _metrics(0.9991, 0.90)}
+    record = {**ablation.load_run("smoke")["c2"], "sets": {"test": _metrics(0.9991, 0.90)}}
     rows = ablation.target_rows({"cpu": {"c2": record}})
     assert [ok for _, _, ok in rows[0]["checks"]] == [True, True, False]
     assert "| missed: exact lines ≥ 95 % |" in ablation.targets_table(rows)
@@ -387,7 +398,7 @@ def _judged(exact_by_config, lines=200, epochs=5):
     records = ablation.load_run("smoke")
     return {name: {**records[name], "epochs": epochs, "seed": 0,
                    "hyperparameters": {**records[name]["hyperparameters"], "time_budget_s": None},
-                   "test": {**_metrics(0.99 + exact / 100, exact), "lines": lines}}
+                   "sets": {"test": {**_metrics(0.99 + exact / 100, exact), "lines": lines}}}
             for name, exact in exact_by_config.items()}
 
 
@@ -437,7 +448,7 @@ def test_new_plots_return_figures_without_touching_pyplot():
 def test_generalisation_is_set_against_the_run_it_is_given():
     records = ablation.load_run("smoke")
     general = {"c2": {"lines": 9, "bit_accuracy": 0.5, "sequence_accuracy": 0.0, "char_error_rate": 0.5, "chrf": 10.0}}
-    table = ablation.generalisation_table({"c2": {**records["c2"], "test": _metrics(0.9991, 0.9)}}, general)
+    table = ablation.generalisation_table({"c2": {**records["c2"], "sets": {"test": _metrics(0.9991, 0.9)}}}, general)
     assert "| C2 | Brown test lines | 4 | 99.91 | 90.0 |" in table and "| C2 | stdlib docstrings | 9 | 50.00 |" in table
     assert "| C2 | Brown test lines | ? | – | – |" in ablation.generalisation_table({}, general)
 
@@ -449,10 +460,9 @@ def test_trained_on_finds_the_run_each_extended_log_continues(monkeypatch, tmp_p
         folder = tmp_path / run
         folder.mkdir(parents=True)
         r = {**record, "epochs": epochs, "stopped": "time budget",
-             "hyperparameters": {**record["hyperparameters"], "time_budget_s": budget, "max_epochs": 100}}
+             "hyperparameters": {**record["hyperparameters"], "time_budget_s": budget, "max_epochs": 100},
+             "log": [{"epoch": e, "val_loss": 1.0 / e} for e in range(1, epochs + 1)]}
         (folder / "c2.json").write_text(json.dumps(r))
-        (folder / "c2.log.jsonl").write_text("".join(json.dumps({"epoch": e, "val_loss": 1.0 / e}) + "\n"
-                                                     for e in range(1, epochs + 1)))
     monkeypatch.setenv(ablation.RESULTS_ENV, str(tmp_path))
     stages = {run: ablation.load_run(run) for run in ("notes/cpu", "notes/equal-epochs/cpu")}
     history = ablation.trained_on(stages, ablation.load_run("notes/extended/cpu"))
@@ -464,11 +474,10 @@ def test_trained_on_finds_the_run_each_extended_log_continues(monkeypatch, tmp_p
 # --------------------------------------------------------------------------- the committed results the results chapter reads
 
 CHAPTER_9_FILES = (
-    [f"notes/cpu/{c}.json" for c in ("c1", "c2", "c3", "c4", "c5")] + [f"notes/cpu/{c}.log.jsonl" for c in ("c1", "c2", "c3", "c4", "c5")]
+    [f"notes/cpu/{c}.json" for c in ("c1", "c2", "c3", "c4", "c5")]
     + [f"notes/cpu-bits/{c}.json" for c in ("c1", "c2", "c3", "c4")]
     + [f"notes/equal-epochs/cpu/{c}.json" for c in ("c1", "c2", "c3", "c4", "c5")]
-    + [f"notes/equal-epochs/cpu/{c}.log.jsonl" for c in ("c2", "c5")]
-    + [f"notes/extended/cpu/{c}.json" for c in ("c2", "c5")] + [f"notes/extended/cpu/{c}.log.jsonl" for c in ("c2", "c5")]
+    + [f"notes/extended/cpu/{c}.json" for c in ("c2", "c5")]
     + ["notes/cpu/errors.json", "notes/cpu/beam.json", "notes/cpu/generalisation.json", "calibration/calibration.json",
        "notes/checkpoints/c2.sample.json", "aligned/c1.safetensors"]
 )
@@ -585,13 +594,13 @@ def test_the_nophase_answers_say_what_the_files_hold():
     # §7.9 Q2/Q4: "two differences repeat with both seeds, both in C1's favour": C2 on random strings over
     # the whole training alphabet, C3 on Brown decoded length-aware; "no other C2 difference repeats";
     # §7.9 Q3: "no C5 difference from C1 repeats"; "nothing improves"
-    assert common.nophase_repeated() == (("c2", "random_alphabet", "c1"), ("c3", "brown_test", "c1"))
+    assert common.nophase_repeated() == (("c2", "random_alphabet", "c1"), ("c3", "test", "c1"))
     # §7.3 Q8: C2 "decodes fewer ... exactly than C1, with both seeds", "both below the Bonferroni bar";
     # §7.2 Q7: C3 "decodes fewer Brown test lines than C1 ... with both seeds", and "one seed misses" the bar
-    for config, name in (("c2", "random_alphabet"), ("c3", "brown_test")):
+    for config, name in (("c2", "random_alphabet"), ("c3", "test")):
         assert all(c1 > other for c1, other in zip(seeds(config, name, "base_exact"), seeds(config, name, "exact")))
     assert all(p < bar for p in seeds("c2", "random_alphabet", "p"))
-    assert sum(p >= bar for p in seeds("c3", "brown_test", "p")) == 1
+    assert sum(p >= bar for p in seeds("c3", "test", "p")) == 1
     # §7.9 Q2: "the clearest difference is C2 behind C1": the one repeated difference clear of the bar with every seed
     assert [(c, n) for c, n, _ in common.nophase_repeated() if all(p < bar for p in seeds(c, n, "p"))] == \
         [("c2", "random_alphabet")]
@@ -599,9 +608,9 @@ def test_the_nophase_answers_say_what_the_files_hold():
     # is "a gain with one seed on Brown decoded freely", the other seed "goes C1's way on the same lines";
     # §7.9 Q3: C5's is "one seed's loss on Brown decoded freely", the other seed's p not below 0.05
     c3, c4, c5 = (common.nophase_lowest(name) for name in ("c3", "c4", "c5"))
-    assert c3["set"] == "brown_test_free" and c3["other"]["p"] >= 0.05
-    assert c4["set"] == "brown_test_free" and common.favours(c4) == "c4" and common.favours(c4["other"]) == "c1"
-    assert c5["set"] == "brown_test_free" and common.favours(c5) == "c1" and c5["other"]["p"] >= 0.05
+    assert c3["set"] == "test_free" and c3["other"]["p"] >= 0.05
+    assert c4["set"] == "test_free" and common.favours(c4) == "c4" and common.favours(c4["other"]) == "c1"
+    assert c5["set"] == "test_free" and common.favours(c5) == "c1" and c5["other"]["p"] >= 0.05
     # §7.9 Q4: "all ... runs miss at least one random-string goal"; "every run passes 99 % of the validation tokens"
     assert min(common.nophase_random_goal_misses().values()) >= 1
     assert None not in common.nophase_steps_to(0.99)
@@ -682,8 +691,8 @@ def test_the_results_readme_is_what_its_generator_writes_from_the_committed_file
 
 def _paired_record(config, seed, outcomes):
     """A reference-style record with one probe set (the docstrings) scored line by line."""
-    return {"config": config, "seed": seed, "stdlib": {"lines": len(outcomes), "exact_lines": outcomes.count("1"),
-                                                       "exact_by_line": outcomes}}
+    return {"config": config, "seed": seed, "sets": {"stdlib": {"lines": len(outcomes), "exact_lines": outcomes.count("1"),
+                                                                "exact_by_line": outcomes}}}
 
 
 def test_paired_rows_set_each_configuration_against_c1_of_the_same_seed():
@@ -714,7 +723,7 @@ def test_the_paired_test_of_the_reference_ablation_finds_one_low_p_value_in_one_
 
 def test_goals_table_judges_only_the_goals_it_is_given():
     learned = ablation.load_learn_runs(ablation.LEARN_RUN)
-    held = tuple(g for g in ablation.REFERENCE_GOALS if g[0] in ("random_letters", "stdlib", "brown_test_free"))
+    held = tuple(g for g in ablation.REFERENCE_GOALS if g[0] in ("random_letters", "stdlib", "test_free"))
     table = ablation.goals_table(learned, held)
     assert table.count("\n") == len(held) + 1 and "2,600-character" not in table
     reference = ablation.load_reference_runs()

@@ -1,11 +1,12 @@
 """The results chapter's analysis of your own runs: ``python -m cipherlab report RUNS_DIR --out DIR``.
 
-RUNS_DIR holds one of three kinds of input:
+RUNS_DIR holds one of two kinds of input:
 
-- records as ``python -m cipherlab train`` and ``ablate`` write them: ``c1.json`` ... ``c5.json``, each
-  beside its training log ``c1.log.jsonl`` (and ``errors.json`` where ``results/analysis.py`` ran);
-- records as ``results/learn/probe.py`` writes them, the kind of the reference ablation
-  (``results/reference``): ``<name>-c1-seed0.json`` ..., every probe set scored line by line;
+- run records (:mod:`cipherlab.pipeline.record`, one layout whoever wrote them): ``c1.json`` ... ``c5.json``
+  as ``python -m cipherlab train`` and ``ablate`` write them (and ``errors.json`` where ``results/analysis.py``
+  ran), or ``<name>-c1-seed0.json`` ... as ``results/learn/probe.py`` writes them (``results/reference``). Each
+  record holds its decrypted sets (``sets``: ``test``, ``test_free``, ``random_letters`` ...) and its
+  training log (``log``);
 - your own model's predictions: one ``.txt`` file per configuration (``c1.txt`` ... ``c5.txt``, or any
   name), one predicted plaintext line per line of ``--references FILE``, scored by :mod:`cipherlab.analysis.score`.
 
@@ -19,14 +20,13 @@ the results chapter's main table cell for cell.
 
 Nothing is written inside the repository's committed ``results/`` folder, nor into a folder that is not
 empty unless ``--force`` is given. Bad input (a missing or empty folder, records of runs that cannot be
-compared, a broken record, a prediction file of the wrong length) stops the command with one line that
-names the file and the fix (:func:`cipherlab.base.errors.run_command`).
+compared, a broken record or one of an older layout, a prediction file of the wrong length) stops the command
+with one line that names the file and the fix (:func:`cipherlab.base.errors.run_command`).
 """
 
 from __future__ import annotations
 
 import collections
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +35,9 @@ from cipherlab.analysis import ablation
 from cipherlab.data.cipher import PERIOD
 from cipherlab.base.config import CONFIG_NAMES
 from cipherlab.base.errors import first_line, outside_results, writable_folder, write_text_atomic
+from cipherlab.base.markdown import num
 from cipherlab.analysis.score import DEFAULT_CHUNKS, DEFAULT_FIRST, read_text_lines, score_predictions
+from cipherlab.pipeline.record import SCHEMA, read_record
 
 __all__ = ["DEFAULT_CHUNK_CHARS", "LENGTH_BINS", "REPORT_FILE", "Block", "Report", "build_report",
            "check_out", "parts_summary", "write_report"]
@@ -44,16 +46,18 @@ DEFAULT_CHUNK_CHARS = 32  # the cpu preset's chunk length (Config.chunk_chars): 
 LENGTH_BINS = ((0, 100), (100, 200), (200, 400), (400, 800), (800, 10**6))  # as results/analysis.py bins lines
 REPORT_FILE = "report.md"
 CURVES_FILE = "curves.png"
-PROBE_GLOB = "*c[1-5]*-seed*.json"  # what ablation.load_learn_runs reads
-TRAIN_FILE = re.compile(r"c[1-5]\.json")  # what ablation.load_run reads
+PROBE_GLOB = "*c[1-5]*-seed*.json"  # <name>-c1-seed0.json (results/learn/probe.py, ablation.load_learn_runs)
+TRAIN_FILE = re.compile(r"c[1-5]\.json")  # c1.json (train/ablate, ablation.load_run)
 SECTIONS = ("What the recipe hands the model", "Results", "Paired comparisons against the baseline",
             "Where the errors are", "Random-string probe", "Free or length-aware decoding", "Training curves")
 RECIPE, RESULTS, PAIRED, ERRORS, RANDOM, DECODING, CURVES = SECTIONS
 CHAR_KINDS = ("capital", "lowercase", "digit", "space", "punctuation")  # ablation.char_kind's classes
-_SET_FIELDS = ("lines", "exact_lines", "char_accuracy", "bit_accuracy", "sequence_accuracy")
-_PROBE_FIELDS = ("config", "seed", "epochs", "best_epoch", "train_seconds")
 _RANDOM_SETS = ("random_letters", "random_alphabet")
-_FREE, _AWARE = "brown_test_free", "brown_test"
+_LEARN_SETS = ("random_letters", "stdlib", "test_free", "test")  # what ablation.learn_tables reads
+_FREE, _AWARE = "test_free", "test"
+# the test set's further metrics where a record has them (train/ablate score them): key, header, format
+_FURTHER = (("levenshtein", "Levenshtein", ".2f"), ("chrf", "chrF", ".2f"), ("bleu", "BLEU", ".2f"),
+            ("rouge1", "ROUGE-1", ".4f"), ("rouge2", "ROUGE-2", ".4f"), ("rougeL", "ROUGE-L", ".4f"))
 
 
 # --------------------------------------------------------------------------- the report
@@ -133,22 +137,17 @@ def build_report(runs_dir: str | Path, references: str | Path | None = None, *,
         raise ValueError(f"--chunk-chars {chunk_chars}: a chunk holds at least 1 character")
     if references is not None:
         return _prediction_report(folder, Path(references), chunk_chars, baseline)
-    train = sorted(p for p in folder.glob("c*.json") if TRAIN_FILE.fullmatch(p.name))
-    probe = sorted(folder.glob(PROBE_GLOB))
-    if train and probe:
-        raise ValueError(f"{folder}: holds records of two kinds ({train[0].name}, written by train/ablate, and "
-                         f"{probe[0].name}, by results/learn/probe.py); put each run in its own folder")
-    if train:
-        return _train_report(folder, baseline)
-    if probe:
-        return _probe_report(folder, probe, baseline)
-    raise _nothing_to_report(folder)
+    return _record_report(folder, baseline)
+
+
+def _is_record(path: Path) -> bool:
+    """Whether a file is named as run records are (``c1.json``, ``<name>-c1-seed0.json``)."""
+    return TRAIN_FILE.fullmatch(path.name) is not None or path.match(PROBE_GLOB)
 
 
 def _nothing_to_report(folder: Path) -> ValueError:
     """The error for a folder without records: it names sub-folders that have some, and prediction files."""
-    inside = sorted(p.parent.name for p in folder.glob("*/*.json")
-                    if TRAIN_FILE.fullmatch(p.name) or p.match(PROBE_GLOB))
+    inside = sorted(p.parent.name for p in folder.glob("*/*.json") if _is_record(p))
     if inside:
         return ValueError(f"{folder}: no run records here, but in its sub-folder(s) "
                           f"{', '.join(dict.fromkeys(inside))}; pass one of those")
@@ -163,54 +162,6 @@ def _nothing_to_report(folder: Path) -> ValueError:
 # --------------------------------------------------------------------------- reading and checking records
 
 
-def _read_object(path: Path) -> dict:
-    """A JSON object file; ValueError naming the file when it is not valid JSON or not an object."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); write it "
-                         "again with cipherlab, or move it out of the folder") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text; a run record is a JSON file written by cipherlab") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: holds a JSON {type(data).__name__}, not a run record (a JSON object); "
-                         "move it out of the folder")
-    return data
-
-
-def _has(record: dict, name: str) -> bool:
-    """Whether a probe record holds probe set ``name`` (``random_letters`` is stored as ``random_strings``)."""
-    try:
-        return isinstance(ablation.section(record, name), dict)
-    except KeyError:
-        return False
-
-
-def _check_probe_record(record: dict, path: Path) -> None:
-    """ValueError naming the file and the field when a probe record cannot be reported on."""
-    missing = [k for k in _PROBE_FIELDS if k not in record]
-    if missing:
-        raise ValueError(f"{path}: missing field(s) {', '.join(missing)}; it is not a record written by "
-                         "results/learn/probe.py: move it out of the folder")
-    if record["config"] not in CONFIG_NAMES:
-        raise ValueError(f"{path}: configuration {record['config']!r} is none of "
-                         f"{', '.join(CONFIG_NAMES)}; move it out of the folder")
-    held = [name for name, _ in ablation.REFERENCE_SETS if _has(record, name)]
-    if not held:
-        raise ValueError(f"{path}: holds no probe set ({', '.join(n for n, _ in ablation.REFERENCE_SETS)}); "
-                         "decode the sets again with results/learn/probe.py")
-    for name in held:
-        part = ablation.section(record, name)
-        lacking = [k for k in _SET_FIELDS if k not in part]
-        if lacking:
-            raise ValueError(f"{path}: probe set {name} lacks {', '.join(lacking)}; decode it again")
-        outcomes = part.get("exact_by_line")
-        if outcomes is not None and (not isinstance(outcomes, str) or len(outcomes) != part["lines"]
-                                     or set(outcomes) - {"0", "1"}):
-            raise ValueError(f"{path}: {name}.exact_by_line is not one 0/1 per line of its {part['lines']} "
-                             "lines; decode the set again")
-
-
 def _same(folder: Path, where: dict, read, what: str) -> None:
     """ValueError when the records (``{file: record}``) differ in ``read(record)``: they cannot be compared."""
     seen: dict = {}
@@ -222,34 +173,52 @@ def _same(folder: Path, where: dict, read, what: str) -> None:
                          f"{pb.name}: {b}); put each run in its own folder and report on each")
 
 
-def _load_probe_records(folder: Path, files: list[Path]) -> tuple[dict, dict]:
-    """``({(config, seed): record}, {(config, seed): file})`` of a folder's probe records, checked."""
+def _load_records(folder: Path) -> tuple[dict, dict]:
+    """``({(config, seed): record}, {(config, seed): file})`` of a folder's records
+    (:func:`cipherlab.pipeline.record.read_record`), checked comparable."""
+    files = sorted(p for p in folder.glob("*.json") if _is_record(p))
+    if not files:
+        raise _nothing_to_report(folder)
     runs, where = {}, {}
     for path in files:
-        record = _read_object(path)
-        _check_probe_record(record, path)
+        record = read_record(path)
+        if record["config"] not in CONFIG_NAMES:
+            raise ValueError(f"{path}: configuration {record['config']!r} is none of "
+                             f"{', '.join(CONFIG_NAMES)}; move it out of the folder")
         key = (record["config"], record["seed"])
         if key in runs:
             raise ValueError(f"{folder}: {where[key].name} and {path.name} are both {key[0].upper()} seed "
                              f"{key[1]}, records of two runs; put each run in its own folder and report on each")
         runs[key], where[key] = record, path
     by_file = {where[k]: r for k, r in runs.items()}
-    _same(folder, by_file, lambda r: r.get("preset"), "presets")
-    _same(folder, by_file, lambda r: r.get("recipe"), "recipes")
-    for name, label in ablation.REFERENCE_SETS:
-        holding = {p: r for p, r in by_file.items() if _has(r, name)}
-        _same(folder, holding, lambda r: ablation.section(r, name)["lines"], f"numbers of {label} lines")
+    _same(folder, by_file, lambda r: r["preset"], "presets")
+    _same(folder, by_file, lambda r: r["recipe"], "recipes")
+    for name in _sets(runs, every=False):
+        _same(folder, {p: r for p, r in by_file.items() if name in r["sets"]},
+              lambda r: r["sets"][name]["lines"], f"numbers of {_label(runs, name)} lines")
     return dict(sorted(runs.items())), where
 
 
-def _load_train_records(folder: Path) -> dict[str, dict]:
-    """The train/ablate records of a folder (:func:`cipherlab.analysis.ablation.load_run`), checked comparable."""
-    records = ablation.load_run(folder)
-    by_file = {folder / f"{name}.json": r for name, r in records.items()}
-    _same(folder, by_file, lambda r: r.get("preset"), "presets")
-    _same(folder, by_file, lambda r: r.get("recipe"), "recipes")
-    _same(folder, by_file, lambda r: r["test"]["lines"], "numbers of test lines")
-    return records
+def _sets(runs: dict, every: bool = True) -> list[str]:
+    """The sets every record holds (``every``) or any does, those of :data:`ablation.REFERENCE_SETS` first."""
+    names = dict.fromkeys([n for n, _ in ablation.REFERENCE_SETS] + [n for r in runs.values() for n in r["sets"]])
+    held = all if every else any
+    return [n for n in names if held(n in r["sets"] for r in runs.values())]
+
+
+def _label(runs: dict, name: str) -> str:
+    """A set's name in the tables (:data:`ablation.REFERENCE_SETS`); the test lines name their decoding
+    where it is not length-aware (train/ablate decode them freely)."""
+    decodings = sorted({r["sets"][name]["decoding"] for r in runs.values() if name in r["sets"]})
+    if name == "test" and decodings != ["length-aware greedy"]:
+        return f"test lines, {' / '.join(decodings)}"
+    return dict(ablation.REFERENCE_SETS).get(name, name)
+
+
+def _names(runs: dict) -> dict:
+    """Each run's name in the tables: "C1", or "C1 seed 0" where the folder holds several seeds of C1."""
+    configs = [c for c, _ in runs]
+    return {(c, s): c.upper() if configs.count(c) == 1 else f"{c.upper()} seed {s}" for c, s in runs}
 
 
 # --------------------------------------------------------------------------- formatting
@@ -260,14 +229,14 @@ def _pct(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{100 * value:.{digits}f}"
 
 
-def _num(value, fmt: str) -> str:
-    """A number formatted; "n/c" where the record marks it not comparable (None)."""
-    return "n/c" if value is None else format(value, fmt)
-
-
 def _of(exact: int, lines: int) -> str:
     """Exact lines as "n of N"."""
     return f"{exact} of {lines}"
+
+
+def _metric(scored: dict, key: str, fmt: str) -> str:
+    """A metric of a set: "n/c" where the record marks it not comparable, "–" where it has none."""
+    return "n/c" if key in (scored.get("not_comparable") or {}) else num(scored.get(key), fmt)
 
 
 def _mcnemar_cell(before: str | None, after: str | None) -> str:
@@ -299,237 +268,103 @@ def _add_paired(report: Report, rows: list[dict], baseline: str) -> None:
                  "Bonferroni threshold, and the lowest p-value", _paired_summary(rows))
 
 
-# --------------------------------------------------------------------------- probe records (results/reference)
+# --------------------------------------------------------------------------- run records
 
 
-def _probe_report(folder: Path, files: list[Path], baseline: str) -> Report:
-    """The report of ``results/learn/probe.py`` records: the kind of ``results/reference``."""
-    runs, where = _load_probe_records(folder, files)
+def _record_report(folder: Path, baseline: str) -> Report:
+    """The report of a folder of run records: every section their sets, logs and ``errors.json`` allow."""
+    runs, where = _load_records(folder)
     first = next(iter(runs.values()))
-    report = Report([["folder", str(folder)], ["kind", "probe records (results/learn/probe.py)"],
-                     ["records", ", ".join(p.name for p in where.values())],
-                     ["preset", str(first.get("preset", "?"))], ["recipe", str(first.get("recipe", "not recorded"))],
-                     ["seeds", ", ".join(str(s) for s in sorted({s for _, s in runs}))]])
-    _add_recipe(report, {f"{config.upper()} seed {seed}": r for (config, seed), r in runs.items()})
-    _probe_results(report, runs)
-    _probe_paired(report, runs, baseline, folder)
-    report.lack(ERRORS, f"{folder} (probe records)", "per-character errors and line lengths: each set keeps "
-                "only per-line outcomes (exact_by_line) and right characters per line; for key phase, chunk "
-                "position, character class and line length, score a file of predictions with --references")
-    _probe_random(report, runs, folder)
-    _probe_decoding(report, runs, folder)
-    _probe_curves(report, runs, folder)
-    _add_parts(report, {f"{config.upper()} seed {seed}": r for (config, seed), r in runs.items()})
+    scored = {n: next(r["sets"][n] for r in runs.values() if n in r["sets"]) for n in _sets(runs, every=False)}
+    report = Report([["folder", str(folder)], ["kind", f"run records ({SCHEMA})"],
+                     ["records", ", ".join(p.name for p in sorted(where.values()))],
+                     ["preset", str(first["preset"])], ["recipe", str(first["recipe"] or "not recorded")],
+                     ["seeds", ", ".join(str(s) for s in sorted({s for _, s in runs}))],
+                     ["sets", ", ".join(f"{n} ({s['lines']} lines, {s['decoding']})" for n, s in scored.items())]])
+    named = {_names(runs)[key]: r for key, r in runs.items()}
+    _add_recipe(report, named)
+    _results(report, runs, where, folder)
+    _paired(report, runs, baseline, folder)
+    _errors(report, runs, folder)
+    _random(report, runs, folder)
+    _decoding(report, runs, folder)
+    _curves(report, runs, folder)
+    _add_parts(report, named)
     return report
 
 
-def _held_sets(runs: dict) -> list[tuple[str, str]]:
-    """The probe sets (name, label) that every record holds, in :data:`cipherlab.analysis.ablation.REFERENCE_SETS` order."""
-    return [(n, label) for n, label in ablation.REFERENCE_SETS if all(_has(r, n) for r in runs.values())]
-
-
-_LEARN_SETS = ("random_letters", "stdlib", "brown_test_free", "brown_test")
-
-
 def _main_table(runs: dict) -> tuple[str, str]:
-    """(caption, table): the results chapter's own table for these records (reference_tables, else learn_tables)."""
-    held = _held_sets(runs)
-    if len(held) == len(ablation.REFERENCE_SETS):
+    """(caption, table): the results chapter's own table for these records (reference_tables, else
+    learn_tables), else one column per set every record holds."""
+    held = _sets(runs)
+    timed = all(r["train_seconds"] is not None for r in runs.values())
+    if timed and all(n in held for n, _ in ablation.REFERENCE_SETS):
         return ("Every run: epochs, best epoch, training minutes, and for each probe set characters right % / "
                 "exact lines of the lines decoded (the results chapter's main table, ablation.reference_tables)",
                 ablation.reference_tables(runs)[0])
-    names = {n for n, _ in held}
-    if set(_LEARN_SETS) <= names and all("best_val_accuracy" in r for r in runs.values()):
+    if timed and set(_LEARN_SETS) <= set(held) and all(r["best_val_accuracy"] is not None for r in runs.values()):
         return ("Every run: epochs, best epoch, training minutes, best teacher-forced validation token accuracy %, "
                 "and per set characters or bits right % / exact lines (ablation.learn_tables)",
                 ablation.learn_tables(runs)[0])
     headers = ["config", "seed", "epochs", "best epoch", "training minutes",
-               *(f"{label}: characters % / exact" for _, label in held)]
-    rows = [[r["config"].upper(), r["seed"], r["epochs"], r["best_epoch"], f"{r['train_seconds'] / 60:.1f}",
-             *(f"{_pct(ablation.section(r, n)['char_accuracy'])} / "
-               f"{_of(ablation.section(r, n)['exact_lines'], ablation.section(r, n)['lines'])}" for n, _ in held)]
-            for r in runs.values()]
-    return ("Every run: epochs, best epoch, training minutes, and for each probe set all runs decoded characters "
-            "right % / exact lines", ablation.markdown_table(headers, rows))
+               *(f"{_label(runs, n)}: bits % / characters % / exact" for n in held)]
+    rows = [[c.upper(), s, r["epochs"], r["best_epoch"], num(r["train_seconds"] and r["train_seconds"] / 60, ".1f"),
+             *(f"{_pct(x['bit_accuracy'])} / {_pct(x['char_accuracy'])} / {_of(x['exact_lines'], x['lines'])}"
+               for x in (r["sets"][n] for n in held))] for (c, s), r in runs.items()]
+    return ("Every run: epochs, best epoch, training minutes, and for each set all runs decoded bits right % / "
+            "characters right % / exact lines", ablation.markdown_table(headers, rows))
 
 
 def _units_table(runs: dict) -> str:
-    """Every probe set of every run in every unit: bits %, characters %, CER %, exact lines, their decoding."""
-    rows = []
-    for r in runs.values():
-        for name, label in ablation.REFERENCE_SETS:
-            if _has(r, name):
-                s = ablation.section(r, name)
-                rows.append([r["config"].upper(), r["seed"], label, s.get("decoding", "?"), s["lines"],
-                             _pct(s["bit_accuracy"]), _pct(s["char_accuracy"]), _pct(s.get("char_error_rate")),
-                             _of(s["exact_lines"], s["lines"]), _pct(s["sequence_accuracy"], 2)])
+    """Every set of every run in every unit it was scored in (the test set's further metrics where present)."""
+    names = _sets(runs, every=False)
+    further = [m for m in _FURTHER if any(m[0] in r["sets"].get(n, {}) for r in runs.values() for n in names)]
+    rows = [[c.upper(), s, _label(runs, n), x["decoding"], x["lines"], _pct(x["bit_accuracy"]),
+             _pct(x["char_accuracy"]), _pct(x["char_error_rate"]), _of(x["exact_lines"], x["lines"]),
+             _pct(x["sequence_accuracy"], 2), *(_metric(x, key, fmt) for key, _, fmt in further)]
+            for (c, s), r in runs.items() for n in names if (x := r["sets"].get(n))]
     return ablation.markdown_table(["config", "seed", "set", "decoding", "lines", "bit acc %", "characters %",
-                                   "CER %", "exact lines", "exact lines %"], rows)
+                                   "CER %", "exact lines", "exact lines %", *(h for _, h, _ in further)], rows)
 
 
-def _probe_results(report: Report, runs: dict) -> None:
-    """The main table, the goals the sets allow (ablation.goals_table) and every unit."""
+def _results(report: Report, runs: dict, where: dict, folder: Path) -> None:
+    """The main table, the course notes' figures beside train/ablate records (ablation.comparison_table),
+    the goals the sets allow (ablation.goals_table) and every unit."""
     report.table(RESULTS, *_main_table(runs))
-    names = {n for n, _ in _held_sets(runs)}
-    goals = tuple(g for g in ablation.REFERENCE_GOALS if g[0] in names)
+    if all(TRAIN_FILE.fullmatch(p.name) for p in where.values()):  # the files ablation.load_run reads
+        report.table(RESULTS, "Test lines: bit accuracy %, exact lines %, Levenshtein edits per line, BLEU, chrF, "
+                     "ROUGE-L, parameters, peak memory MiB, seconds per epoch, training tokens per second, beside "
+                     "the course notes' and the best public figures (ablation.comparison_table; n/c: not comparable)",
+                     ablation.comparison_table(folder).split("\n\n")[0])
+    goals = tuple(g for g in ablation.REFERENCE_GOALS if g[0] in _sets(runs))
     if goals:
         report.table(RESULTS, "The reference goals these sets allow (ablation.REFERENCE_GOALS): each seed's "
                      "characters, bits or exact lines %, met when every seed meets the target",
                      ablation.goals_table(runs, goals))
-    report.table(RESULTS, "Every probe set of every run: bit accuracy %, characters right %, character error "
-                 "rate %, exact lines, and how the set was decoded", _units_table(runs))
+    report.table(RESULTS, "Every set of every run: bit accuracy %, characters right %, character error rate %, "
+                 "exact lines, how the set was decoded, and Levenshtein edits per line, chrF, BLEU and ROUGE F1 "
+                 "where the record has them (n/c: not comparable)", _units_table(runs))
 
 
-def _probe_paired(report: Report, runs: dict, baseline: str, folder: Path) -> None:
-    """Each configuration against ``baseline`` with the same seed (ablation.paired_rows)."""
+def _paired(report: Report, runs: dict, baseline: str, folder: Path) -> None:
+    """Each configuration against ``baseline`` with the same seed on every set all records scored line by
+    line (ablation.paired_rows); without per-line outcomes the unpaired comparison (ablation.ablation_table)."""
     if not any(config == baseline for config, _ in runs):
         report.lack(PAIRED, str(folder), f"a {baseline.upper()} record to compare with (--baseline)")
         return
-    sets = tuple(n for n, _ in ablation.REFERENCE_SETS
-                 if all("exact_by_line" in ablation.section(r, n) for r in runs.values() if _has(r, n)))
+    sets = tuple(n for n in _sets(runs) if all("exact_by_line" in r["sets"][n] for r in runs.values()))
     rows = ablation.paired_rows(runs, baseline, sets) if sets else []
-    if not rows:
-        report.lack(PAIRED, str(folder), "per-line outcomes (exact_by_line) of another configuration with the "
-                    f"seed of a {baseline.upper()} record")
+    if rows:
+        _add_paired(report, [{**row, "label": _label(runs, row["set"])} for row in rows], baseline)
         return
-    _add_paired(report, rows, baseline)
-
-
-def _probe_random(report: Report, runs: dict, folder: Path) -> None:
-    """The random-string sets, where the records have them."""
-    labels = dict(ablation.REFERENCE_SETS)
-    rows = [[r["config"].upper(), r["seed"], labels[n], ablation.section(r, n)["lines"],
-             _pct(ablation.section(r, n)["char_accuracy"]), _pct(ablation.section(r, n)["bit_accuracy"]),
-             _of(ablation.section(r, n)["exact_lines"], ablation.section(r, n)["lines"])]
-            for r in runs.values() for n in _RANDOM_SETS if _has(r, n)]
-    if not rows:
-        report.lack(RANDOM, str(folder), "random-string sets (random_strings, random_alphabet)")
-        return
-    report.table(RANDOM, "Random strings no language model can predict: characters right %, bit accuracy %, "
-                 "exact lines", ablation.markdown_table(["config", "seed", "set", "lines", "characters %",
-                                                        "bit acc %", "exact lines"], rows))
-
-
-def _probe_decoding(report: Report, runs: dict, folder: Path) -> None:
-    """Brown test lines decoded freely and length-aware, with McNemar's test on the paired outcomes."""
-    both = [r for r in runs.values() if _has(r, _FREE) and _has(r, _AWARE)]
-    if not both:
-        report.lack(DECODING, str(folder), "both Brown test decodings (brown_test_free and brown_test)")
-        return
-    rows = []
-    for r in both:
-        free, aware = r[_FREE], r[_AWARE]
-        rows.append([r["config"].upper(), r["seed"], free["lines"], _pct(free["bit_accuracy"]),
-                     _pct(aware["bit_accuracy"]), _pct(free["char_accuracy"]), _pct(aware["char_accuracy"]),
-                     _of(free["exact_lines"], free["lines"]), _of(aware["exact_lines"], aware["lines"]),
-                     _mcnemar_cell(free.get("exact_by_line"), aware.get("exact_by_line"))])
-    report.table(DECODING, "Brown test lines, greedy decoding free (EOS where the model puts it) and length-aware: "
-                 "bit accuracy %, characters right %, exact lines, and McNemar's exact test of length-aware "
-                 "against free (+ lines only length-aware got exact, − only free)",
-                 ablation.markdown_table(["config", "seed", "lines", "free: bit acc %", "length-aware: bit acc %",
-                                         "free: characters %", "length-aware: characters %", "free: exact",
-                                         "length-aware: exact", "length-aware vs free"], rows))
-
-
-def _valid_log(log) -> bool:
-    """Whether a training log is a list of epochs with epoch, val_loss and seconds (what plot_curves reads)."""
-    keys = ("epoch", "val_loss", "seconds")
-    return isinstance(log, list) and bool(log) and all(isinstance(e, dict) and all(k in e for k in keys)
-                                                       for e in log)
-
-
-def _probe_curves(report: Report, runs: dict, folder: Path) -> None:
-    """Validation loss per epoch of every run with a log (the record's ``log``)."""
-    curves = {f"{c} seed {s}": r["log"] for (c, s), r in runs.items() if _valid_log(r.get("log"))}
-    lacking = [f"{c.upper()} seed {s}" for (c, s), r in runs.items() if not _valid_log(r.get("log"))]
-    if lacking:
-        report.lack(CURVES, str(folder), f"a training log (log: epoch, val_loss, seconds) in {', '.join(lacking)}")
-    if not curves:
-        return
-    last = max(e["epoch"] for log in curves.values() for e in log)
-    rows = []
-    for (c, s), r in runs.items():
-        losses = {e["epoch"]: e["val_loss"] for e in r["log"]} if _valid_log(r.get("log")) else {}
-        loss_cells = [f"{losses[k]:.4f}" if k in losses else "–" for k in range(1, last + 1)]
-        rows.append([c.upper(), s, r["best_epoch"], *loss_cells, _pct(r.get("best_val_accuracy"))])
-    report.table(CURVES, "Validation loss (nats per target unit) after each epoch, the best epoch, and the best "
-                 "teacher-forced validation token accuracy %",
-                 ablation.markdown_table(["config", "seed", "best epoch",
-                                         *(f"val loss, epoch {k}" for k in range(1, last + 1)),
-                                         "best val token accuracy %"], rows))
-    report.figure(CURVES, "Validation loss per epoch and against training minutes, every run",
-                  CURVES_FILE, ablation.plot_curves(curves))
-
-
-# --------------------------------------------------------------------------- train/ablate records
-
-
-def _train_report(folder: Path, baseline: str) -> Report:
-    """The report of ``train``/``ablate`` records (``c1.json`` ...), their logs and ``errors.json``."""
-    records = _load_train_records(folder)
-    first = next(iter(records.values()))
-    decodings = sorted({r["test"].get("decoding", "free greedy") for r in records.values()})
-    report = Report([["folder", str(folder)], ["kind", "train/ablate records"],
-                     ["records", ", ".join(f"{n}.json" for n in records)], ["preset", str(first.get("preset", "?"))],
-                     ["recipe", str(first.get("recipe") or "not recorded")],
-                     ["test lines", str(first["test"]["lines"])], ["decoding", ", ".join(decodings)]])
-    _add_recipe(report, {name.upper(): r for name, r in records.items()})
-    report.table(RESULTS, "Test lines: bit accuracy %, exact lines %, Levenshtein edits per line, BLEU, chrF, "
-                 "ROUGE-L, parameters, peak memory MiB, seconds per epoch, training tokens per second, beside "
-                 "the course notes' and the best public figures (ablation.comparison_table; n/c: not comparable)",
-                 ablation.comparison_table(folder).split("\n\n")[0])
-    report.table(RESULTS, "Test lines in every unit: bit accuracy %, exact lines, Levenshtein edits per line, "
-                 "character error rate %, chrF, BLEU, ROUGE F1 (n/c: not comparable)", _train_units(records))
-    _train_paired(report, records, baseline, folder)
-    _train_errors(report, records, folder)
-    report.lack(RANDOM, str(folder), "random-string sets: train/ablate records score the test lines only "
-                "(results/learn/probe.py records hold the probe sets)")
-    _train_curves(report, records, folder)
-    _add_parts(report, {name.upper(): r for name, r in records.items()})
-    return report
-
-
-_TEST_KEYS = ("bit_accuracy", "sequence_accuracy", "levenshtein", "char_error_rate", "chrf", "bleu", "rouge1",
-              "rouge2", "rougeL")
-
-
-def _train_units(records: dict[str, dict]) -> str:
-    """Every test metric of every record."""
-    rows = []
-    for name, r in records.items():
-        t, m = r["test"], {key: ablation.metric(r, key) for key in _TEST_KEYS}
-        rows.append([name.upper(), t.get("decoding", "free greedy"), t["lines"], _pct(m["bit_accuracy"]),
-                     _of(round(m["sequence_accuracy"] * t["lines"]), t["lines"]), _pct(m["sequence_accuracy"], 2),
-                     _num(m["levenshtein"], ".2f"), _pct(m["char_error_rate"]), _num(m["chrf"], ".2f"),
-                     _num(m["bleu"], ".2f"), _num(m["rouge1"], ".4f"), _num(m["rouge2"], ".4f"),
-                     _num(m["rougeL"], ".4f")])
-    return ablation.markdown_table(["config", "decoding", "lines", "bit acc %", "exact lines", "exact lines %",
-                                   "Levenshtein", "CER %", "chrF", "BLEU", "ROUGE-1", "ROUGE-2", "ROUGE-L"], rows)
-
-
-def _train_paired(report: Report, records: dict[str, dict], baseline: str, folder: Path) -> None:
-    """McNemar's test where the records keep per-line outcomes, else the unpaired comparison of the results chapter."""
-    if baseline not in records:
-        report.lack(PAIRED, str(folder), f"{baseline}.json, the record to compare with (--baseline)")
-        return
-    if all(isinstance(r["test"].get("exact_by_line"), str) for r in records.values()):
-        base = records[baseline]["test"]
-        rows = []
-        for name, r in records.items():
-            if name != baseline:
-                only_base, only_config, p = ablation.mcnemar(base["exact_by_line"], r["test"]["exact_by_line"])
-                rows.append({"config": name, "seed": r.get("seed", "?"), "label": "test lines",
-                             "lines": base["lines"], "base_exact": base["exact_by_line"].count("1"),
-                             "exact": r["test"]["exact_by_line"].count("1"), "only_base": only_base,
-                             "only_config": only_config, "p": p})
-        if rows:
-            _add_paired(report, rows, baseline)
-        return
-    report.lack(PAIRED, str(folder), "per-line outcomes (test.exact_by_line) in every record, for McNemar's test")
-    if baseline == "c1" and len(records) > 1 and all(r.get("seconds_per_epoch") for r in records.values()):
+    report.lack(PAIRED, str(folder), "per-line outcomes (exact_by_line) of a set every record holds, in another "
+                f"configuration with the seed of a {baseline.upper()} record")
+    by_config = {c: r for (c, _), r in runs.items()}
+    if baseline == "c1" and len(by_config) == len(runs) > 1 and all(
+            r["seconds_per_epoch"] and r["params"] and "test" in r["sets"] for r in runs.values()):
         report.table(PAIRED, "Unpaired instead: each configuration against C1 in bit accuracy and exact lines "
                      "(points), twice the binomial standard error of the exact-line difference, the reading, "
-                     "and the cost ratios (ablation.ablation_table)", ablation.ablation_table(records))
+                     "and the cost ratios (ablation.ablation_table)", ablation.ablation_table(by_config))
 
 
 def _substitution_table(errors: dict) -> str | None:
@@ -546,20 +381,21 @@ def _substitution_table(errors: dict) -> str | None:
                                   rows) if rows else None
 
 
-def _train_errors(report: Report, records: dict[str, dict], folder: Path) -> None:
-    """Free against length-aware decoding and where the errors are, from ``errors.json`` if the run has one."""
+def _errors(report: Report, runs: dict, folder: Path) -> None:
+    """Where the errors are, and free against length-aware decoding, from ``errors.json`` if the folder has one."""
     if not (folder / "errors.json").is_file():
-        for section in (ERRORS, DECODING):
-            report.lack(section, str(folder), "errors.json (results/analysis.py writes it from the checkpoints)")
+        report.lack(ERRORS, str(folder), "errors.json (results/analysis.py writes it from the checkpoints): the "
+                    "records keep only per-line outcomes and right characters per line; for key phase, chunk "
+                    "position, character class and line length, score a file of predictions with --references")
         return
     errors = ablation.load_errors(folder)
     report.table(DECODING, "errors.json: lines of the wrong length decoded freely, bit accuracy %, exact lines % "
                  "and character error rate, free and length-aware greedy", ablation.decoding_table(errors))
     try:
-        lengths = [len(line) for line in ablation.lines_of(next(iter(records.values())))]
+        lengths = [len(line) for line in ablation.lines_of(next(r for r in runs.values() if "test" in r["sets"]))]
         profile = ablation.profile_table(ablation.profile_rows(errors, lengths))
         by_length = ablation.length_table(errors, list(errors), lengths)
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, StopIteration) as e:
         report.lack(ERRORS, f"{folder}/errors.json", f"the test lines it was scored on ({first_line(e)})")
     else:
         report.table(ERRORS, "errors.json: wrong characters, error rate %, the chunk position and key phase with the "
@@ -573,21 +409,74 @@ def _train_errors(report: Report, records: dict[str, dict], folder: Path) -> Non
                      "substitutions by class of the right character, drops and additions", edits)
 
 
-def _train_curves(report: Report, records: dict[str, dict], folder: Path) -> None:
-    """The training logs ``<config>.log.jsonl`` beside the records (ablation.budget_table, plot_curves)."""
-    curves = {}
-    for name in records:
-        if (folder / f"{name}.log.jsonl").is_file():
-            curves[name] = ablation.load_curve(folder, name)
-    lacking = [f"{name}.log.jsonl" for name in records if name not in curves]
-    if lacking:
-        report.lack(CURVES, str(folder), f"training logs {', '.join(lacking)} (train copies them beside the record)")
-    if not curves:
+def _random(report: Report, runs: dict, folder: Path) -> None:
+    """The random-string sets, where the records have them."""
+    rows = [[c.upper(), s, _label(runs, n), x["lines"], _pct(x["char_accuracy"]), _pct(x["bit_accuracy"]),
+             _of(x["exact_lines"], x["lines"])]
+            for (c, s), r in runs.items() for n in _RANDOM_SETS if (x := r["sets"].get(n))]
+    if not rows:
+        report.lack(RANDOM, str(folder), f"random-string sets ({', '.join(_RANDOM_SETS)}; results/learn/probe.py "
+                    "scores them)")
         return
-    report.table(CURVES, "Epochs, seconds per epoch (mean, fastest–slowest), validation loss after each epoch, "
-                 "test bit accuracy % and exact lines % (ablation.budget_table)", ablation.budget_table(records, curves))
-    report.figure(CURVES, "Validation loss per epoch and against training minutes", CURVES_FILE,
-                  ablation.plot_curves(curves))
+    report.table(RANDOM, "Random strings no language model can predict: characters right %, bit accuracy %, "
+                 "exact lines", ablation.markdown_table(["config", "seed", "set", "lines", "characters %",
+                                                        "bit acc %", "exact lines"], rows))
+
+
+def _decoding(report: Report, runs: dict, folder: Path) -> None:
+    """The test lines decoded freely and length-aware, with McNemar's test on the paired outcomes."""
+    both = {key: r["sets"] for key, r in runs.items() if _FREE in r["sets"] and _AWARE in r["sets"]}
+    if not both:
+        if not report.sections[DECODING]:  # errors.json compares the decodings where a folder has it
+            report.lack(DECODING, str(folder), f"both decodings of the test lines (sets {_FREE} and {_AWARE}), "
+                        "or errors.json")
+        return
+    rows = []
+    for (c, s), sets in both.items():
+        free, aware = sets[_FREE], sets[_AWARE]
+        rows.append([c.upper(), s, free["lines"], _pct(free["bit_accuracy"]), _pct(aware["bit_accuracy"]),
+                     _pct(free["char_accuracy"]), _pct(aware["char_accuracy"]), _of(free["exact_lines"], free["lines"]),
+                     _of(aware["exact_lines"], aware["lines"]),
+                     _mcnemar_cell(free.get("exact_by_line"), aware.get("exact_by_line"))])
+    report.table(DECODING, "Test lines, greedy decoding free (EOS where the model puts it) and length-aware: "
+                 "bit accuracy %, characters right %, exact lines, and McNemar's exact test of length-aware "
+                 "against free (+ lines only length-aware got exact, − only free)",
+                 ablation.markdown_table(["config", "seed", "lines", "free: bit acc %", "length-aware: bit acc %",
+                                         "free: characters %", "length-aware: characters %", "free: exact",
+                                         "length-aware: exact", "length-aware vs free"], rows))
+
+
+def _valid_log(log) -> bool:
+    """Whether a training log is a list of epochs with epoch, val_loss and seconds (what plot_curves reads)."""
+    keys = ("epoch", "val_loss", "seconds")
+    return bool(log) and all(isinstance(e, dict) and all(k in e for k in keys) for e in log)
+
+
+def _curves(report: Report, runs: dict, folder: Path) -> None:
+    """Each record's ``log``: seconds and validation loss per epoch (ablation.plot_curves)."""
+    names = _names(runs)
+    logs = {key: r["log"] for key, r in runs.items() if _valid_log(r["log"])}
+    lacking = [names[key] for key in runs if key not in logs]
+    if lacking:
+        report.lack(CURVES, str(folder), f"a training log (log: epoch, val_loss, seconds) in {', '.join(lacking)}")
+    if not logs:
+        return
+    last = max(e["epoch"] for log in logs.values() for e in log)
+    rows = []
+    for (c, s), r in runs.items():
+        log = logs.get((c, s), [])
+        losses = {e["epoch"]: e["val_loss"] for e in log}
+        rows.append([c.upper(), s, r["epochs"], r["best_epoch"], num(r["seconds_per_epoch"], ".0f"),
+                     "{:.0f}–{:.0f}".format(*ablation.epoch_seconds(log)) if log else "–",
+                     *(num(losses.get(k), ".4f") for k in range(1, last + 1)), _pct(r["best_val_accuracy"])])
+    report.table(CURVES, "Epochs, best epoch, seconds per epoch (mean, fastest–slowest), validation loss (nats per "
+                 "target unit) after each epoch, and the best teacher-forced validation token accuracy %",
+                 ablation.markdown_table(["config", "seed", "epochs", "best epoch", "s/epoch",
+                                         "fastest–slowest epoch, s", *(f"val loss, epoch {k}" for k in
+                                                                       range(1, last + 1)),
+                                         "best val token accuracy %"], rows))
+    report.figure(CURVES, "Validation loss per epoch and against training minutes, every run with a log",
+                  CURVES_FILE, ablation.plot_curves({names[key]: log for key, log in logs.items()}))
 
 
 # --------------------------------------------------------------------------- prediction files
@@ -623,7 +512,8 @@ def _read_predictions(files: dict[str, Path], references: Path, refs: list[str])
 
 
 def _prediction_report(folder: Path, references: Path, chunk_chars: int, baseline: str) -> Report:
-    """The report of prediction files scored against ``references`` (:func:`cipherlab.analysis.score.score_predictions`)."""
+    """The report of prediction files scored against ``references``
+    (:func:`cipherlab.analysis.score.score_predictions`)."""
     refs = read_text_lines(references, "references file", "one reference plaintext line per line")
     files = _prediction_files(folder, references)
     predictions = _read_predictions(files, references, refs)
@@ -657,8 +547,8 @@ def _prediction_results(report: Report, predictions: dict, refs: list[str], scor
         exact = sum(a == b for a, b in zip(p, refs))
         rows.append([name.upper(), w["lines"], _pct(w["bit_accuracy"]), _pct(_char_accuracy(p, refs)),
                      _pct(w["char_error_rate"]), _of(exact, len(refs)), _pct(w["sequence_accuracy"], 2),
-                     sum(len(a) != len(b) for a, b in zip(p, refs)), _num(w["levenshtein"], ".2f"),
-                     _num(w["chrf"], ".2f"), _num(w["bleu"], ".2f"), _num(w["rougeL"], ".4f")])
+                     sum(len(a) != len(b) for a, b in zip(p, refs)), num(w["levenshtein"], ".2f", "n/c"),
+                     num(w["chrf"], ".2f", "n/c"), num(w["bleu"], ".2f", "n/c"), num(w["rougeL"], ".4f", "n/c")])
     report.table(RESULTS, "Whole lines: bit accuracy %, characters right at their position %, character error "
                  "rate %, exact lines, lines of the wrong length, Levenshtein edits per line, chrF, BLEU, ROUGE-L F1",
                  ablation.markdown_table(["predictions", "lines", "bit acc %", "characters %", "CER %", "exact lines",
@@ -799,7 +689,8 @@ def _short(digest) -> str:
 
 
 def _own_parts(record: dict) -> list[dict]:
-    """A record's ``parts`` (:func:`cipherlab.student.parts.part_records`): the student's classes it was trained with."""
+    """A record's ``parts`` (:func:`cipherlab.student.parts.part_records`): the student's classes it was
+    trained with."""
     parts = record.get("parts")
     return [p for p in parts if isinstance(p, dict) and "part" in p] if isinstance(parts, list) else []
 
@@ -818,7 +709,8 @@ def parts_summary(runs: dict[str, dict]) -> str | None:
         theirs = [label for label in runs if part not in own[label]]
         versions = {(own[label][part].get("class"), own[label][part].get("class_sha256") or
                      own[label][part].get("sha256")) for label in yours}
-        said.append(f"{part}: yours in {', '.join(yours)}" + (f", cipherlab's in {', '.join(theirs)}" if theirs else ""))
+        said.append(f"{part}: yours in {', '.join(yours)}"
+                    + (f", cipherlab's in {', '.join(theirs)}" if theirs else ""))
         if theirs:
             mixed.append(f"{part} is yours in {', '.join(yours)} and cipherlab's in {', '.join(theirs)}")
         if len(versions) > 1:
@@ -845,7 +737,8 @@ def _parts_table(runs: dict[str, dict]) -> str:
 
 def _add_parts(report: Report, runs: dict[str, dict]) -> None:
     """Where any run was trained with the student's parts: a row of the inputs table saying whose parts are
-    in which run (and whether the folder mixes them) and a table of each run's parts (--part, cipherlab.student.parts)."""
+    in which run (and whether the folder mixes them) and a table of each run's parts (--part,
+    cipherlab.student.parts)."""
     summary = parts_summary(runs)
     if summary is None:
         return
@@ -876,6 +769,7 @@ def _add_recipe(report: Report, runs: dict[str, dict]) -> None:
         rows.append([f"`{part}`", ", ".join(sorted(values)), knows])
     if rows:
         report.table(RECIPE, "The recipe's parts in these runs (every value that occurs) and what each knows of the "
-                     "task beyond the training pairs", ablation.markdown_table(["part", "value", "what it knows"], rows))
+                     "task beyond the training pairs",
+                     ablation.markdown_table(["part", "value", "what it knows"], rows))
     else:
         report.lack(RECIPE, ", ".join(runs), "the recipe's fields (records written before the recipe existed)")

@@ -167,8 +167,9 @@ def _check_records(folder: Path) -> None:
         try:
             read_record(path)
         except (OSError, ValueError) as e:
-            raise ValueError(f"--results-dir: {first_line(e)}; the table is made from every c*.json there: "
-                             "restore, repair or remove it") from None
+            why = first_line(e).removeprefix(f"{path}: ")
+            raise ValueError(f"--results-dir: {path} is not a readable results record ({why}); the table is made "
+                             "from every c*.json there: restore, repair or remove it") from None
 
 
 def _results_folder(results_dir: str, run_name: str) -> Path:

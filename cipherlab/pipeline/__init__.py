@@ -1,6 +1,6 @@
 """From data to a trained model and its scores: strings to tensors and the model built
 (``codec``), save and load with checksums (``checkpoint``), training (``train``), greedy and
-beam decoding (``decode``), the metrics (``metrics``) and a checkpoint scored on test lines
-(``evaluate``).
+beam decoding (``decode``), the metrics (``metrics``), a checkpoint scored on test lines
+(``evaluate``) and the one record every run writes (``record``).
 
 Imports ``cipherlab.models``, ``cipherlab.base``, ``cipherlab.data`` and ``cipherlab.student``."""

@@ -30,7 +30,7 @@ from cipherlab.pipeline.decode import decrypt_lines, length_aware_by_default
 from cipherlab.base.device import pick_device
 from cipherlab.base.errors import write_text_atomic
 from cipherlab.pipeline.metrics import compute_metrics
-from cipherlab.pipeline.record import device_name, git_commit, make_record, read_record, set_metrics, versions
+from cipherlab.pipeline.record import make_record, read_record, set_metrics
 from cipherlab.base.markdown import markdown_table
 
 __all__ = [

@@ -127,7 +127,8 @@ def make_record(config: Config, *, name: str | None = None, fit: dict, log: list
     """A record of one trained model (fields as the module docstring lists them).
 
     ``fit``: ``epochs``, ``best_epoch``, ``best_val_loss``, ``best_val_accuracy``, ``stopped`` and
-    ``params``; ``log``: the rows of its ``log.jsonl``; ``sets``: ``{name: set_metrics(...)}``.
+    ``params``; ``log``: the rows of its ``log.jsonl``; ``sets``: ``{name: set_metrics(...)}``;
+    ``device``: where it trained (None where that is not known).
     ``fields`` fills the rest (``command``, ``overrides``, ``wall_seconds``, ``peak_memory_bytes``,
     ``train_tokens_per_s``, ``parts``, ``export`` ...); a key outside the layout is refused.
     """
@@ -151,8 +152,8 @@ def make_record(config: Config, *, name: str | None = None, fit: dict, log: list
         "wall_seconds": None,
         "train_tokens_per_s": None,
         "peak_memory_bytes": None,
-        "device": str(device),
-        "device_name": device_name(device),
+        "device": None if device is None else str(device),
+        "device_name": None if device is None else device_name(device),
         "versions": versions(),
         "git_commit": git_commit(),
         "log": log,

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from cipherlab.base.markdown import markdown_table
+from cipherlab.pipeline.record import read_record
 
 HERE = Path(__file__).resolve().parent
 
@@ -41,7 +42,7 @@ still has to be run at equal epochs with two seeds.
 
 
 def row(r: dict) -> list[str]:
-    rand, std, brown, free = r["random_strings"], r["stdlib"], r["brown_test"], r["brown_test_free"]
+    rand, std, brown, free = (r["sets"][name] for name in ("random_letters", "stdlib", "test", "test_free"))
     return [
         r["name"], str(r["epochs"]),
         f"{100 * rand['char_accuracy']:.2f} / {rand['exact_lines']} of {rand['lines']}",
@@ -58,7 +59,7 @@ def reference() -> str:
 
 
 def main() -> None:
-    records = [json.loads(p.read_text()) for p in sorted(HERE.glob("*.json"))]
+    records = [read_record(p) for p in sorted(HERE.glob("*.json"))]
     headers = ["run", "epochs", "random strings: characters % / exact", "stdlib: bit % / exact %",
                "Brown test: bit % / exact %", "Brown test, free decoding: bit % / exact %"]
     lines = [INTRO.format(reference=reference()), markdown_table(headers, [row(r) for r in records])]

@@ -3,12 +3,13 @@
     python results/learn/probe.py --config c3 --minutes 12 --set phase_shuffle=1.0 --set bit_embeddings=true
 
 Trains ``make_config(config, "cpu")`` with the overrides for a wall-clock budget into
-``runs/learn/<name>/`` and writes ``results/learn/<name>.json`` with its decryption of
-- random strings: 30 strings of 40-120 characters over a-z, A-Z and (six times as likely) space,
+``runs/learn/<name>/`` and writes ``results/learn/<name>.json``, a run record
+(:mod:`cipherlab.pipeline.record`, the layout ``train`` writes too) whose ``sets`` hold its decryption of
+- ``random_letters``: 30 strings of 40-120 characters over a-z, A-Z and (six times as likely) space,
   encrypted with the key -- a model that learned the cipher decodes them, a language model does not;
-- English from outside Brown: the 500 letters-and-spaces lines of Python's docstrings (data/stdlib);
-- the cpu preset's 200 Brown test lines,
-each with length-aware greedy decoding (EOS where the cipher fixes it), and Brown also freely.
+- ``stdlib``, English from outside Brown: the 500 letters-and-spaces lines of Python's docstrings (data/stdlib);
+- ``test``, the cpu preset's 200 Brown test lines,
+each with length-aware greedy decoding (EOS where the cipher fixes it), and Brown also freely (``test_free``).
 Every number is read off the run; nothing is typed. One seed per run: a single measurement.
 """
 
@@ -32,33 +33,25 @@ from cipherlab.data.corpus import load_corpus  # noqa: E402
 from cipherlab.pipeline.decode import decrypt_lines  # noqa: E402
 from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained  # noqa: E402
 from cipherlab.pipeline.codec import select_lines  # noqa: E402
-from cipherlab.pipeline.evaluate import versions  # noqa: E402
-from cipherlab.analysis.score import score_predictions  # noqa: E402
+from cipherlab.pipeline.metrics import compute_metrics  # noqa: E402
+from cipherlab.pipeline.record import make_record, set_metrics, versions  # noqa: E402
 from cipherlab.pipeline.train import train_config  # noqa: E402
 
-from cipherlab.base.config import recipe_caveats  # noqa: E402
 from cipherlab.analysis.probes import probe_sets  # noqa: E402
 from cipherlab.data.tokenizers.cipher_task import aligned_target_ids  # noqa: E402
 
 
 def probe(model, codec, config, plain: list[str], cipher: list[str], length_aware: bool) -> dict:
+    """One set of the record: the model's decryption of ``cipher`` scored against ``plain``."""
     device = next(model.parameters()).device
     started = time.perf_counter()
     pred = decrypt_lines(model, codec, cipher, chunk_chars=config.chunk_chars, device=device,
                          token_budget=config.token_budget, max_batch_size=config.max_batch_size,
                          length_aware=length_aware)
     seconds = time.perf_counter() - started
-    whole = score_predictions(pred, plain, cipher, first=[], chunks=[])["whole_lines"]
-    chars = sum(len(r) for r in plain)
-    right = sum(sum(a == b for a, b in zip(p, r)) for p, r in zip(pred, plain))
-    return {"lines": len(plain), "char_accuracy": right / chars, "bit_accuracy": whole["bit_accuracy"],
-            "exact_lines": sum(p == r for p, r in zip(pred, plain)), "sequence_accuracy": whole["sequence_accuracy"],
-            "char_error_rate": whole["char_error_rate"], "decode_seconds": seconds,
-            "decoding": "length-aware greedy" if length_aware else "free greedy",
-            # per line, in order: "1" where the line came out exact, and how many characters were right
-            "exact_by_line": "".join("1" if p == r else "0" for p, r in zip(pred, plain)),
-            "right_chars_by_line": [sum(a == b for a, b in zip(p, r)) for p, r in zip(pred, plain)],
-            "examples": [{"reference": r, "prediction": p} for p, r in list(zip(pred, plain))[:3]]}
+    metrics = compute_metrics(pred, plain, cipher, tokenised=codec.kind == "bpe")
+    return set_metrics(pred, plain, metrics, decoding="length-aware greedy" if length_aware else "free greedy",
+                       seconds=seconds)
 
 
 def token_counts(codec, plain: list[str], cipher: list[str]) -> dict | None:
@@ -144,18 +137,17 @@ def main(argv=None) -> int:
         record = json.loads(path.read_text(encoding="utf-8"))
         sets = probe_sets(config, n_random=record["random_strings"]["lines"])
         corpus = load_corpus() if args.all_test else select_lines(load_corpus(), config)
-        sets["brown_test"] = sets["brown_test_free"] = corpus.lines("test")[0]  # --all-test as the record was made
-        keys = {name: {"random_letters": "random_strings"}.get(name, name) for name in sets}
+        sets["test"] = sets["test_free"] = corpus.lines("test")[0]  # --all-test as the record was made
         names = [n.strip() for n in args.update.split(",") if n.strip()]
         unknown = [n for n in names if n not in sets]
         if unknown:
             parser.error(f"--update {args.update}: choose among {', '.join(sets)}")
         for set_name in names:
-            if len(sets[set_name]) != record[keys[set_name]]["lines"]:
-                parser.error(f"--update {set_name}: {len(sets[set_name])} lines now, {record[keys[set_name]]['lines']} in "
-                             "the record; pass the --random/--all-test it was made with")
-            record[keys[set_name]] = probe(model, codec, config, sets[set_name], [encrypt(t) for t in sets[set_name]],
-                                           set_name != "brown_test_free")
+            if len(sets[set_name]) != record["sets"][set_name]["lines"]:
+                parser.error(f"--update {set_name}: {len(sets[set_name])} lines now, {record['sets'][set_name]['lines']}"
+                             " in the record; pass the --random/--all-test it was made with")
+            record["sets"][set_name] = probe(model, codec, config, sets[set_name], [encrypt(t) for t in sets[set_name]],
+                                             set_name != "test_free")
         record.setdefault("updates", []).append(
             {"sets": names, "command": shlex.join(["python", "results/learn/probe.py", *(argv or sys.argv[1:])]),
              **versions()})
@@ -167,34 +159,32 @@ def main(argv=None) -> int:
     brown_plain, brown_cipher = corpus.lines("test")
     sets = probe_sets(config, n_random=args.random)
     cipher_of = {name: [encrypt(t) for t in lines] for name, lines in sets.items()}
-    record = {
-        "name": name, "config": args.config, "preset": "cpu", "overrides": overrides,
-        "command": shlex.join(["python", "results/learn/probe.py", *(argv if argv is not None else sys.argv[1:])]),
-        "seed": args.seed, "wall_seconds": train_seconds, **fit,
-        "log": [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()],
-        # optimiser steps only, over every epoch (a resumed run's wall_seconds counts only its own call)
-        "train_seconds": sum(json.loads(line)["seconds"] for line in (out / "log.jsonl").read_text().splitlines()
-                             if line.strip()),
-        "recipe": config.recipe, "recipe_caveats": recipe_caveats(config),
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
+    scored = {name: probe(model, codec, config, sets[name], cipher_of[name], True)
+              for name in ("random_letters", "stdlib",
+                           *(("random_alphabet", "stdlib_upper", "stdlib_long") if args.more_sets else ()))}
+    scored["test"] = probe(model, codec, config, brown_plain, brown_cipher, True)
+    scored["test_free"] = probe(model, codec, config, brown_plain, brown_cipher, False)
+    record = make_record(
+        config, name=name, fit=fit, log=log, sets=scored,
+        device=None if args.eval_only else run.device,
+        command=shlex.join(["python", "results/learn/probe.py", *(argv if argv is not None else sys.argv[1:])]),
+        overrides=overrides, wall_seconds=train_seconds,
+        peak_memory_bytes=None if args.eval_only else run.peak_memory_bytes,
+        train_tokens_per_s=(sum(row["train_tokens"] for row in log) / sum(row["seconds"] for row in log)
+                            if log and all("train_tokens" in row for row in log) else None),
         # validation every eval_every steps (Config.eval_every), when the run asked for it
-        "curve": [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines() if line.strip()]
+        curve=[json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines() if line.strip()]
         if (out / "curve.jsonl").exists() else None,
-        "tokens": token_counts(codec, brown_plain, brown_cipher),
-        "random_strings": probe(model, codec, config, sets["random_letters"], cipher_of["random_letters"], True),
-        "stdlib": probe(model, codec, config, sets["stdlib"], cipher_of["stdlib"], True),
-        **({name: probe(model, codec, config, sets[name], cipher_of[name], True)
-            for name in ("random_alphabet", "stdlib_upper", "stdlib_long")} if args.more_sets else {}),
-        "brown_test": probe(model, codec, config, brown_plain, brown_cipher, True),
-        "brown_test_free": probe(model, codec, config, brown_plain, brown_cipher, False),
-        "hyperparameters": config.to_dict(), **versions(),
-    }
+        tokens=token_counts(codec, brown_plain, brown_cipher),
+    )
     if args.export:
         record["export"] = args.export
         export_checkpoint(out / "best.pt", ROOT / args.export)
     path = ROOT / args.out / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    r, s, b = record["random_strings"], record["stdlib"], record["brown_test"]
+    r, s, b = (record["sets"][key] for key in ("random_letters", "stdlib", "test"))
     print(f"{name}: {record['epochs']} epochs; random {100 * r['char_accuracy']:.2f} % "
           f"chars, {r['exact_lines']}/{r['lines']} exact; stdlib {100 * s['bit_accuracy']:.2f} % bits, "
           f"{s['exact_lines']}/{s['lines']}; Brown {100 * b['bit_accuracy']:.3f} % bits, {b['exact_lines']}/{b['lines']}"

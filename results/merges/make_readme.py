@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cipherlab.pipeline.codec import fit_codec, select_lines  # noqa: E402
+from cipherlab.pipeline.record import read_record  # noqa: E402
 from cipherlab.base.config import TOKENIZATIONS, config_from_dict  # noqa: E402
 from cipherlab.data.corpus import load_corpus  # noqa: E402
 from cipherlab.analysis.ablation import first_step  # noqa: E402
@@ -121,7 +121,7 @@ def steps_to(record: dict, level: float = 0.999) -> str:
 def row(name: str, record: dict) -> list[str]:
     config = config_from_dict(record["hyperparameters"])
     d = describe(config)
-    r, s, b, f = (record[k] for k in ("random_strings", "stdlib", "brown_test", "brown_test_free"))
+    r, s, b, f = (record["sets"][k] for k in ("random_letters", "stdlib", "test", "test_free"))
     phase = "–" if config.source_mode != "phase" else "position" if name in POSITION_PHASE else "token"
     return [name, d["source"], d["learned"], d["target"], phase, f"{d['chars_per_token']:.2f}",
             " / ".join(f"{100 * e['val_accuracy']:.1f}" for e in record["log"]), steps_to(record),
@@ -132,28 +132,29 @@ def row(name: str, record: dict) -> list[str]:
 
 
 def main() -> None:
-    records = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(HERE.glob("m-*.json"))}
+    records = {p.stem: read_record(p) for p in sorted(HERE.glob("m-*.json"))}
     names = [n for n in ORDER if n in records] + sorted(set(records) - set(ORDER))
     rows = [row(n, records[n]) for n in names]
-    reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    reference = read_record(REFERENCE)
     rows.append(row("no merges (`results/reference/ref-c1-seed0`)", reference))
-    if ALIGNED_C1.exists():
-        rows.append(row("aligned, as the model is now (`results/aligned/aligned-c1-seed0`)",
-                        json.loads(ALIGNED_C1.read_text(encoding="utf-8"))))
+    aligned = read_record(ALIGNED_C1) if ALIGNED_C1.exists() else None
+    if aligned:
+        rows.append(row("aligned, as the model is now (`results/aligned/aligned-c1-seed0`)", aligned))
     headers = ["run", "source", "learned on", "target", "key phase by", "chars/token", "val accuracy % by epoch", "steps to 99.9 %",
                "random strings: chars % / exact", "docstrings: bits % / exact", "Brown: bits % / exact",
                "Brown free: exact"]
-    before = records.get("m-phase3072-chunks-tokenphase", {}).get("random_strings")
-    after = json.loads(ALIGNED_C1.read_text(encoding="utf-8"))["random_strings"] if ALIGNED_C1.exists() else None
+    dropout_off = records.get("m-phase3072-chunks-tokenphase")
+    before = dropout_off["sets"]["random_letters"] if dropout_off else None
+    after = aligned["sets"]["random_letters"] if aligned else None
     why = WHY.format(dropout=TOKENIZATIONS["aligned"]["bpe_dropout"],
                      before=f"{before['exact_lines']} of {before['lines']}" if before else "–",
                      after=f"{after['exact_lines']} of {after['lines']}" if after else "–",
-                     lines=reference["random_strings"]["lines"])
+                     lines=reference["sets"]["random_letters"]["lines"])
     text = INTRO + "\n" + markdown_table(headers, rows) + "\n" + why
     if NOTES_BITS.exists():
-        notes = json.loads(NOTES_BITS.read_text(encoding="utf-8"))
+        notes = read_record(NOTES_BITS)
         config = config_from_dict(notes["hyperparameters"])
-        b = notes["brown_test"]
+        b = notes["sets"]["test"]
         text += (f"\nThe course notes' own BPE over bits, at the `cpu` sizes (`{NOTES_BITS.relative_to(ROOT)}`: "
                  f"{config.src_vocab}-token source, target {'characters' if config.tgt_vocab is None else config.tgt_vocab}, "
                  f"the `{notes['recipe']}` recipe, {notes['epochs']} epochs): {b['exact_lines']} of {b['lines']} Brown test "

@@ -64,9 +64,9 @@ def main() -> None:
     runs = load_learn_runs(HERE)
     first = next(iter(runs.values()))
     every, goals = reference_tables(runs)
-    n = {name: first[key]["lines"] for name, key in (
-        ("n_letters", "random_strings"), ("n_alphabet", "random_alphabet"), ("n_stdlib", "stdlib"),
-        ("n_upper", "stdlib_upper"), ("n_long", "stdlib_long"), ("n_brown", "brown_test_free"))}
+    n = {name: first["sets"][key]["lines"] for name, key in (
+        ("n_letters", "random_letters"), ("n_alphabet", "random_alphabet"), ("n_stdlib", "stdlib"),
+        ("n_upper", "stdlib_upper"), ("n_long", "stdlib_long"), ("n_brown", "test_free"))}
     text = INTRO.format(recipe=recipe_text(), **n)
     text += "\n## Every run\n\n" + every + "\n\n## The goals\n\nA goal is met when every seed meets it.\n\n"
     text += goals + "\n"

@@ -13,7 +13,6 @@ command plus ``--export`` (the run repeats bit for bit on this machine), e.g.
 """
 
 import argparse
-import json
 from pathlib import Path
 
 import torch
@@ -22,9 +21,9 @@ from cipherlab.pipeline.checkpoint import load_trained
 from cipherlab.data.cipher import KEY, encrypt
 from cipherlab.pipeline.decode import decrypt_lines
 from cipherlab.analysis.probes import probe_sets
+from cipherlab.pipeline.record import read_record
 
-SETS = {"random_letters": "random_strings", "random_alphabet": "random_alphabet", "stdlib": "stdlib",
-        "stdlib_upper": "stdlib_upper", "stdlib_long": "stdlib_long"}  # probe set -> record field
+SETS = ("random_letters", "random_alphabet", "stdlib", "stdlib_upper", "stdlib_long")  # the record's sets.<name>
 
 
 def main() -> None:
@@ -33,14 +32,14 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=Path, required=True)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    record = json.loads(args.record.read_text(encoding="utf-8"))
+    record = read_record(args.record)
     model, codec, config = load_trained(args.checkpoint, "cpu")
     sets = probe_sets(config)
     n = config.chunk_chars
     print(f"{'set':15} {'line':>5} {'chars':>6} {'pos':>6} {'phase':>5} {'in chunk':>8} {'chunk chars':>11} "
           f"{'true':>4} {'got':>4} {'bits differing':>14}")
-    for name, field in SETS.items():
-        missed = [i for i, ok in enumerate(record[field]["exact_by_line"]) if ok == "0"]
+    for name in SETS:
+        missed = [i for i, ok in enumerate(record["sets"][name]["exact_by_line"]) if ok == "0"]
         lines = [sets[name][i] for i in missed]
         decoded = decrypt_lines(model, codec, [encrypt(line) for line in lines], chunk_chars=n,
                                 device=torch.device("cpu"), length_aware=True)

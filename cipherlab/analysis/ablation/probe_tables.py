@@ -40,21 +40,21 @@ __all__ = [
 # The goals of LEARN_RUN for the cpu preset, at most 30 minutes of training per configuration:
 # (record section, measure, at least, label). A goal is met when every seed meets it.
 LEARN_GOALS = (
-    ("random_strings", "char_accuracy", 0.999, "random strings: characters"),
-    ("random_strings", "sequence_accuracy", 0.95, "random strings: exact"),
+    ("random_letters", "char_accuracy", 0.999, "random strings: characters"),
+    ("random_letters", "sequence_accuracy", 0.95, "random strings: exact"),
     ("stdlib", "bit_accuracy", 0.999, "stdlib (English outside Brown): bits"),
     ("stdlib", "sequence_accuracy", 0.90, "stdlib: exact lines"),
-    ("brown_test_free", "bit_accuracy", 0.999, "Brown, all test lines, free decoding: bits"),
-    ("brown_test_free", "sequence_accuracy", 0.95, "Brown, all test lines, free decoding: exact lines"),
+    ("test_free", "bit_accuracy", 0.999, "Brown, all test lines, free decoding: bits"),
+    ("test_free", "sequence_accuracy", 0.95, "Brown, all test lines, free decoding: exact lines"),
 )
 
 
 def learn_goal_values(runs: dict[tuple[str, int], dict], goal: tuple) -> dict[str, list[float]]:
     """``{config: [value of seed 0, seed 1, ...]}`` of one of :data:`LEARN_GOALS`' measures."""
-    section, measure = goal[0], goal[1]
+    name, measure = goal[0], goal[1]
     values: dict[str, list[float]] = {}
     for (config, _seed), record in runs.items():
-        values.setdefault(config, []).append(record[section][measure])
+        values.setdefault(config, []).append(section(record, name)[measure])
     return values
 
 
@@ -65,13 +65,14 @@ LEARN_HEADERS = ("config", "seed", "epochs", "best epoch", "training minutes", "
 
 def learn_row(record: dict) -> list[str]:
     """One run of a learn ablation as table cells (:data:`LEARN_HEADERS`)."""
-    def pair(section: dict, key: str, digits: int) -> str:
-        return f"{100 * section[key]:.{digits}f} / {section['exact_lines']} of {section['lines']}"
+    def pair(scored: dict, key: str, digits: int) -> str:
+        return f"{100 * scored[key]:.{digits}f} / {scored['exact_lines']} of {scored['lines']}"
 
     return [record["config"].upper(), str(record["seed"]), str(record["epochs"]), str(record["best_epoch"]),
             f"{record['train_seconds'] / 60:.1f}", f"{100 * record['best_val_accuracy']:.3f}",
-            pair(record["random_strings"], "char_accuracy", 2), pair(record["stdlib"], "bit_accuracy", 3),
-            pair(record["brown_test_free"], "bit_accuracy", 3), pair(record["brown_test"], "bit_accuracy", 3)]
+            pair(section(record, "random_letters"), "char_accuracy", 2),
+            pair(section(record, "stdlib"), "bit_accuracy", 3), pair(section(record, "test_free"), "bit_accuracy", 3),
+            pair(section(record, "test"), "bit_accuracy", 3)]
 
 
 def learn_goal_row(runs: dict[tuple[str, int], dict], goal: tuple) -> list[str]:
@@ -111,8 +112,8 @@ REFERENCE_GOALS = (
     ("stdlib_upper", "sequence_accuracy", 0.98, "the same in upper case: exact"),
     ("stdlib_long", "char_accuracy", 0.9999, "2,600-character lines: characters"),
     ("stdlib_long", "sequence_accuracy", 0.98, "2,600-character lines: exact"),
-    ("brown_test_free", "bit_accuracy", 0.9999, "Brown, all test lines, free decoding: bits"),
-    ("brown_test_free", "sequence_accuracy", 0.99, "Brown, all test lines, free decoding: exact"),
+    ("test_free", "bit_accuracy", 0.9999, "Brown, all test lines, free decoding: bits"),
+    ("test_free", "sequence_accuracy", 0.99, "Brown, all test lines, free decoding: exact"),
 )
 
 
@@ -168,7 +169,7 @@ def paired_table(rows: list[dict], baseline: str = "c1") -> str:
 
 
 def recipe_comparison(before: dict[tuple[str, int], dict], after: dict[tuple[str, int], dict],
-                      sets: tuple = ("random_letters", "stdlib", "brown_test_free")) -> str:
+                      sets: tuple = ("random_letters", "stdlib", "test_free")) -> str:
     """Two learn ablations scored on the same lines, configuration by configuration and seed by seed:
     exact lines before -> after on each set, with McNemar's exact p-value of the paired outcomes."""
     labels = dict(REFERENCE_SETS)
@@ -185,7 +186,7 @@ def recipe_comparison(before: dict[tuple[str, int], dict], after: dict[tuple[str
 
 def recipe_cost_table(reference: dict[tuple[str, int], dict], ablations: dict[str, dict[tuple[str, int], dict]],
                       configs: tuple = ("c1", "c2"),
-                      sets: tuple = ("random_letters", "random_alphabet", "brown_test_free")) -> str:
+                      sets: tuple = ("random_letters", "random_alphabet", "test_free")) -> str:
     """What each part of the recipe is worth: for each part taken out (``ablations``, as
     :func:`cipherlab.analysis.ablation.records.load_recipe_runs` returns them) and each configuration, the exact
     lines of each set with every part (``reference``) -> without it, seed by seed, and McNemar's exact

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from cipherlab.analysis.ablation.records import _SECTION, REFERENCE_SETS, change_from_c1, entry_label, metric, section
+from cipherlab.analysis.ablation.records import REFERENCE_SETS, change_from_c1, entry_label, metric, section
 
 __all__ = [
     "NOISE_SE",
@@ -54,7 +54,7 @@ def exact_lines_stderr(record: dict) -> float:
     ``beam.json``). This is only the uncertainty of *sampling the test lines*: it says nothing about
     how much another training seed would change the model, which is usually larger.
     """
-    test = record.get("test", record)
+    test = record["sets"]["test"] if "sets" in record else record
     p, n = metric(test, "sequence_accuracy"), test["lines"]
     return math.sqrt(p * (1 - p) / n) if n else math.nan
 
@@ -128,8 +128,7 @@ def paired_rows(runs: dict[tuple[str, int], dict], baseline: str = "c1",
         if config == baseline or base is None:
             continue
         for name in names:
-            key = _SECTION.get(name, name)
-            if key not in record or key not in base or "exact_by_line" not in record[key]:
+            if name not in record["sets"] or name not in base["sets"] or "exact_by_line" not in record["sets"][name]:
                 continue
             x, y = section(base, name), section(record, name)
             only_base, only_config, p = mcnemar(x["exact_by_line"], y["exact_by_line"])

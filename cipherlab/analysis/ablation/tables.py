@@ -86,7 +86,7 @@ def comparison_table(run_folder: str | os.PathLike, bits_folder: str | os.PathLi
         "",
         f"Run `{run_path(run_folder).name}`: preset `{first.get('preset', '?')}`, C1-C4 source mode "
         f"`{_source_modes(records)}`, "
-        f"{first['test']['lines']} test lines, greedy decoding, device {first.get('device', '?')}. "
+        f"{first['sets']['test']['lines']} test lines, greedy decoding, device {first.get('device', '?')}. "
         "Exact lines = sequence accuracy (whole lines right). Levenshtein: mean character edits per line. "
         "n/c: not comparable (BLEU and ROUGE are reported for the tokenised C1-C4 only). "
         "Training tokens are each configuration's own target units (BPE pieces for C1-C4, bytes for C5). "
@@ -128,7 +128,7 @@ def generalisation_table(records: dict[str, dict], general: dict) -> str:
     """
     rows = []
     for name, out in general.items():
-        brown = records[name]["test"] if name in records else {}
+        brown = records[name]["sets"]["test"] if name in records else {}
         for label, m in (("Brown test lines", brown), ("stdlib docstrings", out)):
             rows.append([name.upper(), label, m.get("lines", "?"), pct2(metric(m, "bit_accuracy")),
                          pct(metric(m, "sequence_accuracy")), num(metric(m, "char_error_rate"), ".3f"),
@@ -226,7 +226,7 @@ def target_rows(runs: dict[str, dict[str, dict]], errors: dict | None = None) ->
         for run, records in runs.items():
             if name not in records:
                 continue
-            decodings = [("free", records[name]["test"])]
+            decodings = [("free", records[name]["sets"]["test"])]
             entry = error_entry(errors, run, name)
             if entry is not None:
                 decodings.append(("length-aware", entry["test_length_aware"]))

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
 from cipherlab.analysis.ablation import LEARN_HEADERS, learn_row, learn_tables, load_learn_runs, markdown_table  # noqa: E402
+from cipherlab.pipeline.record import read_record  # noqa: E402
 
 BITS = HERE.parent / "bits"  # the course notes' bits-mode BPE with the same method, beside it
 
@@ -78,13 +78,13 @@ def main() -> None:
     runs = load_learn_runs(HERE)
     first = next(iter(runs.values()))
     every, goals = learn_tables(runs)
-    text = INTRO.format(n_random=first["random_strings"]["lines"], n_brown=first["brown_test_free"]["lines"])
+    text = INTRO.format(n_random=first["sets"]["random_letters"]["lines"], n_brown=first["sets"]["test_free"]["lines"])
     text += "\n## Every run\n\n" + every + "\n\n## The goals\n\nA goal is met when every seed meets it.\n\n"
     text += goals + "\n"
-    bits = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(BITS.glob("*.json"))] if BITS.is_dir() else []
+    bits = [read_record(p) for p in sorted(BITS.glob("*.json"))] if BITS.is_dir() else []
     if bits:
         text += BITS_TEXT + markdown_table(["run", "recipe", *LEARN_HEADERS],
-                                           [[r["name"], r.get("recipe", "shuffles"), *learn_row(r)] for r in bits]) + "\n"
+                                           [[r["name"], r["recipe"] or "shuffles", *learn_row(r)] for r in bits]) + "\n"
         text += BITS_AFTER
     (HERE / "README.md").write_text(text, encoding="utf-8")
 

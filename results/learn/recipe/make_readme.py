@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cipherlab.analysis.ablation import REFERENCE_SETS, load_learn_runs, markdown_table, mcnemar, section  # noqa: E402
+from cipherlab.pipeline.record import read_record  # noqa: E402
 
 REFERENCE = ROOT / "results" / "reference"
 
@@ -69,9 +69,9 @@ def check_findings(reference: dict, runs: dict) -> None:
         return mcnemar(section(a, name)["exact_by_line"], section(b, name)["exact_by_line"])
 
     noeos, ref5 = runs["noeos-c5-seed0"], reference[("c5", 0)]
-    probes = ("random_letters", "random_alphabet", "stdlib", "stdlib_upper", "stdlib_long", "brown_test")
+    probes = ("random_letters", "random_alphabet", "stdlib", "stdlib_upper", "stdlib_long", "test")
     assert all(section(noeos, n)["exact_lines"] == section(noeos, n)["lines"] for n in probes)
-    only_ref, only_here, p = paired(ref5, noeos, "brown_test_free")
+    only_ref, only_here, p = paired(ref5, noeos, "test_free")
     assert only_ref > only_here and p > 0.05
     sub, ref1 = runs["sub-c1-seed0"], reference[("c1", 0)]
     assert all(section(sub, n)["exact_by_line"] == section(ref1, n)["exact_by_line"]
@@ -88,14 +88,14 @@ def main() -> None:
     reference = load_learn_runs(REFERENCE)
     rows, paired = [], []
     for path in sorted(HERE.glob("*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = read_record(path)
         base = reference[(record["config"], record["seed"])]
         rows += [row(path.stem, record), row(f"reference {record['config'].upper()}, seed {record['seed']}", base)]
         paired.append([path.stem, *(
             "{} only in the reference, {} only here, p = {:.2g}".format(*mcnemar(
                 section(base, name)["exact_by_line"], section(record, name)["exact_by_line"]))
-            for name in ("random_letters", "stdlib", "brown_test_free"))])
-    check_findings(reference, {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in HERE.glob("*.json")})
+            for name in ("random_letters", "stdlib", "test_free"))])
+    check_findings(reference, {path.stem: read_record(path) for path in HERE.glob("*.json")})
     headers = ["run", "epoch probed", *(label for _, label in REFERENCE_SETS)]
     text = INTRO + markdown_table(headers, rows) + "\n\n"
     text += FINDINGS + "\n"

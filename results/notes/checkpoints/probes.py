@@ -36,7 +36,7 @@ from cipherlab.data.corpus import load_corpus  # noqa: E402
 from cipherlab.pipeline.checkpoint import load_trained  # noqa: E402
 from cipherlab.pipeline.codec import select_lines  # noqa: E402
 from cipherlab.pipeline.decode import decrypt_lines  # noqa: E402
-from cipherlab.pipeline.evaluate import git_commit, versions  # noqa: E402
+from cipherlab.pipeline.record import git_commit, versions  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = ("c2", "c5")

@@ -3,8 +3,8 @@
     python results/learn/ablation/checkpoints/random_errors.py
 
 Of the seed-0 models this ablation exported (`checkpoints/c1..c5.safetensors`, each record's `export`
-field), the one whose record has the lowest random-string character accuracy decodes 200 fresh random
-strings of letters and spaces (spaces six times as likely;
+field), the one whose record has the lowest random-string character accuracy (`sets.random_letters`)
+decodes 200 fresh random strings of letters and spaces (spaces six times as likely;
 `cipherlab.analysis.doctor.random_strings(LETTERS, 200, seed=7)`), encrypted with the key, with
 length-aware greedy decoding. The appendix (the course notes' recipe) reads each wrong character off
 the predictions. The models are no longer in the tree: this script needs them back from the commit
@@ -24,12 +24,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(ROOT))
 
-from cipherlab.analysis.ablation import load_learn_runs  # noqa: E402
+from cipherlab.analysis.ablation import load_learn_runs, section  # noqa: E402
 from cipherlab.analysis.doctor import random_strings  # noqa: E402
 from cipherlab.data.cipher import encrypt  # noqa: E402
 from cipherlab.pipeline.checkpoint import load_trained  # noqa: E402
 from cipherlab.pipeline.decode import decrypt_lines  # noqa: E402
-from cipherlab.pipeline.evaluate import git_commit, versions  # noqa: E402
+from cipherlab.pipeline.record import git_commit, versions  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LETTERS = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") + [" "] * 6  # as results/learn/probe.py
@@ -39,7 +39,7 @@ N_STRINGS, SEED = 200, 7
 def main() -> int:
     torch.set_num_threads(1)
     runs = load_learn_runs(HERE.parent)
-    worst = min((r for (_, seed), r in runs.items() if seed == 0), key=lambda r: r["random_strings"]["char_accuracy"])
+    worst = min((r for (_, seed), r in runs.items() if seed == 0), key=lambda r: section(r, "random_letters")["char_accuracy"])
     path = ROOT / worst["export"]
     model, codec, config = load_trained(path, "cpu")
     strings = random_strings(LETTERS, N_STRINGS, seed=SEED)
