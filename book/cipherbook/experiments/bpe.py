@@ -289,8 +289,8 @@ def merges_summary(record: dict) -> dict:
             "target": ("aligned" if h.get("target_tokens") == "aligned" else
                        "characters" if h["tgt_vocab"] is None else f"BPE {h['tgt_vocab']}"),
             "val accuracy": [e["val_accuracy"] for e in record["log"]],
-            "random exact": (record["random_strings"]["exact_lines"], record["random_strings"]["lines"]),
-            "Brown exact": (record["brown_test"]["exact_lines"], record["brown_test"]["lines"])}
+            "random exact": (record["sets"]["random_letters"]["exact_lines"], record["sets"]["random_letters"]["lines"]),
+            "Brown exact": (record["sets"]["test"]["exact_lines"], record["sets"]["test"]["lines"])}
 
 
 def aligned_runs() -> dict[tuple[str, int], dict]:

@@ -107,7 +107,7 @@ def run_records(folder: str) -> dict:
 
 
 def test_lines(folder: str, config: str = "c1") -> int:
-    return run_records(folder)[config]["test"]["lines"]
+    return run_records(folder)[config]["sets"]["test"]["lines"]
 
 
 def percent(folder: str, config: str, key: str) -> float:
@@ -165,7 +165,7 @@ def reference_sets() -> int:
 
 
 def reference_lines(name: str) -> int:
-    """How many lines every reference run decoded in probe set ``name`` (e.g. "brown_test_free")."""
+    """How many lines every reference run decoded in probe set ``name`` (e.g. "test_free")."""
     return _shared(f"the lines of {name}", {section(r, name)["lines"] for r in reference_runs().values()})
 
 

@@ -198,7 +198,7 @@ def c3_against_c1(run: str) -> dict:
     records = load_run(run)
     row = next(r for r in single_change_rows(records) if r["config"] == "c3")
     return {"exact": 100 * row["exact"], "bit": 100 * row["bit"], "se": 100 * row["se"], "reading": row["reading"],
-            "epochs": row["epochs"], "c1_epochs": row["baseline_epochs"], "lines": records["c1"]["test"]["lines"],
+            "epochs": row["epochs"], "c1_epochs": row["baseline_epochs"], "lines": records["c1"]["sets"]["test"]["lines"],
             "c1_exact": 100 * metric(records["c1"], "sequence_accuracy"),
             "c3_exact": 100 * metric(records["c3"], "sequence_accuracy"),
             "params_saved_pct": 100 * (1 - records["c3"]["params"] / records["c1"]["params"])}

@@ -180,7 +180,7 @@ def beam_slowdown(config: str) -> float:
 
 def decode_lps(config: str) -> float:
     """Lines per second the committed model decoded its test lines at (greedy, its own record)."""
-    return records(EXTENDED_RUN)[config]["decode_lines_per_s"]
+    return records(EXTENDED_RUN)[config]["sets"]["test"]["decode_lines_per_s"]
 
 
 @functools.cache
@@ -345,7 +345,7 @@ def recipe_steps() -> tuple[dict, ...]:
     before, after = learned(), ref_runs()
     steps = []
     for key in sorted(set(before) & set(after)):
-        for name in ("random_letters", "stdlib", "brown_test_free"):
+        for name in ("random_letters", "stdlib", "test_free"):
             only_before, only_after, p = mcnemar(section(before[key], name)["exact_by_line"],
                                                  section(after[key], name)["exact_by_line"])
             steps.append({"key": key, "set": name, "gained": only_after, "lost": only_before, "p": p})
