@@ -40,8 +40,8 @@ from cipherlab.pipeline.codec import collate_bytes
 from cipherlab.base.config import Config
 from cipherlab.data.corpus import CHUNK_CHARS, SubwordChunkDataset, collate, load_corpus, make_chunks
 from cipherlab.models.attention import ScaledDotProductAttention
-from cipherlab.models.blt import BLTModel, ByteEntropyModel
-from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.models.blt import BLTArgs, BLTModel, ByteEntropyModel
+from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
 from cipherlab.data.tokenizers.cipher_task import get_tokenizers
 
@@ -132,8 +132,8 @@ def build(args, which, corpus, chunks):
         src_tok, tgt_tok = get_tokenizers(corpus, "bits", args.src_vocab, args.tgt_vocab)
         data = SubwordChunkDataset(batch_chunks, src_tok, tgt_tok)
         batch = collate([data[i] for i in range(len(data))], src_tok.pad_id, tgt_tok.pad_id)
-        model = Seq2SeqTransformer(src_tok.vocab_size, tgt_tok.vocab_size, **SIZES, src_pad_id=src_tok.pad_id,
-                                   tgt_pad_id=tgt_tok.pad_id)
+        model = Seq2SeqTransformer(ModelArgs(src_tok.vocab_size, tgt_tok.vocab_size, **SIZES, src_pad_id=src_tok.pad_id,
+                                             tgt_pad_id=tgt_tok.pad_id))
         pad = tgt_tok.pad_id
 
         def forward():
@@ -144,8 +144,9 @@ def build(args, which, corpus, chunks):
         pairs = [(bits_to_bytes(c.cipher), [BOS_ID, *c.plain.encode("latin-1"), EOS_ID]) for c in batch_chunks]
         batch = collate_bytes(pairs, entropy, entropy.threshold_at(args.percentile), max_patch=args.max_patch,
                               patch_tgt=args.patch_tgt)
-        model = BLTModel(**SIZES, window=args.window, patch_tgt=args.patch_tgt, local_layers=Config.blt_local_layers,
-                         source_memory=Config.blt_source_memory, **SPECIAL_IDS)
+        model = BLTModel(BLTArgs(**SIZES, window=args.window, patch_tgt=args.patch_tgt,
+                                 local_layers=Config.blt_local_layers, source_memory=Config.blt_source_memory,
+                                 **SPECIAL_IDS))
         pad = PAD_ID
 
         def forward():

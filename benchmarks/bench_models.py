@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from cipherlab.pipeline.decode import greedy_decode
-from cipherlab.models import Seq2SeqTransformer, SinusoidalPositionalEncoding, causal_mask
+from cipherlab.models import ModelArgs, Seq2SeqTransformer, SinusoidalPositionalEncoding, causal_mask
 
 PAD, BOS = 0, 1
 RESULTS = Path(__file__).parent / "results" / "models.json"
@@ -78,8 +78,9 @@ def bench_training(args, sizes):
     models = {
         "nn.Transformer": TorchTransformerBaseline(args.src_vocab, args.tgt_vocab, sizes["d_model"], sizes["n_heads"],
                                                    sizes["enc_layers"], sizes["ffn_dim"], sizes["dropout"]),
-        "cipherlab C1 scratch": Seq2SeqTransformer(args.src_vocab, args.tgt_vocab, **sizes),
-        "cipherlab C1 fused": Seq2SeqTransformer(args.src_vocab, args.tgt_vocab, **sizes, fused_attention=True),
+        "cipherlab C1 scratch": Seq2SeqTransformer(ModelArgs(args.src_vocab, args.tgt_vocab, **sizes)),
+        "cipherlab C1 fused": Seq2SeqTransformer(ModelArgs(args.src_vocab, args.tgt_vocab, **sizes,
+                                                           fused_attention=True)),
     }
     optimizers = {name: torch.optim.AdamW(m.parameters(), lr=3e-4) for name, m in models.items()}
     times = {name: [] for name in models}
@@ -105,7 +106,7 @@ def bench_training(args, sizes):
 
 def bench_decoding(args, sizes):
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(args.src_vocab, args.tgt_vocab, **sizes).eval()
+    model = Seq2SeqTransformer(ModelArgs(args.src_vocab, args.tgt_vocab, **sizes)).eval()
     generator = torch.Generator().manual_seed(1)
     src, _ = make_batch(args.decode_batch, args.seq_len, args.src_vocab, args.tgt_vocab, generator)
     never = -1  # an EOS id argmax cannot produce: every row decodes exactly gen_tokens tokens

@@ -15,7 +15,7 @@ from cipherlab.data.corpus import load_corpus
 from cipherlab.pipeline.decode import begin_decoding, decode_step, greedy_decode
 from cipherlab.models import blt
 from cipherlab.models.attention import MultiHeadAttention
-from cipherlab.models.blt import (BLTModel, ByteEntropyModel, PatchPooling, WindowedSelfAttention,
+from cipherlab.models.blt import (BLTArgs, BLTModel, ByteEntropyModel, PatchPooling, WindowedSelfAttention,
                                   fixed_patch_membership, patch_causal_mask, patch_membership)
 from cipherlab.models.norm import LayerNorm
 from cipherlab.models.positional import SinusoidalPositionalEncoding
@@ -46,7 +46,7 @@ def entropy_model(corpus_pairs):
 
 
 def tiny_blt(**overrides):
-    return BLTModel(**{**TINY, **overrides}).eval()
+    return BLTModel(BLTArgs(**{**TINY, **overrides})).eval()
 
 
 def random_source(B, L, generator=None):
@@ -361,8 +361,8 @@ def test_tiny_blt_overfits_real_cipher_lines_and_greedy_decoding_reproduces_them
     entropy = ByteEntropyModel(min_count=2).fit([b for _, b in pairs])
     batch = collate_bytes([(b, [BOS_ID, *p.encode(), EOS_ID]) for p, b in pairs], entropy,
                           entropy.threshold_at(PERCENTILE), patch_tgt=4)
-    model = BLTModel(d_model=64, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=128, dropout=0.0, window=16,
-                     patch_tgt=4, max_len=64, local_layers=1, source_memory="bytes", **SPECIAL_IDS)
+    model = BLTModel(BLTArgs(d_model=64, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=128, dropout=0.0, window=16,
+                             patch_tgt=4, max_len=64, local_layers=1, source_memory="bytes", **SPECIAL_IDS))
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     tgt_in, tgt_out = batch["tgt"][:, :-1], batch["tgt"][:, 1:]
     losses = []
@@ -441,3 +441,45 @@ def test_byte_memory_default_does_not_leak_and_decodes_prefixes_as_teacher_forci
     with pytest.raises(ValueError, match="source_memory"):
         tiny_blt(source_memory="words")
     assert not logits_leak(tiny_blt(source_memory="patches"), seeds=range(1))
+
+
+# --------------------------------------------------------------------------- BLTArgs: the one way to build it
+
+def test_blt_args_are_frozen_named_and_compare_by_value():
+    import dataclasses
+
+    args = BLTArgs(**TINY)
+    assert args == BLTArgs(**TINY) and hash(args) == hash(BLTArgs(**TINY))
+    assert args != BLTArgs(**{**TINY, "patch_tgt": 4})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        args.window = 16
+    with pytest.raises(TypeError):  # keyword-only: no silent reordering of the sizes
+        BLTArgs(32, 4)
+    with pytest.raises(TypeError, match="local_layers"):  # the C5-only sizes and special ids have no default
+        BLTArgs(d_model=32)
+    assert tiny_blt().args == args
+
+
+def test_build_model_gives_the_blt_the_args_its_config_asks_for():
+    from cipherlab.base.config import make_config
+    from cipherlab.pipeline.codec import build_model
+
+    config = make_config("c5", "smoke")
+    model = build_model(config)
+    assert isinstance(model, BLTModel)
+    assert model.args == BLTArgs(
+        d_model=config.d_model, n_heads=config.n_heads, enc_layers=config.enc_layers, dec_layers=config.dec_layers,
+        ffn_dim=config.ffn_dim, dropout=config.dropout, local_layers=config.blt_local_layers,
+        window=config.blt_window, patch_tgt=config.blt_patch_tgt, source_memory=config.blt_source_memory,
+        pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID, bit_embeddings=config.bit_embeddings,
+        phase_embedding=config.phase_embedding, key_period=8)
+
+
+@pytest.mark.parametrize("call, got", [
+    (lambda: BLTModel(dict(TINY)), "got a dict"),
+    (lambda: BLTModel(**TINY), "got keyword arguments d_model"),
+    (lambda: BLTModel(BLTArgs(**TINY), window=16), "got keyword arguments window"),
+], ids=["dict", "keywords", "args-and-keywords"])
+def test_anything_but_one_blt_args_is_one_type_error_that_says_what_to_pass(call, got):
+    with pytest.raises(TypeError, match=r"^BLTModel takes one BLTArgs, as in BLTModel\(BLTArgs\(.*\)\); " + got):
+        call()

@@ -6,7 +6,7 @@ import torch
 
 import cipherbook.experiments.blt as blt_facts
 from cipherlab.base.config import Config
-from cipherlab.models.blt import BLTModel, patch_causal_mask, patch_membership
+from cipherlab.models.blt import BLTArgs, BLTModel, patch_causal_mask, patch_membership
 from cipherlab.data.tokenizers.bytes import BOS_ID, SPECIAL_IDS
 
 PATCH = 3
@@ -19,7 +19,7 @@ TINY = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropo
 def tiny():
     """An untrained tiny BLT, one encoded source of 20 bytes in 4 patches, one decoder input of 14 bytes."""
     torch.manual_seed(0)
-    model = BLTModel(**TINY).eval()
+    model = BLTModel(BLTArgs(**TINY)).eval()
     src = torch.randint(0, 256, (1, 20))
     member = patch_membership([[0, 4, 9, 15]], [20], 20)
     with torch.no_grad():
@@ -58,7 +58,7 @@ def test_leak_check_is_zero_for_safe_masks_and_fires_for_one_slot_more(tiny):
 
 def test_swap_moves_attention_pooling_of_its_own_patch_but_not_the_mean():
     torch.manual_seed(0)
-    model = BLTModel(**{**TINY, "patch_tgt": 4}).eval()
+    model = BLTModel(BLTArgs(**{**TINY, "patch_tgt": 4})).eval()
     ids = torch.tensor([[BOS_ID, *b"Hello w"]])  # (1, 8): two patches of 4
     effect = blt_facts.pooling_swap_effect(model, ids, [0, 2, 1, 3, 4, 5, 6, 7])
     assert effect["attention, patch 1"] == 0

@@ -15,7 +15,7 @@ from cipherlab.models.attention import GroupedQueryAttention, MultiHeadAttention
 from cipherlab.models.blt import BLTModel, ByteEntropyModel, PatchPooling, patch_causal_mask
 from cipherlab.models.norm import LayerNorm, RMSNorm
 from cipherlab.models.positional import RotaryPositionalEmbedding, SinusoidalPositionalEncoding
-from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.data.tokenizers import BPETokenizer
 
 
@@ -35,7 +35,7 @@ def cipherlabs_patcher(entropies, threshold, max_patch):
 
 def c2_model():
     """cipherlab's RoPE configuration at the check's sizes: RoPE in self- and cross-attention, under the cache."""
-    return Seq2SeqTransformer(259, 259, pos_encoding="rope", **check.DECODING_SIZES)
+    return Seq2SeqTransformer(ModelArgs(259, 259, pos_encoding="rope", **check.DECODING_SIZES))
 
 
 OWN = [
@@ -513,3 +513,31 @@ def test_the_command_checks_the_new_parts(tmp_path, capsys):
     _one_line(capsys.readouterr().err, f"{mine}:patch_causal_mask: patch_causal_mask() raised TypeError")
     assert main(["check", "bpe", f"{mine}:own_patch"]) == 1  # a function of the wrong part
     _one_line(capsys.readouterr().err, f"{mine}:own_patch: own_patch(texts, 60) raised TypeError")
+
+
+class _NotesStyleModel(torch.nn.Module):
+    """A whole model built the course notes' way, cls(src_vocab, tgt_vocab, d_model=..., ...)."""
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, **sizes):
+        super().__init__()
+        from cipherlab.models import ModelArgs, Seq2SeqTransformer
+
+        self.inner = Seq2SeqTransformer(ModelArgs(src_vocab_size, tgt_vocab_size, **sizes))
+
+    def forward(self, src, tgt_in):
+        return self.inner(src, tgt_in)
+
+    def begin_decoding(self, src):
+        return self.inner.begin_decoding(src)
+
+    def decode_step(self, state, tokens):
+        return self.inner.decode_step(state, tokens)
+
+
+@pytest.mark.parametrize("convention", ["one ModelArgs", "two vocabularies and keywords"])
+def test_a_whole_model_class_is_built_in_either_convention(convention):
+    from cipherlab.models import Seq2SeqTransformer
+
+    cls = Seq2SeqTransformer if convention == "one ModelArgs" else _NotesStyleModel
+    report = check.decoding(cls)
+    assert all(f.passed for f in report.findings), str(report)

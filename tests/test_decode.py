@@ -7,7 +7,7 @@ from torch import nn
 from cipherlab.data.cipher import KEY, DatasetError, encrypt
 from cipherlab.pipeline.codec import SubwordCodec, teacher_forcing_logits
 from cipherlab.pipeline.decode import beam_search, decode_batch, decrypt_lines, greedy_decode
-from cipherlab.models import Seq2SeqTransformer
+from cipherlab.models import ModelArgs, Seq2SeqTransformer
 from cipherlab.pipeline.train import sequence_loss
 
 PAD, BOS, EOS = 0, 1, 2
@@ -29,7 +29,8 @@ class BitTokenizer:
 def copy_model():
     """A tiny Seq2SeqTransformer trained until it copies 8-bit strings."""
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(5, 5, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)
+    model = Seq2SeqTransformer(ModelArgs(5, 5, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64,
+                                         dropout=0.0))
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
     generator = torch.Generator().manual_seed(0)
     for _ in range(200):
@@ -96,8 +97,8 @@ def test_batched_beam_search_gives_each_line_what_it_gets_alone():
     # An untrained model whose EOS logit is always 0 (its output row zeroed): the lines stop at
     # different steps and the beams disagree with greedy decoding.
     torch.manual_seed(5)
-    model = Seq2SeqTransformer(5, 5, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64,
-                               dropout=0.0).eval()
+    model = Seq2SeqTransformer(ModelArgs(5, 5, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64,
+                                         dropout=0.0)).eval()
     with torch.no_grad():
         model.tgt_embed.weight[EOS] = 0.0
     src = torch.randint(3, 5, (6, 8), generator=torch.Generator().manual_seed(2))
@@ -117,8 +118,8 @@ def test_a_limit_per_row_decodes_each_line_as_it_decodes_alone():
     # (decrypt_chunks passes each chunk's characters + 1), greedy and beam search give every line
     # what it gets alone, whatever the batch.
     torch.manual_seed(5)
-    model = Seq2SeqTransformer(5, 5, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64,
-                               dropout=0.0).eval()
+    model = Seq2SeqTransformer(ModelArgs(5, 5, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64,
+                                         dropout=0.0)).eval()
     with torch.no_grad():
         model.tgt_embed.weight[EOS] = -1.0  # EOS is rarely the argmax: most rows run to their limit
     lengths = [8, 3, 6, 1]
@@ -201,13 +202,14 @@ def test_decrypting_something_that_is_not_bits_names_the_line():
 @pytest.mark.parametrize("source_memory", ["patches", "bytes"])
 def test_beam_search_on_the_byte_latent_transformer_batched_and_alone(source_memory):
     from cipherlab.pipeline.codec import collate_source
-    from cipherlab.models.blt import BLTModel
+    from cipherlab.models.blt import BLTArgs, BLTModel
     from cipherlab.models.blt_patching import ByteEntropyModel
     from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS
 
     torch.manual_seed(0)
-    model = BLTModel(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, window=8,
-                     patch_tgt=4, max_len=64, local_layers=1, source_memory=source_memory, **SPECIAL_IDS).eval()
+    model = BLTModel(BLTArgs(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0, window=8,
+                             patch_tgt=4, max_len=64, local_layers=1, source_memory=source_memory,
+                             **SPECIAL_IDS)).eval()
     sources = [list(range(40, 52)), list(range(60, 69))]  # two lengths: the second row is padded
     entropy = ByteEntropyModel(min_count=1).fit([bytes(s) for s in sources])
     src, member = collate_source(sources, entropy, entropy.threshold_at(75.0), 6)

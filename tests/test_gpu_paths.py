@@ -25,7 +25,7 @@ from cipherlab.base.config import CONFIG_NAMES, make_config
 from cipherlab.data.corpus import BucketBatchSampler, load_corpus, make_chunks
 from cipherlab.base.device import autocast
 from cipherlab.models import ScaledDotProductAttention
-from cipherlab.models.blt import BLTModel
+from cipherlab.models.blt import BLTArgs, BLTModel
 from cipherlab.pipeline.train import Batches, Trainer, fused_attention_on, seed_everything
 from cipherbook.experiments.blt import c5_model
 from cipherbook.experiments.mha import SRC_VOCAB, TGT_VOCAB
@@ -164,9 +164,9 @@ def test_one_bf16_step_of_the_full_size_c5_has_chapter_7s_parameter_count(tmp_pa
     model = build_model(config, codec)
     assert model.num_params() == c5_model("assignment").num_params()
     # not through build_model: an independent count
-    by_hand = BLTModel(**config.model_hyperparameters(), local_layers=config.blt_local_layers,
-                       window=config.blt_window, patch_tgt=config.blt_patch_tgt,
-                       source_memory=config.blt_source_memory, pad_id=256, bos_id=257, eos_id=258)
+    by_hand = BLTModel(BLTArgs(**config.model_hyperparameters(), local_layers=config.blt_local_layers,
+                               window=config.blt_window, patch_tgt=config.blt_patch_tgt,
+                               source_memory=config.blt_source_memory, pad_id=256, bos_id=257, eos_id=258))
     assert model.num_params() == by_hand.num_params()
     _full_size_step(model, config, _short_batch(codec, corpus), codec.tgt_pad_id, tmp_path)
 

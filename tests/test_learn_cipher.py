@@ -10,9 +10,9 @@ from cipherlab.data.cipher import encrypt
 from cipherlab.base.config import make_config
 from cipherlab.data.corpus import Chunk, phase_shuffle, shuffle_chunks
 from cipherlab.pipeline.decode import greedy_decode
-from cipherlab.models.blt import BLTModel
+from cipherlab.models.blt import BLTArgs, BLTModel
 from cipherlab.models.embedding import BitFactoredEmbedding, bit_features
-from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.data.tokenizers.bytes import SPECIAL_IDS
 
 TEXT = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=64)
@@ -57,8 +57,8 @@ def test_a_bit_factored_table_is_linear_in_the_bits():
 
 def test_the_tied_head_of_a_bit_factored_model_is_the_bit_table():
     codes = [None, None, None, *range(32, 127)]
-    model = Seq2SeqTransformer(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
-                               ffn_dim=32, dropout=0.0, src_codes=codes, tgt_codes=codes)
+    model = Seq2SeqTransformer(ModelArgs(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
+                                         ffn_dim=32, dropout=0.0, src_codes=codes, tgt_codes=codes))
     assert isinstance(model.tgt_embed, BitFactoredEmbedding)
     logits = model(torch.tensor([[3, 4, 5]]), torch.tensor([[1, 6]]))
     assert logits.shape == (1, 2, len(codes))
@@ -75,8 +75,8 @@ def test_config_switches_reach_both_model_families():
         model = fit_codec(config, select_lines(load_corpus(), config)).build_model(config)
         embeds = [m for m in model.modules() if isinstance(m, BitFactoredEmbedding)]
         assert len(embeds) == 2, name
-    plain = BLTModel(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8, patch_tgt=4,
-                     local_layers=1, source_memory="bytes", **SPECIAL_IDS)
+    plain = BLTModel(BLTArgs(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8, patch_tgt=4,
+                             local_layers=1, source_memory="bytes", **SPECIAL_IDS))
     assert not any(isinstance(m, BitFactoredEmbedding) for m in plain.modules())
 
 
@@ -93,9 +93,9 @@ def test_the_key_phase_embedding_is_periodic_and_follows_the_decoding_offset():
 def test_cached_greedy_decoding_equals_full_recomputation_with_phase_and_bit_embeddings():
     torch.manual_seed(0)
     codes = [None, None, None, *range(32, 127)]
-    model = Seq2SeqTransformer(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
-                               ffn_dim=32, dropout=0.0, pos_encoding="rope", src_codes=codes, tgt_codes=codes,
-                               phase_embedding=True, key_period=8).eval()
+    model = Seq2SeqTransformer(ModelArgs(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
+                                         ffn_dim=32, dropout=0.0, pos_encoding="rope", src_codes=codes,
+                                         tgt_codes=codes, phase_embedding=True, key_period=8)).eval()
     src = torch.randint(3, len(codes), (2, 11))
     fast = greedy_decode(model, src, 1, 2, 12)
     ys = torch.ones(2, 1, dtype=torch.long)
@@ -110,9 +110,9 @@ def test_the_blt_takes_phase_and_bit_embeddings():
     from cipherlab.models.blt_patching import fixed_patch_membership
 
     torch.manual_seed(0)
-    model = BLTModel(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8, patch_tgt=4,
-                     local_layers=1, source_memory="bytes", **SPECIAL_IDS, bit_embeddings=True, phase_embedding=True,
-                     key_period=8)
+    model = BLTModel(BLTArgs(d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32, window=8, patch_tgt=4,
+                             local_layers=1, source_memory="bytes", **SPECIAL_IDS, bit_embeddings=True,
+                             phase_embedding=True, key_period=8))
     assert model.local_encoder.phase_embed is not None and model.local_decoder.phase_embed is not None
     src = torch.randint(0, 256, (1, 12))
     member = fixed_patch_membership(torch.ones(1, 12, dtype=torch.bool), 4)
@@ -222,8 +222,8 @@ def test_an_empty_source_is_one_end_of_source_token():
 def test_decoding_builds_no_autograd_graph():
     torch.manual_seed(0)
     codes = [None, None, None, *range(32, 127)]
-    model = Seq2SeqTransformer(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
-                               ffn_dim=32, dropout=0.0, src_codes=codes, tgt_codes=codes).eval()
+    model = Seq2SeqTransformer(ModelArgs(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
+                                         ffn_dim=32, dropout=0.0, src_codes=codes, tgt_codes=codes)).eval()
     out = greedy_decode(model, torch.randint(3, len(codes), (2, 5)), 1, 2, 6)
     assert not out.requires_grad and torch.is_inference(out)
 

@@ -8,12 +8,13 @@ import torch
 from cipherlab.analysis import plan as planner
 from cipherlab.__main__ import main
 from cipherlab.base.config import make_config
-from cipherlab.models import Seq2SeqTransformer
+from cipherlab.models import ModelArgs, Seq2SeqTransformer
 
 
 def test_flops_are_counted_linear_in_the_batch_and_close_to_6_n_d():
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(64, 64, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)
+    model = Seq2SeqTransformer(ModelArgs(64, 64, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64,
+                                         dropout=0.0))
     def batch(rows):
         return {"src": torch.randint(4, 64, (rows, 40)), "tgt": torch.randint(4, 64, (rows, 12))}
     one, three = planner.measure_step(model, batch(1), 0), planner.measure_step(model, batch(3), 0)
@@ -124,7 +125,8 @@ def test_kernel_counter_counts_computing_operators_not_views():
 def test_counting_a_training_step_leaves_the_model_as_it_was():
     torch.manual_seed(0)
     config = make_config("c1", "smoke")
-    model = Seq2SeqTransformer(64, 64, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)
+    model = Seq2SeqTransformer(ModelArgs(64, 64, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64,
+                                         dropout=0.0))
     before = {k: v.clone() for k, v in model.state_dict().items()}
     batch = {"src": torch.randint(4, 64, (2, 10)), "tgt": torch.randint(4, 64, (2, 7))}
     counts = planner.count_kernels(model, batch, 0, config)

@@ -7,7 +7,7 @@ from torch import nn
 from cipherlab.models.attention import GroupedQueryAttention, MultiHeadAttention
 from cipherlab.models.norm import RMSNorm
 from cipherlab.pipeline.decode import greedy_decode
-from cipherlab.models.transformer import (Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights,
+from cipherlab.models.transformer import (ModelArgs, Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights,
                                           kv_cache_bytes)
 
 PAD, BOS, EOS = 0, 1, 2
@@ -27,7 +27,7 @@ def _seed():
 
 
 def tiny_model(name="C1", **overrides):
-    return Seq2SeqTransformer(40, 50, **{**TINY, **CONFIGS[name], **overrides}).eval()
+    return Seq2SeqTransformer(ModelArgs(40, 50, **{**TINY, **CONFIGS[name], **overrides})).eval()
 
 
 def _ids(B, L, vocab, lo=3):
@@ -143,10 +143,10 @@ def _closed_form_params(V_src, V_tgt, D=256, F=1024, layers=4, kv_dim=256, norm_
 
 
 def test_c1_and_c3_parameter_totals_at_the_seed_sizes_match_closed_forms():
-    c1 = Seq2SeqTransformer(**SEED_SIZES)
-    c2 = Seq2SeqTransformer(**SEED_SIZES, pos_encoding="rope")
-    c3 = Seq2SeqTransformer(**SEED_SIZES, attn_type="gqa", n_kv_heads=2)
-    c4 = Seq2SeqTransformer(**SEED_SIZES, norm="rmsnorm")
+    c1 = Seq2SeqTransformer(ModelArgs(**SEED_SIZES))
+    c2 = Seq2SeqTransformer(ModelArgs(**SEED_SIZES, pos_encoding="rope"))
+    c3 = Seq2SeqTransformer(ModelArgs(**SEED_SIZES, attn_type="gqa", n_kv_heads=2))
+    c4 = Seq2SeqTransformer(ModelArgs(**SEED_SIZES, norm="rmsnorm"))
     assert c1.num_params() == _closed_form_params(1024, 8000) == 9_683_968
     assert c3.num_params() == _closed_form_params(1024, 8000, kv_dim=64) == 8_894_464
     assert c4.num_params() == _closed_form_params(1024, 8000, norm_params=256) == 9_678_336
@@ -162,7 +162,7 @@ def test_output_head_is_the_target_embedding_matrix():
 
 
 def test_initialisation_is_xavier_for_linears_and_inverse_sqrt_d_for_embeddings():
-    model = Seq2SeqTransformer(1000, 2000, d_model=256, n_heads=8, enc_layers=1, dec_layers=1)
+    model = Seq2SeqTransformer(ModelArgs(1000, 2000, d_model=256, n_heads=8, enc_layers=1, dec_layers=1))
     for emb in (model.src_embed, model.tgt_embed):
         assert emb.weight.std().item() == pytest.approx(256 ** -0.5, rel=0.05)
     linear = model.encoder.layers[0].ffn.linear1
@@ -226,7 +226,7 @@ def test_bad_configurations_raise_errors_that_say_what_to_change():
     ]
     for overrides, message in cases:
         with pytest.raises(ValueError, match=message):
-            Seq2SeqTransformer(40, 50, **{**TINY, **overrides})
+            Seq2SeqTransformer(ModelArgs(40, 50, **{**TINY, **overrides}))
 
 
 def test_targets_longer_than_max_len_raise():
@@ -238,8 +238,8 @@ def test_targets_longer_than_max_len_raise():
 @pytest.mark.parametrize("cross", [False, True])
 def test_rope_in_cross_attention_decodes_the_same_with_and_without_the_cache(cross):
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(20, 20, d_model=32, n_heads=4, enc_layers=1, dec_layers=2, ffn_dim=64, dropout=0.0,
-                               pos_encoding="rope", rope_cross_attention=cross).eval()
+    model = Seq2SeqTransformer(ModelArgs(20, 20, d_model=32, n_heads=4, enc_layers=1, dec_layers=2, ffn_dim=64,
+                                         dropout=0.0, pos_encoding="rope", rope_cross_attention=cross)).eval()
     assert (model.decoder.layers[0].cross_attn.rope is not None) == cross
     src = torch.randint(3, 20, (3, 9))
     cached = greedy_decode(model, src, 1, 2, 12, use_cache=True)
@@ -255,3 +255,52 @@ def test_cross_attention_rope_scores_depend_on_target_minus_source_position():
     assert score(7, 7) == pytest.approx(score(0, 0), abs=1e-4)
     assert score(9, 4) == pytest.approx(score(5, 0), abs=1e-4)
     assert score(9, 4) != pytest.approx(score(9, 5), abs=1e-4)
+
+
+# --------------------------------------------------------------------------- ModelArgs: the one way to build it
+
+def test_model_args_are_frozen_and_compare_by_value():
+    import dataclasses
+
+    args = ModelArgs(40, 50, **TINY)
+    assert args == ModelArgs(40, 50, **TINY) and hash(args) == hash(ModelArgs(40, 50, **TINY))
+    assert args != ModelArgs(40, 50, **{**TINY, "norm": "rmsnorm"})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        args.d_model = 64
+    assert dataclasses.replace(args, norm="rmsnorm").norm == "rmsnorm" and args.norm == "layernorm"
+    codes = [None, None, 65, 66]  # a list in, a tuple kept: nothing inside the frozen object can change
+    assert ModelArgs(4, 4, src_codes=codes).src_codes == (None, None, 65, 66)
+    assert ModelArgs(4, 4, src_codes=codes) == ModelArgs(4, 4, src_codes=tuple(codes))
+    assert tiny_model().args == ModelArgs(40, 50, **TINY)
+
+
+@pytest.mark.parametrize("name", ["c1", "c2", "c3", "c4"])
+def test_build_model_gives_the_model_the_args_its_config_asks_for(name):
+    from cipherlab.base.config import make_config
+    from cipherlab.pipeline.codec import build_model
+
+    config = make_config(name, "smoke", bit_embeddings=False)  # bit embeddings need a codec's codes
+    model = build_model(config, vocab_sizes=(40, 50), pad_id=1, fused_attention=True)
+    assert isinstance(model, Seq2SeqTransformer)
+    assert model.args == ModelArgs(
+        40, 50, d_model=config.d_model, n_heads=config.n_heads, enc_layers=config.enc_layers,
+        dec_layers=config.dec_layers, ffn_dim=config.ffn_dim, dropout=config.dropout,
+        pos_encoding=config.pos_encoding, attn_type=config.attn_type,
+        n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None, norm=config.norm,
+        src_pad_id=1, tgt_pad_id=1, fused_attention=True, rope_cross_attention=config.rope_cross_attention,
+        phase_embedding=config.phase_embedding, key_period=8)
+    assert (model.args.n_kv_heads == 2) == (name == "c3")
+
+
+@pytest.mark.parametrize("call, got", [
+    (lambda: Seq2SeqTransformer({"src_vocab_size": 40, "tgt_vocab_size": 50}), "got a dict"),
+    (lambda: Seq2SeqTransformer(src_vocab_size=40, tgt_vocab_size=50), "got keyword arguments src_vocab_size"),
+    (lambda: Seq2SeqTransformer(40, 50, **TINY), "got keyword arguments d_model"),
+    (lambda: Seq2SeqTransformer(40, 50), "got 2 positional arguments"),
+    (lambda: Seq2SeqTransformer(ModelArgs(40, 50), d_model=32), "got keyword arguments d_model"),
+    (lambda: Seq2SeqTransformer(), "got nothing"),
+], ids=["dict", "keywords", "old-call", "positional", "args-and-keywords", "nothing"])
+def test_anything_but_one_model_args_is_one_type_error_that_says_what_to_pass(call, got):
+    with pytest.raises(TypeError, match=r"^Seq2SeqTransformer takes one ModelArgs, as in "
+                                        r"Seq2SeqTransformer\(ModelArgs\(.*\)\); " + got):
+        call()

@@ -29,6 +29,7 @@ The classic slips of a first implementation, each as a student writes it:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -39,10 +40,10 @@ from cipherlab.data.cipher import KEY, PERIOD
 from cipherlab.data.corpus import Chunk
 from cipherlab.pipeline.decode import greedy_decode
 from cipherlab.models.attention import MultiHeadAttention, ScaledDotProductAttention, padding_mask
-from cipherlab.models.blt import BLTModel, PatchPooling
+from cipherlab.models.blt import BLTArgs, BLTModel, PatchPooling
 from cipherlab.models.blt_patching import patch_membership
 from cipherlab.models.positional import RotaryPositionalEmbedding, SinusoidalPositionalEncoding
-from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, VOCAB_SIZE
 
 # Tiny byte-level models: source = cipher bytes 0..255, target = plaintext bytes, PAD/BOS/EOS 256-258.
@@ -55,7 +56,7 @@ TINY_BLT = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, d
 def tiny(cls=Seq2SeqTransformer, seed: int = 0, **overrides) -> Seq2SeqTransformer:
     """A seeded tiny byte-level model of class ``cls`` (the real one or a broken subclass), in eval mode."""
     torch.manual_seed(seed)
-    return cls(VOCAB_SIZE, VOCAB_SIZE, **{**TINY, **overrides}).eval()
+    return cls(ModelArgs(VOCAB_SIZE, VOCAB_SIZE, **{**TINY, **overrides})).eval()
 
 
 def cipher_batch(n: int, length: int, seed: int = 0):
@@ -273,8 +274,8 @@ def masks_per_slot(chunks: list[Chunk]) -> int:
 class DefaultEmbeddingInit(Seq2SeqTransformer):
     """BROKEN: the embedding tables keep PyTorch's default N(0, 1) instead of cipherlab's N(0, 1/d)."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, args: ModelArgs):
+        super().__init__(args)
         for table in (self.src_embed, self.tgt_embed):
             nn.init.normal_(table.weight, 0.0, 1.0)  # nn.Embedding's own initialisation
 
@@ -347,7 +348,7 @@ class OwnPatchBLT(BLTModel):
 def tiny_blt(cls=BLTModel, seed: int = 0, **overrides) -> BLTModel:
     """A seeded tiny BLT of class ``cls`` (the real one or OwnPatchBLT), in eval mode."""
     torch.manual_seed(seed)
-    return cls(**{**TINY_BLT, **overrides}).eval()
+    return cls(BLTArgs(**{**TINY_BLT, **overrides})).eval()
 
 
 @torch.no_grad()
@@ -477,8 +478,8 @@ class RopeCacheWithoutOffset(Seq2SeqTransformer):
     as if ``self.rope(q, k)`` were called without ``offset=cache.length``. Without a cache the
     offset is 0 anyway, so training and teacher-forced validation are untouched."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **{**kwargs, "pos_encoding": "rope"})
+    def __init__(self, args: ModelArgs):
+        super().__init__(dataclasses.replace(args, pos_encoding="rope"))
         rope = self.decoder.layers[0].self_attn.rope
         for layer in self.decoder.layers:
             layer.self_attn.rope = _RopeWithoutOffset(rope.head_dim, rope.max_len)

@@ -3,7 +3,8 @@
     attention    ScaledDotProductAttention, MultiHeadAttention, GroupedQueryAttention, masks, KV cache
     positional   SinusoidalPositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding
     norm         LayerNorm, RMSNorm
-    transformer  FeedForward, Encoder/Decoder layers and stacks, Seq2SeqTransformer (C1-C4)
+    transformer  FeedForward, Encoder/Decoder layers and stacks, Seq2SeqTransformer (C1-C4) and its ModelArgs
+    blt          BLTModel (C5) and its BLTArgs (the rest of the BLT: cipherlab.models.blt)
 """
 
 from cipherlab.models.attention import (GroupedQueryAttention, KVCache, MultiHeadAttention, ScaledDotProductAttention,
@@ -12,8 +13,9 @@ from cipherlab.models.norm import LayerNorm, RMSNorm, make_norm
 from cipherlab.models.positional import (AbsolutePositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding,
                          SinusoidalPositionalEncoding, interleaved_to_half_split, rotate_half)
 from cipherlab.models.transformer import (Decoder, DecoderCache, DecoderLayer, DecodingState, Encoder, EncoderLayer, FeedForward,
-                          Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights,
+                          ModelArgs, Seq2SeqTransformer, cross_kv_cache_bytes, init_transformer_weights,
                           kv_cache_bytes)
+from cipherlab.models.blt import BLTArgs, BLTModel
 
 __all__ = [
     "ScaledDotProductAttention", "MultiHeadAttention", "GroupedQueryAttention", "KVCache",
@@ -22,5 +24,6 @@ __all__ = [
     "rotate_half", "interleaved_to_half_split",
     "LayerNorm", "RMSNorm", "make_norm",
     "FeedForward", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "DecoderCache", "DecodingState",
-    "Seq2SeqTransformer", "init_transformer_weights", "kv_cache_bytes", "cross_kv_cache_bytes",
+    "ModelArgs", "Seq2SeqTransformer", "init_transformer_weights", "kv_cache_bytes", "cross_kv_cache_bytes",
+    "BLTArgs", "BLTModel",
 ]

@@ -70,12 +70,13 @@ from cipherlab.models.blt_patching import (
 )
 from cipherlab.models.norm import make_norm
 from cipherlab.models.positional import SinusoidalPositionalEncoding
-from cipherlab.models.transformer import Decoder, DecoderCache, DecodingState, Encoder, FeedForward, init_transformer_weights
+from cipherlab.models.transformer import (Decoder, DecoderCache, DecodingState, Encoder, FeedForward,
+                                          init_transformer_weights, require_args)
 
 __all__ = [
     "DEFAULT_MIN_COUNT", "N_BYTES", "ByteEntropyModel", "fixed_patch_membership", "patch_membership",
     "patch_causal_mask", "WindowedSelfAttention", "LocalTransformerLayer", "PatchPooling", "LocalModel",
-    "LocalEncoder", "LocalDecoderLayer", "LocalDecoder", "BLTModel", "BLTDecoderCache", "SOURCE_MEMORIES",
+    "LocalEncoder", "LocalDecoderLayer", "LocalDecoder", "BLTArgs", "BLTModel", "BLTDecoderCache", "SOURCE_MEMORIES",
 ]
 
 NORM = "layernorm"  # C5 changes the tokenisation only; every other component is C1's
@@ -376,6 +377,35 @@ class BLTDecoderCache:
         return sum(c.nbytes for c in caches) + extra
 
 
+@dataclass(frozen=True, kw_only=True)
+class BLTArgs:
+    """Everything :class:`BLTModel` is built from, in one frozen object: ``BLTModel(BLTArgs(...))``, kept as
+    ``model.args``.
+
+    Fields are named (``kw_only``): the C5-only sizes and the special ids have no default, and they come
+    after the sizes C5 shares with C1. C5's values are a ``Config``'s (``cipherlab.pipeline.codec.blt_args``
+    makes them) and ``cipherlab.data.tokenizers.bytes.SPECIAL_IDS``: ``BLTArgs(..., **SPECIAL_IDS)``.
+    """
+
+    d_model: int = 256  # width of byte vectors and patch vectors, as C1's d_model (256 at the assignment's sizes)
+    n_heads: int = 8  # attention heads in every attention and in the pooling; must divide d_model
+    enc_layers: int = 4  # layers of the global encoder over source patches (C1's Encoder)
+    dec_layers: int = 4  # layers of the global decoder over target patch slots (C1's Decoder)
+    ffn_dim: int = 1024  # hidden width of every FeedForward, global and local
+    dropout: float = 0.1  # on embeddings, attention weights and residual branches, as in C1 (0.1)
+    local_layers: int  # windowed layers of the local encoder and of the local decoder (Config.blt_local_layers: 1)
+    window: int  # bytes each local self-attention window holds (Config.blt_window: 32)
+    patch_tgt: int  # bytes per fixed target patch, P (Config.blt_patch_tgt: 4)
+    source_memory: str  # what target bytes cross-attend to besides the slots: "bytes" (C5) or "patches"
+    pad_id: int  # the target/source PAD id, after the 256 byte values (cipherlab's: 256)
+    bos_id: int  # the id that starts every target (cipherlab's: 257)
+    eos_id: int  # the id that ends every target, and a source under Config.source_eos (cipherlab's: 258)
+    max_len: int = 4096  # byte positions (local) and patch positions (global) the sinusoidal tables hold
+    bit_embeddings: bool = False  # bit-factored byte tables in place of plain ones (Config.bit_embeddings)
+    phase_embedding: bool = False  # a learned vector per key phase added to the byte vectors
+    key_period: int | None = None  # the cipher's period, 8 (cipherlab.data.cipher.PERIOD); needed by phase_embedding
+
+
 class BLTModel(nn.Module):
     """The C5 model.  ``forward(src, src_member, tgt_in, tgt_member=None) -> logits (B, Lt, V)``.
 
@@ -388,40 +418,45 @@ class BLTModel(nn.Module):
     MHA, sinusoidal positions, here at patch level).  Call ``model.eval()`` before decoding
     (``cipherlab.pipeline.decode``): dropout is not switched off for you.
 
-    The C5-only sizes have no defaults here: C5's are ``Config.blt_local_layers``, ``blt_window``,
-    ``blt_patch_tgt`` and ``blt_source_memory`` (``cipherlab.pipeline.codec.build_model`` passes them).  Nor
+    Built from one :class:`BLTArgs`, kept as ``model.args``.  The C5-only sizes have no defaults there: C5's are
+    ``Config.blt_local_layers``, ``blt_window``, ``blt_patch_tgt`` and ``blt_source_memory``
+    (``cipherlab.pipeline.codec.build_model`` passes them).  Nor
     do the special ids: ``pad_id``, ``bos_id`` and ``eos_id`` follow the 256 byte values, so
     V = max of them + 1 (cipherlab's, ``cipherlab.data.tokenizers.bytes.SPECIAL_IDS``: 256, 257, 258; V = 259).
     """
 
-    def __init__(self, d_model: int = 256, n_heads: int = 8, enc_layers: int = 4, dec_layers: int = 4,
-                 ffn_dim: int = 1024, dropout: float = 0.1, *, local_layers: int, window: int, patch_tgt: int,
-                 source_memory: str, pad_id: int, bos_id: int, eos_id: int, max_len: int = 4096,
-                 bit_embeddings: bool = False, phase_embedding: bool = False, key_period: int | None = None):
+    def __init__(self, args: BLTArgs | None = None, *extra, **kwargs):
+        """``args``: every size and option, one :class:`BLTArgs` (``extra`` and ``kwargs`` are there only to
+        say so when something else is passed)."""
         super().__init__()
-        if patch_tgt < 1:
-            raise ValueError(f"BLTModel: patch_tgt={patch_tgt}; a target patch must hold at least 1 byte")
-        if source_memory not in SOURCE_MEMORIES:
-            raise ValueError(f"BLTModel: source_memory={source_memory!r}; expected one of {SOURCE_MEMORIES}")
-        self.specials = {"pad_id": pad_id, "bos_id": bos_id, "eos_id": eos_id}
+        require_args("BLTModel", BLTArgs, args, extra, kwargs, "local_layers=1, window=32, patch_tgt=4, "
+                     "source_memory='bytes', **SPECIAL_IDS")
+        self.args = args
+        if args.patch_tgt < 1:
+            raise ValueError(f"BLTModel: patch_tgt={args.patch_tgt}; a target patch must hold at least 1 byte")
+        if args.source_memory not in SOURCE_MEMORIES:
+            raise ValueError(f"BLTModel: source_memory={args.source_memory!r}; expected one of {SOURCE_MEMORIES}")
+        self.specials = {"pad_id": args.pad_id, "bos_id": args.bos_id, "eos_id": args.eos_id}
         if len(set(self.specials.values())) != 3 or min(self.specials.values()) < N_BYTES:
             raise ValueError(f"BLTModel: special ids {self.specials} must be three different ids after the "
                              f"{N_BYTES} byte values (>= {N_BYTES})")
         self.vocab_size = max(self.specials.values()) + 1
-        self.d_model, self.patch_tgt, self.source_memory, self.window = d_model, patch_tgt, source_memory, window
-        self.pad_id, self.eos_id = pad_id, eos_id
-        self.tgt_pad_id = pad_id  # the decoding loops never predict it (as Seq2SeqTransformer.tgt_pad_id)
-        local = dict(d_model=d_model, n_heads=n_heads, ffn_dim=ffn_dim, n_layers=local_layers,
-                     window=window, dropout=dropout, max_len=max_len, bit_embeddings=bit_embeddings,
-                     phase_embedding=phase_embedding, key_period=key_period, vocab_size=self.vocab_size,
-                     pad_id=pad_id)
+        d_model, n_heads, ffn_dim, dropout = args.d_model, args.n_heads, args.ffn_dim, args.dropout
+        self.d_model, self.patch_tgt = d_model, args.patch_tgt
+        self.source_memory, self.window = args.source_memory, args.window
+        self.pad_id, self.eos_id = args.pad_id, args.eos_id
+        self.tgt_pad_id = args.pad_id  # the decoding loops never predict it (as Seq2SeqTransformer.tgt_pad_id)
+        local = dict(d_model=d_model, n_heads=n_heads, ffn_dim=ffn_dim, n_layers=args.local_layers,
+                     window=args.window, dropout=dropout, max_len=args.max_len, bit_embeddings=args.bit_embeddings,
+                     phase_embedding=args.phase_embedding, key_period=args.key_period, vocab_size=self.vocab_size,
+                     pad_id=args.pad_id)
         self.local_encoder = LocalEncoder(**local)
         self.local_decoder = LocalDecoder(**local)
         self.tgt_pooling = PatchPooling(d_model, n_heads, dropout)
         self.start_patch = nn.Parameter(torch.randn(d_model))  # unit scale, like the normed patches
-        self.patch_pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
-        self.global_encoder = Encoder(d_model, n_heads, enc_layers, ffn_dim, dropout, norm=NORM)
-        self.global_decoder = Decoder(d_model, n_heads, dec_layers, ffn_dim, dropout, norm=NORM)
+        self.patch_pos = SinusoidalPositionalEncoding(d_model, args.max_len, dropout)
+        self.global_encoder = Encoder(d_model, n_heads, args.enc_layers, ffn_dim, dropout, norm=NORM)
+        self.global_decoder = Decoder(d_model, n_heads, args.dec_layers, ffn_dim, dropout, norm=NORM)
         init_transformer_weights(self)
 
     def encode(self, src: torch.Tensor, src_member: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,7 +9,8 @@ ablation chapter. Pre-LN layers:
                    x <- x + Dropout(CrossAttn(Norm(x), memory))
                    x <- x + Dropout(FFN(Norm(x)))
 
-Each stack ends with a final norm. C1-C4 differ only in the flags of Seq2SeqTransformer:
+Each stack ends with a final norm. C1-C4 differ only in the fields of ModelArgs, which
+Seq2SeqTransformer is built from:
 
     C1  pos_encoding="sinusoidal"  attn_type="mha"                norm="layernorm"
     C2  pos_encoding="rope"        attn_type="mha"                norm="layernorm"
@@ -219,6 +220,59 @@ def _embedding(vocab_size: int, d_model: int, codes, side: str) -> nn.Module:
     return BitFactoredEmbedding(codes, d_model)
 
 
+@dataclass(frozen=True)
+class ModelArgs:
+    """Everything :class:`Seq2SeqTransformer` is built from, in one frozen object (as nanoGPT's GPTConfig).
+
+    ``Seq2SeqTransformer(ModelArgs(src_vocab_size, tgt_vocab_size, d_model=256, ...))``; the model keeps
+    it as ``model.args``. Only the two vocabulary sizes have no default. The defaults are the
+    assignment's C1 sizes; ``cipherlab.pipeline.codec.model_args`` makes the one a ``Config`` asks for.
+    """
+
+    src_vocab_size: int  # source ids 0..src_vocab_size-1: the cipher-side BPE's vocabulary (1024 in the notes' C1)
+    tgt_vocab_size: int  # target ids: the plaintext-side BPE's vocabulary (8000 in the notes' C1)
+    d_model: int = 256  # width of every token vector (C1: 256 at the assignment's sizes)
+    n_heads: int = 8  # attention heads; must divide d_model (head_dim = d_model // n_heads = 32 in C1)
+    enc_layers: int = 4  # EncoderLayers in the encoder stack (C1: 4)
+    dec_layers: int = 4  # DecoderLayers in the decoder stack (C1: 4)
+    ffn_dim: int = 1024  # hidden width of each FeedForward, 4 * d_model (C1: 1024)
+    dropout: float = 0.1  # on embeddings, attention weights and residual branches (C1: 0.1)
+    pos_encoding: str = "sinusoidal"  # "sinusoidal" (C1, C3, C4), "rope" (C2) or "learned" (no configuration)
+    attn_type: str = "mha"  # self-attention: "mha" (C1, C2, C4) or "gqa" (C3); cross-attention is always MHA
+    n_kv_heads: int | None = None  # GQA's key/value heads (C3: 2); None for MHA
+    norm: str = "layernorm"  # "layernorm" (C1-C3) or "rmsnorm" (C4), Pre-LN plus one final norm per stack
+    src_pad_id: int = 0  # the source PAD id: masked as a key, never attended to
+    tgt_pad_id: int = 0  # the target PAD id: masked in the decoder; the decoding loops never predict it
+    max_len: int = 4096  # positions the position modules are built for (sinusoidal/learned table, RoPE angles)
+    fused_attention: bool = False  # F.scaled_dot_product_attention in place of the scratch maths (training on CUDA)
+    rope_cross_attention: bool = True  # with RoPE, rotate cross-attention too (target vs source positions)
+    src_codes: tuple | None = None  # token id -> byte code or None: bit-factored source table (bit_embeddings)
+    tgt_codes: tuple | None = None  # token id -> character code or None: bit-factored target table
+    phase_embedding: bool = False  # add a learned vector per key phase (position mod key_period) on both sides
+    key_period: int | None = None  # the cipher's period, 8 (cipherlab.data.cipher.PERIOD); needed by phase_embedding
+
+    def __post_init__(self):  # the codes as tuples, so that nothing inside the frozen object can change
+        for side in ("src_codes", "tgt_codes"):
+            if getattr(self, side) is not None:
+                object.__setattr__(self, side, tuple(getattr(self, side)))
+
+
+def require_args(owner: str, expected: type, args, extra: tuple, kwargs: dict, example: str) -> None:
+    """Raise the one TypeError of a model built from anything but a single ``expected`` args object."""
+    if isinstance(args, expected) and not extra and not kwargs:
+        return
+    name = expected.__name__
+    if kwargs:
+        got = f"keyword arguments {', '.join(kwargs)}: put them in the {name}"
+    elif extra:
+        got = f"{len(extra) + 1} positional arguments: put them in the {name}"
+    elif isinstance(args, dict):
+        got = f"a dict: {name}(**it) makes one"
+    else:
+        got = "nothing" if args is None else f"a {type(args).__name__}"
+    raise TypeError(f"{owner} takes one {name}, as in {owner}({name}({example})); got {got}")
+
+
 class Seq2SeqTransformer(nn.Module):
     """Encoder-decoder Transformer: source ids (B, Ls), target-input ids (B, Lt) -> logits (B, Lt, V).
 
@@ -231,38 +285,41 @@ class Seq2SeqTransformer(nn.Module):
     byte or character code, None for a special or multi-character token) make the tables
     bit-factored (``cipherlab.models.embedding``); ``phase_embedding`` adds a learned vector per
     key phase (position mod ``key_period``, the cipher's 8) to both sides' embeddings. Call model.eval() before decoding
-    (``cipherlab.pipeline.decode``): dropout is not switched off for you.
+    (``cipherlab.pipeline.decode``): dropout is not switched off for you. All of these are fields of the one
+    :class:`ModelArgs` it is built from, kept as ``model.args``.
     """
 
-    def __init__(self, src_vocab_size, tgt_vocab_size, d_model=256, n_heads=8, enc_layers=4, dec_layers=4,
-                 ffn_dim=1024, dropout=0.1, pos_encoding="sinusoidal", attn_type="mha", n_kv_heads=None,
-                 norm="layernorm", src_pad_id=0, tgt_pad_id=0, max_len=4096, fused_attention=False,
-                 rope_cross_attention=True, src_codes=None, tgt_codes=None, phase_embedding=False, key_period=None):
+    def __init__(self, args: ModelArgs | None = None, *extra, **kwargs):
+        """``args``: every size and option, one :class:`ModelArgs` (``extra`` and ``kwargs`` are there only to
+        say so when something else is passed)."""
         super().__init__()
-        if pos_encoding not in POS_ENCODINGS:
-            raise ValueError(f"Seq2SeqTransformer: unknown pos_encoding {pos_encoding!r}; "
+        require_args("Seq2SeqTransformer", ModelArgs, args, extra, kwargs,
+                     "src_vocab_size, tgt_vocab_size, d_model=256")
+        self.args = args
+        if args.pos_encoding not in POS_ENCODINGS:
+            raise ValueError(f"Seq2SeqTransformer: unknown pos_encoding {args.pos_encoding!r}; "
                              f"expected one of {POS_ENCODINGS}")
-        if d_model % n_heads:  # checked before head_dim = d_model // n_heads is used for RoPE
-            raise ValueError(f"Seq2SeqTransformer: d_model={d_model} is not divisible by n_heads={n_heads}; "
+        if args.d_model % args.n_heads:  # checked before head_dim = d_model // n_heads is used for RoPE
+            raise ValueError(f"Seq2SeqTransformer: d_model={args.d_model} is not divisible by n_heads={args.n_heads}; "
                              f"choose n_heads that divides d_model")
-        self.d_model, self.src_pad_id, self.tgt_pad_id = d_model, src_pad_id, tgt_pad_id
-        self.src_embed = _embedding(src_vocab_size, d_model, src_codes, "source")
-        self.tgt_embed = _embedding(tgt_vocab_size, d_model, tgt_codes, "target")
-        self.phase_embed = key_phase_embedding(d_model, phase_embedding, key_period)
+        self.d_model, self.src_pad_id, self.tgt_pad_id = args.d_model, args.src_pad_id, args.tgt_pad_id
+        self.src_embed = _embedding(args.src_vocab_size, args.d_model, args.src_codes, "source")
+        self.tgt_embed = _embedding(args.tgt_vocab_size, args.d_model, args.tgt_codes, "target")
+        self.phase_embed = key_phase_embedding(args.d_model, args.phase_embedding, args.key_period)
         rope = None
-        if pos_encoding == "sinusoidal":
-            self.pos_enc = SinusoidalPositionalEncoding(d_model, max_len, dropout)
-        elif pos_encoding == "learned":
-            self.pos_enc = LearnedPositionalEncoding(d_model, max_len, dropout)
+        if args.pos_encoding == "sinusoidal":
+            self.pos_enc = SinusoidalPositionalEncoding(args.d_model, args.max_len, args.dropout)
+        elif args.pos_encoding == "learned":
+            self.pos_enc = LearnedPositionalEncoding(args.d_model, args.max_len, args.dropout)
         else:
             self.pos_enc = None
-            self.embed_dropout = nn.Dropout(dropout)
-            rope = RotaryPositionalEmbedding(d_model // n_heads, max_len)
-        stack = dict(norm=norm, attn_type=attn_type, n_kv_heads=n_kv_heads, rope=rope,
-                     fused_attention=fused_attention)
-        self.encoder = Encoder(d_model, n_heads, enc_layers, ffn_dim, dropout, **stack)
-        self.decoder = Decoder(d_model, n_heads, dec_layers, ffn_dim, dropout, **stack,
-                               cross_rope=rope_cross_attention and rope is not None)
+            self.embed_dropout = nn.Dropout(args.dropout)
+            rope = RotaryPositionalEmbedding(args.d_model // args.n_heads, args.max_len)
+        stack = dict(norm=args.norm, attn_type=args.attn_type, n_kv_heads=args.n_kv_heads, rope=rope,
+                     fused_attention=args.fused_attention)
+        self.encoder = Encoder(args.d_model, args.n_heads, args.enc_layers, args.ffn_dim, args.dropout, **stack)
+        self.decoder = Decoder(args.d_model, args.n_heads, args.dec_layers, args.ffn_dim, args.dropout, **stack,
+                               cross_rope=args.rope_cross_attention and rope is not None)
         init_transformer_weights(self)
 
     def _embed(self, ids, table, offset=0, phases=None):

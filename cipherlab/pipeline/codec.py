@@ -11,7 +11,8 @@ A codec turns the cipher and the plaintext into what a model reads and writes, a
 Each gives datasets and batches for training, source ids and target text for decoding, and
 what a checkpoint must carry to do the same later (``artifacts``) and to recognise itself
 (``identity``). :func:`build_model` builds any of the five models from a ``Config``, C1-C4 with a
-student's own classes in place of cipherlab's if asked (``parts``, :mod:`cipherlab.student.parts`);
+student's own classes in place of cipherlab's if asked (``parts``, :mod:`cipherlab.student.parts`), from the
+args object :func:`model_args` (C1-C4) or :func:`blt_args` (C5) makes of the ``Config``;
 :func:`select_lines` is the part of the corpus a ``Config`` learns from; :func:`collate_source`
 and :func:`collate_bytes` make C5's padded byte batches with their entropy patches; and
 :func:`teacher_forcing_logits` is how every model is called on a batch.
@@ -32,8 +33,8 @@ from torch import nn
 from cipherlab.data.cipher import PERIOD, bits_to_bytes
 from cipherlab.base.config import Config
 from cipherlab.data.corpus import ByteChunkDataset, SubwordChunkDataset, collate, make_chunks, shuffle_chunks
-from cipherlab.models import ScaledDotProductAttention, Seq2SeqTransformer
-from cipherlab.models.blt import BLTModel, ByteEntropyModel, fixed_patch_membership, patch_membership
+from cipherlab.models import ModelArgs, ScaledDotProductAttention, Seq2SeqTransformer
+from cipherlab.models.blt import BLTArgs, BLTModel, ByteEntropyModel, fixed_patch_membership, patch_membership
 from cipherlab.models.blt_patching import as_byte_array
 from cipherlab.student.adapters import put_parts
 from cipherlab.student.parts import check_names
@@ -46,11 +47,13 @@ __all__ = [
     "ByteCodec",
     "Codec",
     "SubwordCodec",
+    "blt_args",
     "build_model",
     "collate_bytes",
     "collate_source",
     "codec_from_artifacts",
     "fit_codec",
+    "model_args",
     "select_lines",
     "teacher_forcing_logits",
 ]
@@ -314,18 +317,8 @@ def build_model(
     parts = dict(parts or {})
     check_names(parts, config)  # unknown names, and parts this configuration has no place for
     if config.tokenization == "blt":
-        model = BLTModel(
-            **config.model_hyperparameters(),
-            local_layers=config.blt_local_layers,
-            window=config.blt_window,
-            patch_tgt=config.blt_patch_tgt,
-            source_memory=config.blt_source_memory,
-            **SPECIAL_IDS,
-            bit_embeddings=config.bit_embeddings,
-            phase_embedding=config.phase_embedding,
-            key_period=PERIOD,
-        )
-        for module in model.modules():  # BLTModel takes no fused_attention argument: set each kernel
+        model = BLTModel(blt_args(config))
+        for module in model.modules():  # BLTArgs has no fused_attention field: set each kernel
             if isinstance(module, ScaledDotProductAttention):
                 module.fused = fused_attention
         return model
@@ -340,24 +333,47 @@ def build_model(
         raise ValueError(f"build_model({config.name}): bit_embeddings need each id's code; pass the codec")
     else:
         pads, codes = (pad_id, pad_id), (None, None)
-    model = Seq2SeqTransformer(
+    model = Seq2SeqTransformer(model_args(config, vocab_sizes, pads, codes, fused_attention=fused_attention))
+    return put_parts(model, parts)
+
+
+def model_args(config: Config, vocab_sizes: tuple[int, int], pad_ids: tuple[int, int] = (0, 0),
+               codes: tuple = (None, None), *, fused_attention: bool = False) -> ModelArgs:
+    """The :class:`~cipherlab.models.ModelArgs` of C1-C4 ``config``: its sizes and its four components,
+    with what only the codec knows, the (source, target) ``vocab_sizes``, ``pad_ids`` and, for
+    ``bit_embeddings``, ``codes`` (each id's byte or character code)."""
+    return ModelArgs(
         *vocab_sizes,
         **config.model_hyperparameters(),
         pos_encoding=config.pos_encoding,
         attn_type=config.attn_type,
         n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None,
         norm=config.norm,
+        src_pad_id=pad_ids[0],
+        tgt_pad_id=pad_ids[1],
+        fused_attention=fused_attention,
         rope_cross_attention=config.rope_cross_attention,
-        src_pad_id=pads[0],
-        tgt_pad_id=pads[1],
         src_codes=codes[0],
         tgt_codes=codes[1],
         phase_embedding=config.phase_embedding,
         key_period=PERIOD,
-        fused_attention=fused_attention,
     )
-    return put_parts(model, parts, d_model=config.d_model, n_heads=config.n_heads, dropout=config.dropout,
-                     attn_type=config.attn_type, n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None)
+
+
+def blt_args(config: Config) -> BLTArgs:
+    """The :class:`~cipherlab.models.BLTArgs` of C5 ``config``: its sizes, its ``blt_*`` fields and the
+    byte path's special ids (``SPECIAL_IDS``)."""
+    return BLTArgs(
+        **config.model_hyperparameters(),
+        local_layers=config.blt_local_layers,
+        window=config.blt_window,
+        patch_tgt=config.blt_patch_tgt,
+        source_memory=config.blt_source_memory,
+        **SPECIAL_IDS,
+        bit_embeddings=config.bit_embeddings,
+        phase_embedding=config.phase_embedding,
+        key_period=PERIOD,
+    )
 
 
 def collate_source(

@@ -22,12 +22,12 @@ from collections.abc import Mapping
 from torch import nn
 
 from cipherlab.models.attention import KVCache, causal_mask
-from cipherlab.models.transformer import Seq2SeqTransformer, init_transformer_weights
+from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer, init_transformer_weights
 
 __all__ = ["MAX_LEN", "NORM_EPS", "PrefixAttention", "RotaryAdapter", "build_own_attention", "build_own_norm",
            "build_own_positional", "build_own_rope", "put_parts"]
 
-MAX_LEN = 4096  # the positions Seq2SeqTransformer builds its position modules for (its max_len)
+MAX_LEN = ModelArgs.max_len  # the positions build_model's models build their position modules for (the default)
 NORM_EPS = 1e-5  # the eps make_norm gives LayerNorm and RMSNorm
 
 
@@ -109,31 +109,33 @@ class PrefixAttention(nn.Module):
 # --------------------------------------------------------------------------- putting them in the model
 
 
-def put_parts(model: Seq2SeqTransformer, parts: Mapping[str, type], *, d_model: int, n_heads: int, dropout: float,
-              attn_type: str = "mha", n_kv_heads: int | None = None) -> Seq2SeqTransformer:
+def put_parts(model: Seq2SeqTransformer, parts: Mapping[str, type]) -> Seq2SeqTransformer:
     """``model`` with each of ``parts`` (``{"attention": MyAttention, ...}``) in place of cipherlab's modules.
 
-    The sizes are the model's own (``Config.model_hyperparameters()`` and its attention settings). Every
+    The sizes are the model's own (``model.args``, its :class:`~cipherlab.models.ModelArgs`). Every
     module of the student's gets cipherlab's weight initialisation (:func:`init_transformer_weights`);
     the rest of the model keeps the weights it was built with. Which configuration has a place for which
     part is :func:`cipherlab.student.parts.check_names`'s to say, before this is called.
     """
+    args = model.args
+    d_model, n_heads, dropout = args.d_model, args.n_heads, args.dropout
     built = []
     if "rope" in parts:  # first: a student's attention is given the rotary module in use
         old = model.encoder.layers[0].self_attn.rope
-        rope = build_own_rope(parts["rope"], d_model // n_heads, MAX_LEN)
+        rope = build_own_rope(parts["rope"], d_model // n_heads, args.max_len)
         for module in list(model.modules()):
             if getattr(module, "rope", None) is old:
                 module.rope = rope
         built.append(rope)
     if "positional" in parts:
-        model.pos_enc = build_own_positional(parts["positional"], d_model, MAX_LEN, dropout)
+        model.pos_enc = build_own_positional(parts["positional"], d_model, args.max_len, dropout)
         built.append(model.pos_enc)
     if "attention" in parts:
         for stack in (model.encoder, model.decoder):
             for layer in stack.layers:
-                own = build_own_attention(parts["attention"], d_model, n_heads, dropout=dropout, attn_type=attn_type,
-                                          n_kv_heads=n_kv_heads, rope=layer.self_attn.rope)
+                own = build_own_attention(parts["attention"], d_model, n_heads, dropout=dropout,
+                                          attn_type=args.attn_type, n_kv_heads=args.n_kv_heads,
+                                          rope=layer.self_attn.rope)
                 layer.self_attn = own if stack is model.encoder else PrefixAttention(own)
                 built.append(own)
     if "norm" in parts:

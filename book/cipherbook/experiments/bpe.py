@@ -273,24 +273,25 @@ ALIGNED_RUN = "aligned"  # results/aligned: the reference ablation's C1-C4 with 
 def merges_runs() -> dict[str, dict]:
     """The records of ``results/merges`` by run name, in the order of their README."""
     from cipherlab.analysis.ablation.records import run_path
+    from cipherlab.pipeline.record import read_record
 
     folder = run_path(MERGES_RUN)
     order = ("m-src512-chars", "m-chars-tgt1000", "m-phase2560-aligned-bits", "m-phase2560-chunks-chars",
              "m-phase2560-chunks", "m-phase3072-chunks", "m-phase3072-chunks-tokenphase")
-    records = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("m-*.json")}
+    records = {p.stem: read_record(p) for p in folder.glob("m-*.json")}
     return {name: records[name] for name in order if name in records}
 
 
 def merges_summary(record: dict) -> dict:
     """What one run of ``results/merges`` changed and what it reached."""
-    h = record["hyperparameters"]
+    h, sets = record["hyperparameters"], record["sets"]
     return {"source": h["source_mode"] if h["src_vocab"] is None else f"{h['source_mode']} BPE {h['src_vocab']}",
             "learned on": "-" if h["src_vocab"] is None and h["tgt_vocab"] is None else h.get("merges_on", "lines"),
             "target": ("aligned" if h.get("target_tokens") == "aligned" else
                        "characters" if h["tgt_vocab"] is None else f"BPE {h['tgt_vocab']}"),
             "val accuracy": [e["val_accuracy"] for e in record["log"]],
-            "random exact": (record["sets"]["random_letters"]["exact_lines"], record["sets"]["random_letters"]["lines"]),
-            "Brown exact": (record["sets"]["test"]["exact_lines"], record["sets"]["test"]["lines"])}
+            "random exact": (sets["random_letters"]["exact_lines"], sets["random_letters"]["lines"]),
+            "Brown exact": (sets["test"]["exact_lines"], sets["test"]["lines"])}
 
 
 def aligned_runs() -> dict[tuple[str, int], dict]:

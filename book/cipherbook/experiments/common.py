@@ -21,7 +21,7 @@ import torch
 from cipherlab.data.cipher import PERIOD
 from cipherlab.base.config import TOKENIZATIONS, make_config
 from cipherlab.models.positional import SinusoidalPositionalEncoding
-from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.analysis.ablation import (BITS_RUN, RECIPE_RUNS, REFERENCE_GOALS, REFERENCE_SETS, first_step, load_learn_runs,
                                load_reference_runs, load_run, metric, paired_rows, section)
 
@@ -47,7 +47,7 @@ def sinusoidal_table(d_model: int = D_MODEL, length: int = MAX_LEN) -> torch.Ten
 def baseline_model() -> Seq2SeqTransformer:
     """A freshly initialised C1 model with the assignment's sizes and vocabularies, seeded."""
     torch.manual_seed(0)
-    return Seq2SeqTransformer(SRC_VOCAB, TGT_VOCAB, d_model=D_MODEL, n_heads=N_HEADS)
+    return Seq2SeqTransformer(ModelArgs(SRC_VOCAB, TGT_VOCAB, d_model=D_MODEL, n_heads=N_HEADS))
 
 
 # --------------------------------------------------------------------------- the calibration runs

@@ -16,7 +16,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from cipherlab.pipeline.decode import greedy_decode
 from cipherbook.experiments.common import SRC_VOCAB, TGT_VOCAB  # the assignment's BPE vocabularies
 from cipherlab.models.attention import MultiHeadAttention, repeat_kv
-from cipherlab.models.transformer import Seq2SeqTransformer, cross_kv_cache_bytes, kv_cache_bytes
+from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer, cross_kv_cache_bytes, kv_cache_bytes
 from cipherlab.analysis.ablation import load_run, metric, single_change_rows
 
 CONFIGS = {"C1": {}, "C3": {"attn_type": "gqa", "n_kv_heads": 2}}
@@ -162,7 +162,7 @@ def projection_params(d_model: int, n_heads: int, n_kv_heads: int | None = None,
 def model(name: str, **overrides) -> Seq2SeqTransformer:
     """C1 or C3 at the assignment's sizes (src vocab 1024, tgt vocab 8000, d_model 256, 8 heads, 4+4 layers)."""
     torch.manual_seed(0)
-    return Seq2SeqTransformer(SRC_VOCAB, TGT_VOCAB, **CONFIGS[name], **overrides)
+    return Seq2SeqTransformer(ModelArgs(SRC_VOCAB, TGT_VOCAB, **CONFIGS[name], **overrides))
 
 
 @functools.lru_cache(maxsize=None)
@@ -173,8 +173,8 @@ def big_decoder(n_kv_heads: int) -> Seq2SeqTransformer:
     (d_model 8192) costs nothing to build; kv_cache_bytes only reads its shapes.
     """
     with torch.device("meta"):
-        return Seq2SeqTransformer(1, 1, d_model=64 * 128, n_heads=64, enc_layers=0, dec_layers=80, ffn_dim=1,
-                                  attn_type="gqa", n_kv_heads=n_kv_heads, max_len=1)
+        return Seq2SeqTransformer(ModelArgs(1, 1, d_model=64 * 128, n_heads=64, enc_layers=0, dec_layers=80, ffn_dim=1,
+                                            attn_type="gqa", n_kv_heads=n_kv_heads, max_len=1))
 
 
 def big_cache(n_kv_heads: int, length: int) -> int:

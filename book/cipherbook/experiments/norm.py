@@ -20,7 +20,7 @@ from torch import nn
 from cipherbook.experiments.common import D_MODEL, FFN_DIM, N_HEADS, SRC_VOCAB, TGT_VOCAB
 from cipherlab.models.attention import MultiHeadAttention
 from cipherlab.models.norm import LayerNorm, RMSNorm, make_norm
-from cipherlab.models.transformer import Encoder, FeedForward, Seq2SeqTransformer, init_transformer_weights
+from cipherlab.models.transformer import Encoder, FeedForward, ModelArgs, Seq2SeqTransformer, init_transformer_weights
 from cipherlab.analysis.ablation import load_run, metric, single_change_rows
 
 # The depth experiments use small layers (the effect is about depth, not width) and no dropout.
@@ -189,7 +189,8 @@ def train_small_stack(wiring: str, *, warmup_steps: int = 0, depth: int = 6, lr:
 def ablation_model(norm: str) -> Seq2SeqTransformer:
     """A freshly initialised model with the assignment's sizes and vocabularies, seeded."""
     torch.manual_seed(0)
-    return Seq2SeqTransformer(SRC_VOCAB, TGT_VOCAB, d_model=D_MODEL, n_heads=N_HEADS, ffn_dim=FFN_DIM, norm=norm)
+    return Seq2SeqTransformer(ModelArgs(SRC_VOCAB, TGT_VOCAB, d_model=D_MODEL, n_heads=N_HEADS, ffn_dim=FFN_DIM,
+                                        norm=norm))
 
 
 def count_norm_layers(model: nn.Module) -> int:

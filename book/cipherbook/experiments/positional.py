@@ -23,7 +23,7 @@ from cipherbook.experiments.common import (BITS, D_MODEL, KEY_PERIOD, MAX_LEN, N
                                           run_records, scored_step, sinusoidal_table)  # noqa: F401
 from cipherlab.models.attention import MultiHeadAttention, causal_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding, interleaved_to_half_split, inverse_frequencies
-from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.analysis.ablation import EQUAL_EPOCHS_RUN
 
 HEAD_DIM = D_MODEL // N_HEADS
@@ -378,8 +378,8 @@ def cross_attention_probe(rope_cross: bool, target_len: int = 24, source_len: in
 
     The same vector sits at every target position and the same vector at every source position,
     so whatever varies across a head's score matrix comes from positions alone. The model is
-    built as training builds C2 (``Seq2SeqTransformer(pos_encoding="rope",
-    rope_cross_attention=rope_cross)``) and its first decoder layer's ``cross_attn`` runs its own
+    built as training builds C2 (``Seq2SeqTransformer(ModelArgs(..., pos_encoding="rope",
+    rope_cross_attention=rope_cross))``) and its first decoder layer's ``cross_attn`` runs its own
     forward with the ``q_offset`` that ``DecoderLayer`` passes (0 for a full target, None
     without RoPE). The raw scores are q k^T / sqrt(d) of the q and k that forward hands to
     ``ScaledDotProductAttention``, rotated or not; the weights are what that module captures.
@@ -389,8 +389,9 @@ def cross_attention_probe(rope_cross: bool, target_len: int = 24, source_len: in
     gain gives a sharper softmax, as larger learned weights would).
     """
     torch.manual_seed(seed)
-    model = Seq2SeqTransformer(8, 8, d_model=CPU_C2.d_model, n_heads=CPU_C2.n_heads, enc_layers=1, dec_layers=1,
-                               dropout=0.0, pos_encoding="rope", rope_cross_attention=rope_cross).eval()
+    model = Seq2SeqTransformer(ModelArgs(8, 8, d_model=CPU_C2.d_model, n_heads=CPU_C2.n_heads, enc_layers=1,
+                                         dec_layers=1, dropout=0.0, pos_encoding="rope",
+                                         rope_cross_attention=rope_cross)).eval()
     # (vocabularies of 8: unused, the vectors below go straight into the cross-attention)
     attn = model.decoder.layers[0].cross_attn
     g = torch.Generator().manual_seed(seed)

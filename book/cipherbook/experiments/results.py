@@ -22,6 +22,7 @@ from cipherlab.data.cipher import encrypt
 from cipherlab.base.config import CONFIG_NAMES, TOKENIZATIONS, make_config
 from cipherbook.experiments.common import reference_runs
 from cipherlab.pipeline.metrics import compute_metrics
+from cipherlab.pipeline.record import read_record
 from cipherlab.analysis.ablation import (ANALYSIS_RUNS, BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
                                REFERENCE_SETS, beam_gains, decoding_gains, exact_difference_stderr, lines_of,
                                load_beam, load_curve, load_errors, load_generalisation, load_learn_runs,
@@ -220,20 +221,19 @@ def extended_se() -> float:
 @functools.cache
 def assignment_model(name: str):
     """Configuration ``name`` built at the assignment's sizes (the course notes' model), untrained."""
-    from cipherlab.models import Seq2SeqTransformer
-    from cipherlab.models.blt import BLTModel
+    from cipherlab.models import BLTArgs, BLTModel, ModelArgs, Seq2SeqTransformer
     from cipherlab.data.tokenizers.bytes import SPECIAL_IDS
 
     config = make_config(name, "assignment", **TOKENIZATIONS["notes"])  # the notes' 1024 / 8000 BPEs
     if config.tokenization == "blt":  # the special ids as cipherlab.pipeline.codec.build_model passes them
-        return BLTModel(**config.model_hyperparameters(), local_layers=config.blt_local_layers,
-                        window=config.blt_window, patch_tgt=config.blt_patch_tgt,
-                        source_memory=config.blt_source_memory, **SPECIAL_IDS)
+        return BLTModel(BLTArgs(**config.model_hyperparameters(), local_layers=config.blt_local_layers,
+                                window=config.blt_window, patch_tgt=config.blt_patch_tgt,
+                                source_memory=config.blt_source_memory, **SPECIAL_IDS))
     # as SubwordCodec.build_model, with the vocabulary sizes the configuration asks for
-    return Seq2SeqTransformer(config.src_vocab, config.tgt_vocab, **config.model_hyperparameters(),
-                              pos_encoding=config.pos_encoding, attn_type=config.attn_type,
-                              n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None,
-                              norm=config.norm, rope_cross_attention=config.rope_cross_attention)
+    return Seq2SeqTransformer(ModelArgs(config.src_vocab, config.tgt_vocab, **config.model_hyperparameters(),
+                                        pos_encoding=config.pos_encoding, attn_type=config.attn_type,
+                                        n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None,
+                                        norm=config.norm, rope_cross_attention=config.rope_cross_attention))
 
 
 @functools.cache
@@ -362,7 +362,7 @@ def generalisation_exact(config: str, text: str) -> float:
 @functools.cache
 def recipe_bits() -> dict:
     """C1 with the default recipe reading the course notes' bits-mode BPE (results/learn/bits)."""
-    return json.loads((run_path("learn/bits") / "cipher-c1-bits-seed0.json").read_text(encoding="utf-8"))
+    return read_record(run_path("learn/bits") / "cipher-c1-bits-seed0.json")
 
 
 @functools.cache

@@ -20,7 +20,7 @@ from cipherlab.pipeline.codec import build_model, fit_codec, select_lines
 from cipherlab.base.config import TOKENIZATIONS, make_config
 from cipherlab.data.corpus import CHUNK_CHARS, BucketBatchSampler, ByteChunkDataset, load_corpus, make_chunks, padding_waste
 from cipherbook.experiments.common import sinusoidal_table
-from cipherlab.models.transformer import Seq2SeqTransformer
+from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.pipeline.train import WarmupInverseSqrt, make_optimizer
 
 # the course notes' model: their BPE sizes, free embedding rows (built without a codec)
@@ -134,7 +134,8 @@ def adam_first_step(seed: int = 0) -> dict:
     percentile of those |gradients|.
     """
     torch.manual_seed(seed)
-    model = Seq2SeqTransformer(64, 64, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)
+    model = Seq2SeqTransformer(ModelArgs(64, 64, d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64,
+                                         dropout=0.0))
     config = make_config("c1", "smoke", weight_decay=0.0)
     optimizer = make_optimizer(model, config)
     g = torch.Generator().manual_seed(seed)

@@ -22,7 +22,8 @@ PAD_ID = 256
 BOS_ID = 257
 EOS_ID = 258
 VOCAB_SIZE = 259
-# The special ids as the BLT takes them: BLTModel(..., **SPECIAL_IDS) (cipherlab.pipeline.codec.build_model passes them)
+# The special ids as the BLT takes them: BLTModel(BLTArgs(..., **SPECIAL_IDS)), as cipherlab.pipeline.codec.blt_args
+# passes them
 SPECIAL_IDS = {"pad_id": PAD_ID, "bos_id": BOS_ID, "eos_id": EOS_ID}
 
 

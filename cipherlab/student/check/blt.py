@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cipherlab.models.blt import BLTModel, ByteEntropyModel, PatchPooling, patch_causal_mask, patch_membership
+from cipherlab.models.blt import BLTArgs, BLTModel, ByteEntropyModel, PatchPooling, patch_causal_mask, patch_membership
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.student.check.cached_decoding import BLT_SIZES, _decoding_batch
 from cipherlab.student.check.compare import D_MODEL, FLOAT32_TOL, N_HEADS, _close, _gap
@@ -396,7 +396,7 @@ def _mask_reference(fn) -> tuple[bool, str]:
 def _mask_in_model(fn) -> tuple[bool, str]:
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        model = BLTModel(**{**BLT_SIZES, "patch_tgt": 3}).eval()
+        model = BLTModel(BLTArgs(**{**BLT_SIZES, "patch_tgt": 3})).eval()
     # fn in place of patch_causal_mask: BLTModel.decode reads its mask from model.patch_mask
     model.patch_mask = lambda lt, k, device=None: torch.as_tensor(fn(lt, k, model.patch_tgt))
     src, member, tgt_in = _decoding_batch(1, 13, blt=True)

@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from cipherlab.data.tokenizers.bytes import BOS_ID, SPECIAL_IDS, VOCAB_SIZE
-from cipherlab.models.blt import BLTModel, patch_membership
+from cipherlab.models.blt import BLTArgs, BLTModel, patch_membership
+from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.student.check.compare import _close, _finite, _gap
 from cipherlab.student.check.report import Report, _interface, _interface_build, _label, _run, _takes
 from cipherlab.student.trials import randn
@@ -24,8 +25,10 @@ from cipherlab.student.trials import randn
 DECODING_SIZES = dict(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)
 BLT_SIZES = {**DECODING_SIZES, "local_layers": 1, "window": 8, "patch_tgt": 4, "source_memory": "bytes",
              "max_len": 128, **SPECIAL_IDS}
-DECODING_INTERFACE = (f"a model class built as cls({VOCAB_SIZE}, {VOCAB_SIZE}, d_model=32, n_heads=4, enc_layers=1, "
-                      "dec_layers=1, ffn_dim=64, dropout=0.0), or a function with no arguments returning a model, with "
+DECODING_INTERFACE = (f"a model class built as cls(ModelArgs({VOCAB_SIZE}, {VOCAB_SIZE}, d_model=32, n_heads=4, "
+                      "enc_layers=1, dec_layers=1, ffn_dim=64, dropout=0.0)) (cipherlab.models.ModelArgs) or, when "
+                      f"its constructor takes two arguments, as cls({VOCAB_SIZE}, {VOCAB_SIZE}, d_model=32, ...); or "
+                      "a function with no arguments returning a model, with "
                       "model(src, tgt_in) -> logits (B, Lt, V), model.begin_decoding(src) -> state and "
                       "model.decode_step(state, tokens (B,)) -> logits (B, V); a BLT takes src_member after src")
 DECODE_TOL = 1e-4  # cached against full-pass logits: the same sums in another order
@@ -34,9 +37,9 @@ DECODE_TOL = 1e-4  # cached against full-pass logits: the same sums in another o
 def decoding(obj) -> Report:
     """Check a whole model's incremental decoding: ``begin_decoding`` and ``decode_step`` with a cache.
 
-    ``obj`` is a model class, built (seeded) as ``cls(259, 259, d_model=32, n_heads=4, enc_layers=1,
-    dec_layers=1, ffn_dim=64, dropout=0.0)`` like cipherlab's Seq2SeqTransformer (a BLTModel
-    subclass as ``cls(d_model=32, ..., window=8, patch_tgt=4)``), or a function with no arguments
+    ``obj`` is a model class, built (seeded) as ``cls(ModelArgs(259, 259, d_model=32, n_heads=4, enc_layers=1,
+    dec_layers=1, ffn_dim=64, dropout=0.0))`` like cipherlab's Seq2SeqTransformer (a BLTModel
+    subclass as ``cls(BLTArgs(d_model=32, ..., window=8, patch_tgt=4))``), or a function with no arguments
     that returns a model; it is put in eval mode. Ids are bytes: source 0..255, target BOS = 257
     then lowercase letters. ``model(src, tgt_in)`` -> teacher-forced logits (B, Lt, V), position i
     predicting tgt_in[i + 1]; ``model.begin_decoding(src)`` -> a state (encoder run once, empty
@@ -64,12 +67,29 @@ def decoding(obj) -> Report:
     ])
 
 
+def _takes_args_object(cls) -> bool:
+    """Whether a model class is built from one object (``cls(ModelArgs(...))``, as cipherlab's models and
+    their subclasses are) rather than ``cls(src_vocab, tgt_vocab, d_model=..., ...)``, the course notes' way:
+    a constructor with fewer than two positional parameters takes the one object."""
+    if issubclass(cls, (Seq2SeqTransformer, BLTModel)):
+        return True
+    try:
+        parameters = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) < 2 and not any(p.kind is p.VAR_POSITIONAL for p in parameters)
+
+
 def _decoding_call(obj) -> str:
     if not inspect.isclass(obj):
         return f"{_label(obj)}()"
     if issubclass(obj, BLTModel):
-        return f"{obj.__name__}({', '.join(f'{k}={v}' for k, v in BLT_SIZES.items())})"
-    return f"{obj.__name__}({VOCAB_SIZE}, {VOCAB_SIZE}, {', '.join(f'{k}={v}' for k, v in DECODING_SIZES.items())})"
+        return f"{obj.__name__}(BLTArgs({', '.join(f'{k}={v}' for k, v in BLT_SIZES.items())}))"
+    sizes = ", ".join(f"{k}={v}" for k, v in DECODING_SIZES.items())
+    if _takes_args_object(obj):
+        return f"{obj.__name__}(ModelArgs({VOCAB_SIZE}, {VOCAB_SIZE}, {sizes}))"
+    return f"{obj.__name__}({VOCAB_SIZE}, {VOCAB_SIZE}, {sizes})"
 
 
 def _build_model(obj):
@@ -79,7 +99,9 @@ def _build_model(obj):
         if not inspect.isclass(obj):
             return obj()
         if issubclass(obj, BLTModel):
-            return obj(**BLT_SIZES)
+            return obj(BLTArgs(**BLT_SIZES))
+        if _takes_args_object(obj):
+            return obj(ModelArgs(VOCAB_SIZE, VOCAB_SIZE, **DECODING_SIZES))
         return obj(VOCAB_SIZE, VOCAB_SIZE, **DECODING_SIZES)
 
 
