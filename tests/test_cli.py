@@ -48,8 +48,10 @@ def test_evaluate_reproduces_the_metrics_logged_by_training(trained, capsys):
     logged = json.loads((results / "smoke" / "c1.json").read_text())["sets"]["test"]
     capsys.readouterr()
     assert main(["evaluate", "--checkpoint", str(run / "best.pt"), "--data-dir", str(data), "--device", "cpu"]) == 0
-    again = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr().out
+    again = json.loads(printed)
     assert {k: again[k] for k in TEST_KEYS} == {k: logged[k] for k in TEST_KEYS}
+    assert f'"right_chars_by_line": {json.dumps(logged["right_chars_by_line"])}' in printed  # one line, not one per line
     assert again["decoding"] == logged["decoding"] == "length-aware greedy"  # one default for both commands
 
 

@@ -215,12 +215,22 @@ def _cmd_evaluate(args) -> int:
         args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
         length_aware=_length_aware(args), parts=_checkpoint_parts(args.part),
     )
-    text = json.dumps(metrics, indent=2)
+    text = _json_text(metrics)
     if args.json:
         write_text_atomic(args.json, text + "\n")  # a reader never sees half of it
     print(text)
     print(metrics_line(metrics), file=sys.stderr)  # stdout stays JSON; the summary names its decoding
     return 0
+
+
+def _json_text(metrics: dict) -> str:
+    """``metrics`` as indented JSON, each per-line list (``right_chars_by_line``) on one line of its own."""
+    lists = {key: value for key, value in metrics.items()
+             if isinstance(value, list) and all(isinstance(x, (int, float)) for x in value)}
+    text = json.dumps({key: f"<{key}>" if key in lists else value for key, value in metrics.items()}, indent=2)
+    for key, value in lists.items():
+        text = text.replace(json.dumps(f"<{key}>"), json.dumps(value))
+    return text
 
 
 def _cmd_export(args) -> int:

@@ -1,9 +1,9 @@
 """Where the results live, and reading them back (the results chapter).
 
-Training writes one record per configuration into ``results/<run>/``; this module names the committed
-runs, finds their folders (``$CIPHERLAB_RESULTS_DIR`` points the names at another results folder), and
-reads the records, logs and side files back: a missing file is a FileNotFoundError naming it, a broken
-one a ValueError naming the file and what is wrong. It also reads single facts off a record (a metric,
+Every run writes one record per model into ``results/<run>/`` (:mod:`cipherlab.pipeline.record`); this
+module names the committed runs, finds their folders (``$CIPHERLAB_RESULTS_DIR`` points the names at
+another results folder), and reads the records and side files back: a missing file is a FileNotFoundError
+naming it, a broken one a ValueError naming the file and what is wrong. It also reads single facts off a record (a metric,
 what it changes from C1, how it tokenised) and the plaintext lines a record was scored on.
 """
 
@@ -16,6 +16,7 @@ from pathlib import Path
 from cipherlab.pipeline.record import read_record
 from cipherlab.base.config import CONFIG_NAMES
 from cipherlab.base.config import change_from_c1 as components_change
+from cipherlab.base.errors import REPO_RESULTS_DIR
 
 __all__ = [
     "ANALYSIS_RUNS",
@@ -53,7 +54,6 @@ __all__ = [
 
 
 RESULTS_ENV = "CIPHERLAB_RESULTS_DIR"
-REPO_RESULTS_DIR = Path(__file__).resolve().parents[3] / "results"
 PRIMARY_RUN = "notes/cpu"  # the course notes recipe's reference run: C1-C4 read the cipher in bytes mode
 BITS_RUN = "notes/cpu-bits"  # the same preset with the course notes' bits mode for C1-C4
 EQUAL_EPOCHS_RUN = "notes/equal-epochs/cpu"  # every cpu run continued (--resume) to the same number of epochs
