@@ -69,14 +69,15 @@ def test_set_metrics_counts_each_line():
 
 def _record(sets=None, **fields):
     return make_record(make_config("c2", "smoke"), fit={"epochs": 2, "best_epoch": 2, "stopped": "max_epochs"},
-                       log=[{"epoch": 1, "seconds": 2.0}, {"epoch": 2, "seconds": 4.0}],
+                       log=[{"epoch": 1, "seconds": 2.0, "train_tokens": 30},
+                            {"epoch": 2, "seconds": 4.0, "train_tokens": 30}],
                        sets=sets or {"test": _a_set()}, **fields)
 
 
 def test_a_made_record_has_every_field_and_checks():
     record = _record(command="python -m cipherlab train --config c2")
     assert list(record) == list(RECORD_FIELDS) and record["schema"] == SCHEMA
-    assert (record["train_seconds"], record["seconds_per_epoch"]) == (6.0, 3.0)
+    assert (record["train_seconds"], record["seconds_per_epoch"], record["train_tokens_per_s"]) == (6.0, 3.0, 10.0)
     assert record["components"]["pos_encoding"] == "rope" and record["params"] is None
     assert check_record(json.loads(json.dumps(record)), "x.json") is not None
     with pytest.raises(ValueError, match="make_record: colour is no field"):
@@ -132,7 +133,8 @@ def test_both_older_layouts_convert_into_the_one_record_and_a_second_run_changes
     converted_train, converted_probe = read_record(tmp_path / "c2.json"), read_record(tmp_path / "p-c2-seed0.json")
     assert not (tmp_path / "c2.log.jsonl").exists() and converted_train["log"] == made["log"]
     assert converted_train["sets"]["test"]["decoding"] == "free greedy"
-    assert converted_train["sets"]["test"]["exact_lines"] == 3 and converted_train["sets"]["test"]["char_accuracy"] is None
+    converted_test = converted_train["sets"]["test"]
+    assert converted_test["exact_lines"] == 3 and converted_test["char_accuracy"] is None
     assert (converted_train["train_seconds"], converted_train["name"]) == (6.0, "c2")
     assert set(converted_probe["sets"]) == {"random_letters", "stdlib", "test", "test_free"}
     assert converted_probe["sets"]["test"] == probe["brown_test"] and converted_probe["versions"] == versions

@@ -119,23 +119,18 @@ def results_record(config: Config, run, test_metrics: dict) -> dict:
     ``run`` is what :func:`cipherlab.pipeline.train.train_config` returned (a ``RunResult``; not imported
     here, so that evaluation never depends on the training module).
     """
-    history = run.fit.history
-    train_seconds = sum(r["seconds"] for r in history)
     fit = {"epochs": run.fit.epochs, "best_epoch": run.fit.best_epoch, "best_val_loss": run.fit.best_val_loss,
            "best_val_accuracy": run.fit.best_val_accuracy if run.fit.best_val_accuracy >= 0 else None,
            "stopped": run.fit.stopped, "params": run.params}
-    return make_record(
-        config, fit=fit, log=history, sets={"test": test_metrics}, device=run.device,
-        peak_memory_bytes=run.peak_memory_bytes,
-        train_tokens_per_s=sum(r["train_tokens"] for r in history) / train_seconds if train_seconds else None,
-    )
+    return make_record(config, fit=fit, log=run.fit.history, sets={"test": test_metrics}, device=run.device,
+                       peak_memory_bytes=run.peak_memory_bytes)
 
 
 def write_results(config: Config, record: dict, results_dir: str | os.PathLike = "results") -> Path:
     """Write ``results_dir/<run name>/<config>.json`` and refresh that folder's table; return the json path.
 
     The run name is the preset (``cpu``), or e.g. ``cpu-bits`` for a source mode other than the
-    preset's own. ``curve``, a training ``log.jsonl``, is copied beside it as ``<config>.log.jsonl``.
+    preset's own. The training log travels inside the record (its ``log``).
     """
     folder = Path(results_dir) / config.run_name
     folder.mkdir(parents=True, exist_ok=True)

@@ -130,7 +130,8 @@ def make_record(config: Config, *, name: str | None = None, fit: dict, log: list
     ``params``; ``log``: the rows of its ``log.jsonl``; ``sets``: ``{name: set_metrics(...)}``;
     ``device``: where it trained (None where that is not known).
     ``fields`` fills the rest (``command``, ``overrides``, ``wall_seconds``, ``peak_memory_bytes``,
-    ``train_tokens_per_s``, ``parts``, ``export`` ...); a key outside the layout is refused.
+    ``parts``, ``export`` ...); a key outside the layout is refused. The seconds and training tokens
+    per second are read off the log.
     """
     train_seconds = sum(row["seconds"] for row in log) if log else None
     record = {
@@ -150,7 +151,8 @@ def make_record(config: Config, *, name: str | None = None, fit: dict, log: list
         "seconds_per_epoch": train_seconds / len(log) if log else None,
         "train_seconds": train_seconds,  # optimiser steps and validation, over every epoch of every --resume
         "wall_seconds": None,
-        "train_tokens_per_s": None,
+        "train_tokens_per_s": (sum(row["train_tokens"] for row in log) / train_seconds
+                               if train_seconds and all("train_tokens" in row for row in log) else None),
         "peak_memory_bytes": None,
         "device": None if device is None else str(device),
         "device_name": None if device is None else device_name(device),
@@ -200,8 +202,6 @@ def read_record(path: str | os.PathLike) -> dict:
     path = Path(path)
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); restore the "
                          "file from git or write it again with cipherlab") from None

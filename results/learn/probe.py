@@ -171,8 +171,6 @@ def main(argv=None) -> int:
         command=shlex.join(["python", "results/learn/probe.py", *(argv if argv is not None else sys.argv[1:])]),
         overrides=overrides, wall_seconds=train_seconds,
         peak_memory_bytes=None if args.eval_only else run.peak_memory_bytes,
-        train_tokens_per_s=(sum(row["train_tokens"] for row in log) / sum(row["seconds"] for row in log)
-                            if log and all("train_tokens" in row for row in log) else None),
         # validation every eval_every steps (Config.eval_every), when the run asked for it
         curve=[json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines() if line.strip()]
         if (out / "curve.jsonl").exists() else None,
