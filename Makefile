@@ -10,6 +10,9 @@
 #   make colab-check -- Colab's Python and packages in a venv of their own (runs/colab-venv; torch is a
 #                  CUDA build of several GB), cipherlab installed as the setup cell does, the tests and
 #                  chapters run there -> benchmarks/results/colab.json (before a release; not part of make test)
+#   make numerics -- every chapter (and the prose's facts) again under a second CPU's float kernels, two
+#                  threads, deterministic algorithms and fresh seeds before each cell; lists each cell whose
+#                  stored output changes (tools/numerics.py; about 45 minutes on 2 cores; not part of make test)
 #   make outputs [NB=book/03_mha.ipynb] -- rewrite the chapters' generated cells, then run each in a
 #                  fresh kernel on one thread and store its outputs (CONTRIBUTING.md)
 #   make jb2-spike -- the Jupyter Book 2 comparison build (benchmarks/jb2/COMPARISON.md) into _build_jb2/, with
@@ -24,7 +27,7 @@ TORCH_INDEX ?=
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup data book test unit lint browser browser-test lab outputs clean colab-check jb2-spike
+.PHONY: setup data book test unit lint browser browser-test lab outputs numerics clean colab-check jb2-spike
 
 setup: $(STAMP)
 
@@ -75,6 +78,9 @@ browser-test: setup browser
 	       "sudo apt-get install chromium) or name one with CHROMIUM=... CIPHERLAB_CHROMIUM=... ***"; \
 	fi
 	CIPHERLAB_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_browser.py -rs
+
+numerics: data
+	$(BIN)/python tools/numerics.py
 
 outputs: data
 	$(BIN)/python -m cipherbook.viva sync $(NB)

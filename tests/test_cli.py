@@ -219,3 +219,16 @@ def test_decrypt_help_names_the_exported_models_the_readme_passes(capsys):
     with pytest.raises(SystemExit):
         main(["decrypt", "--help"])
     assert ".safetensors" in capsys.readouterr().out
+
+
+def test_train_that_has_not_left_chance_by_the_onset_step_stops_with_one_line(sample_dir, tmp_path, capsys):
+    """A run whose validation accuracy is still below onset_accuracy at onset_step stops there (what keeps a
+    GPU hour from training a flat curve), exit 1, one line naming the step, the accuracy and the way out."""
+    code = main(["train", "--config", "c1", "--preset", "smoke", "--data-dir", str(sample_dir), "--device", "cpu",
+                 "--out", str(tmp_path / "run"), "--results-dir", str(tmp_path / "results"),
+                 "--set", "onset_step=2", "--set", "onset_accuracy=0.99"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith("cipherlab: error: c1: teacher-forced validation accuracy is ") and "at step 2" in err[0]
+    assert "onset_step=null" in err[0] and "Traceback" not in err[0]
+    assert (tmp_path / "run" / "last.pt").exists() and not (tmp_path / "results" / "smoke" / "c1.json").exists()

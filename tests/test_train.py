@@ -11,7 +11,8 @@ from torch import nn
 from cipherlab.base.config import make_config
 from cipherlab.data.corpus import BucketBatchSampler, collate
 from cipherlab.pipeline.checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from cipherlab.pipeline.train import Batches, Trainer, TrainingDiverged, WarmupInverseSqrt, seed_everything, sequence_loss
+from cipherlab.pipeline.train import (Batches, NotLearning, Trainer, TrainingDiverged, WarmupInverseSqrt, seed_everything,
+                                      sequence_loss)
 
 PAD, BOS, EOS, VOCAB = 0, 1, 2, 12
 
@@ -106,6 +107,32 @@ def test_nan_loss_stops_with_a_clear_message_and_keeps_the_last_checkpoint(tmp_p
     with pytest.raises(TrainingDiverged, match=r"training loss became nan at epoch 1, step 2.*last good state"):
         trainer.fit(resume=True)
     assert (tmp_path / "last.pt").read_bytes() == before
+
+
+def test_a_run_still_at_chance_by_the_onset_step_stops_with_one_line_and_keeps_its_state(tmp_path):
+    trainer = make_trainer(tmp_path, onset_step=3, onset_accuracy=0.9)
+    calls = []
+    trainer.validate = lambda exact=False: calls.append(trainer.progress.step) or (2.3, 0.08)  # a flat curve
+    with pytest.raises(NotLearning) as stopped:
+        trainer.fit()
+    message = str(stopped.value)
+    assert calls == [3] and "\n" not in message
+    assert "8.0% at step 3" in message and "below 90%" in message and "onset_step=null" in message
+    assert (tmp_path / "last.pt").exists()
+
+
+def test_a_run_past_the_onset_level_by_the_onset_step_trains_on(tmp_path):
+    trainer = make_trainer(tmp_path, onset_step=3, onset_accuracy=0.25)
+    real = trainer.validate
+    seen = []
+
+    def validate(exact=False):
+        scores = real(exact)
+        seen.append(trainer.progress.step)
+        return scores[:1] + (0.5,) + scores[2:]  # a curve that has left chance
+    trainer.validate = validate
+    result = trainer.fit()
+    assert result.stopped == "max_epochs" and 3 in seen
 
 
 @pytest.mark.parametrize("select_on", ["val_loss", "val_accuracy"])

@@ -204,6 +204,16 @@ def test_fill_facts_formats_with_the_spec_after_the_colon():
     assert fill_facts("{fact}`task_chunk_chars:.1f` bits", "task") == "256.0 bits"
 
 
+def test_a_bound_is_the_same_for_rounding_errors_a_few_units_apart():
+    """A float32 rounding error's digits change with the CPU's kernels (one, two or sixteen units in the last
+    place); the bound the text prints must not, and it must stay above the value."""
+    ulp = 2.0 ** -24
+    assert {answers.format_fact(k * ulp, "bound") for k in (0, 1, 2, 3, 16, 40)} == {"1e-05"}
+    assert answers.format_fact(5.0e-5, "bound") == "1e-03" and answers.format_fact(-2e-4, "bound") == "1e-03"
+    for value in (1e-9, 3.1e-6, 4e-5, 0.02, 0.3):
+        assert float(answers.format_fact(value, "bound")) >= 3 * value
+
+
 def test_refill_prose_rewrites_a_stale_number_and_keeps_the_tags():
     stale = 'chunks of <span data-fact="task_chunk_chars:,d">250</span> characters'
     assert refill_prose(stale, "task") == 'chunks of <span data-fact="task_chunk_chars:,d">256</span> characters'

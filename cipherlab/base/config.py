@@ -152,6 +152,11 @@ class Config:
     time_budget_s: float | None = None  # wall-clock training budget per run (None: none)
     # also validate every N optimiser steps into curve.jsonl (learning curves; changes nothing of the run)
     eval_every: int | None = None
+    # stop a run that is not learning: when teacher-forced validation accuracy is still below onset_accuracy at
+    # optimiser step onset_step, training stops with NotLearning (None: no check). The assignment preset sets it
+    # to twice the step by which every measured run of that preset had passed onset_accuracy.
+    onset_step: int | None = None
+    onset_accuracy: float = 0.25
     seed: int = 0  # seeds Python, NumPy and torch
 
     def __post_init__(self) -> None:
@@ -508,7 +513,8 @@ def change_from_c1(components: dict[str, str]) -> str:
 # Fields whose value must be positive: a run with max_epochs=0 or d_model=0 has nothing to do.
 _POSITIVE = ("d_model", "n_heads", "n_kv_heads", "enc_layers", "dec_layers", "ffn_dim", "blt_local_layers",
              "blt_window", "blt_patch_tgt", "blt_max_patch", "chunk_chars", "max_train_lines", "max_eval_lines",
-             "token_budget", "max_batch_size", "max_epochs", "patience", "time_budget_s", "eval_every")
+             "token_budget", "max_batch_size", "max_epochs", "patience", "time_budget_s", "eval_every",
+             "onset_step")
 
 # The values a number field may take, each checked alone (``Config.__post_init__``, and ``--set`` as it
 # is read): {field: (test, what the field is and its range)}. A test is False for NaN.
@@ -524,6 +530,7 @@ _RANGES = {
     "weight_decay": (lambda v: 0.0 <= v < math.inf, "AdamW's decoupled weight decay, 0 (none) or more"),
     "grad_clip": (lambda v: v > 0.0, "the largest global gradient norm a step takes, above 0 (at 0 no step "
                   "moves; below 0 the step climbs the loss)"),
+    "onset_accuracy": (lambda v: 0.0 < v < 1.0, "a share of the validation tokens, above 0 and below 1"),
     "seed": (lambda v: 0 <= v < 2**32, "0 or more and below 2**32 (NumPy's seeds)"),
 }
 

@@ -56,7 +56,7 @@ from cipherlab.pipeline.evaluate import (decoding_name, evaluate_checkpoint, met
                                 write_table)
 from cipherlab.student.parts import PARTS, PartError, import_parts, load_parts, parse_part, part_records, unused_parts
 from cipherlab.analysis.score import read_text_lines
-from cipherlab.pipeline.train import TrainingDiverged, own_folder, own_record, train_config
+from cipherlab.pipeline.train import NotLearning, TrainingDiverged, own_folder, own_record, train_config
 
 __all__ = ["register_cli"]
 
@@ -126,7 +126,7 @@ def _train_and_score(args, config, parts: dict, out: Path, started: float) -> in
     try:
         run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True,
                            parts=parts)
-    except TrainingDiverged as e:
+    except (TrainingDiverged, NotLearning) as e:
         return _error(str(e))
     except KeyboardInterrupt:
         if (out / "last.pt").exists():

@@ -84,7 +84,7 @@ __all__ = [
     "FitResult",
     "RunResult",
     "Trainer",
-    "TrainingDiverged",
+    "TrainingDiverged", "NotLearning",
     "WarmupInverseSqrt",
     "FolderInUse", "StepBar", "fused_attention_on",
     "make_optimizer",
@@ -98,6 +98,10 @@ __all__ = [
 
 class TrainingDiverged(RuntimeError):
     """The training loss became NaN or infinite."""
+
+
+class NotLearning(RuntimeError):
+    """Teacher-forced validation accuracy was still below ``Config.onset_accuracy`` at ``Config.onset_step``."""
 
 
 # --------------------------------------------------------------------------- reproducibility
@@ -359,6 +363,23 @@ class Trainer:
             f.write(json.dumps(record) + "\n")
         self.model.train()
 
+    def _check_onset(self) -> None:
+        """Stop a run that has not started to learn by ``Config.onset_step`` (``NotLearning``), before it
+        spends the rest of its budget on a flat curve; last.pt keeps the state reached."""
+        p, c = self.progress, self.config
+        _, accuracy = self.validate()
+        self.model.train()
+        if accuracy >= c.onset_accuracy:
+            return
+        save_checkpoint(self.last_path, self._payload(full=True))
+        raise NotLearning(
+            f"{c.name}: teacher-forced validation accuracy is {100 * accuracy:.1f}% at step {p.step}, still below "
+            f"{100 * c.onset_accuracy:.0f}% (onset_accuracy), where the {c.preset} preset's measured runs were well past "
+            f"it (onset_step={c.onset_step} is twice the latest measured onset); training stopped so the rest of the "
+            "budget is not spent on a flat curve. Compare the run's settings with the preset's (chunk_chars, src_vocab, "
+            "lr, warmup_steps, token_budget), or pass --set onset_step=null to train on regardless"
+        )
+
     # ---- training
     def _step(self, batch: dict[str, torch.Tensor]) -> tuple[float, int]:
         """One optimiser step on one batch: (mean training loss, target tokens)."""
@@ -446,6 +467,8 @@ class Trainer:
                 p.step += 1
                 if self.config.eval_every and p.step % self.config.eval_every == 0:
                     self._curve_point(len(batches))
+                if self.config.onset_step is not None and p.step == self.config.onset_step:
+                    self._check_onset()
                 bar.update(1)
                 bar.set_postfix(
                     loss=f"{p.epoch_loss_sum / max(p.epoch_tokens, 1):.3f}",

@@ -2,13 +2,13 @@
 
     python results/learn/probe.py --config c3 --minutes 12 --set phase_shuffle=1.0 --set bit_embeddings=true
 
-Trains ``make_config(config, "cpu")`` with the overrides for a wall-clock budget into
+Trains ``make_config(config, preset)`` (``--preset``, default ``cpu``) with the overrides for a wall-clock budget into
 ``runs/learn/<name>/`` and writes ``results/learn/<name>.json``, a run record
 (:mod:`cipherlab.pipeline.record`, the layout ``train`` writes too) whose ``sets`` hold its decryption of
 - ``random_letters``: 30 strings of 40-120 characters over a-z, A-Z and (six times as likely) space,
   encrypted with the key -- a model that learned the cipher decodes them, a language model does not;
 - ``stdlib``, English from outside Brown: the 500 letters-and-spaces lines of Python's docstrings (data/stdlib);
-- ``test``, the cpu preset's 200 Brown test lines,
+- ``test``, the preset's Brown test lines (the cpu preset's first 200; all 500 with ``--all-test``),
 each with length-aware greedy decoding (EOS where the cipher fixes it), and Brown also freely (``test_free``).
 Every number is read off the run; nothing is typed. One seed per run: a single measurement.
 """
@@ -71,6 +71,7 @@ def token_counts(codec, plain: list[str], cipher: list[str]) -> dict | None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", required=True)
+    parser.add_argument("--preset", default="cpu", help="the preset that sizes the model (default cpu)")
     parser.add_argument("--minutes", type=float, required=True)
     parser.add_argument("--name", help="default: <config>[-<overrides>]")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
@@ -101,9 +102,9 @@ def main(argv=None) -> int:
         overrides[field] = parse_field(field, value)
     if args.epochs is not None:
         overrides["max_epochs"] = args.epochs
-    config = make_config(args.config, "cpu", args.recipe, time_budget_s=60 * args.minutes, seed=args.seed, **overrides)
+    config = make_config(args.config, args.preset, args.recipe, time_budget_s=60 * args.minutes, seed=args.seed, **overrides)
     name = args.name or args.config
-    out = ROOT / "runs" / "learn" / name
+    out = ROOT / "runs" / ("learn" if args.preset == "cpu" else f"learn-{args.preset}") / name
     started = time.monotonic()
     if args.eval_only:
         log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]

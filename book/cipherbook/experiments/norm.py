@@ -32,11 +32,16 @@ WIRINGS = ("pre", "post", "no-residual")
 # --------------------------------------------------------------------------- bf16 statistics
 
 def layernorm_bf16_statistics(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """LayerNorm (gamma=1, beta=0) with every intermediate kept in x's dtype: the thing NOT to do in bf16."""
-    mean = x.mean(dim=-1, keepdim=True)
-    centred = x - mean
-    var = (centred * centred).mean(dim=-1, keepdim=True)
-    return centred * torch.rsqrt(var + eps)
+    """LayerNorm (gamma=1, beta=0) with every intermediate stored in bf16: the thing NOT to do in bf16.
+
+    Each statistic is summed in float32 and rounded to bf16 where it is stored. The rounding points are
+    written out because PyTorch's own bf16 reductions sum in an order and precision that depend on the CPU.
+    """
+    bf16 = torch.bfloat16
+    mean = x.float().mean(dim=-1, keepdim=True).to(bf16)
+    centred = (x.float() - mean.float()).to(bf16)
+    var = (centred.float() ** 2).mean(dim=-1, keepdim=True).to(bf16)
+    return (centred.float() * torch.rsqrt(var.float() + eps)).to(bf16)
 
 
 def bf16_statistics_errors(offset: float = 30.0, n_tokens: int = 64, seed: int = 0) -> dict:

@@ -161,17 +161,20 @@ def _compute_facts(chapter: str) -> tuple:
         torch.set_num_threads(threads)
 
 
+BOUND_FLOOR = -5  # the exponent of the float32 tolerance the checks use: 1e-05
+
+
 def format_fact(value, spec: str | None) -> str:
     """A fact as the text shows it: ``format(value, spec)``, or ``str(value)`` without a spec.
 
-    The spec ``bound`` writes the smallest power of ten at or above ``|value|`` ("1e-07"), for
-    sizes of float rounding error: their digits change with the CPU and the thread count, their
-    order of magnitude does not, so the sentence says "below 1e-07".
+    The spec ``bound`` writes a power of ten that ``|value|`` stays below on any CPU, for sizes of float
+    rounding error: the smallest at or above 3 x ``|value|``, and never below 1e-05, the float32 tolerance
+    of the book's checks ("1e-05"). Their digits change with the CPU's kernels by a few units in the last
+    place, so the power of ten just above them can change from one CPU to the next.
     """
     if spec == "bound":
-        if value == 0:
-            return "0"
-        return f"1e{math.ceil(math.log10(abs(value))):+03d}"
+        exponent = math.ceil(math.log10(3 * abs(value))) if value else BOUND_FLOOR
+        return f"1e{max(exponent, BOUND_FLOOR):+03d}"
     return format(value, spec) if spec else str(value)
 
 

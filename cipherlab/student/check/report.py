@@ -96,9 +96,13 @@ def _raised(e: Exception, what: str, interface: str) -> InterfaceError:
 
 
 def _interface_build(build: Callable, what: str, interface: str):
-    """``build()``, a constructor call; an exception is an InterfaceError naming the call."""
+    """``build()``, a constructor call, with torch's global generator seeded (and restored afterwards), so a
+    class that draws its initial weights from it is the same module on every run and in every notebook
+    state; an exception is an InterfaceError naming the call."""
     try:
-        return build()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            return build()
     except Exception as e:
         raise _raised(e, what, interface) from None
 
