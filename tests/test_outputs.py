@@ -152,3 +152,25 @@ def test_consecutive_prints_become_one_output_and_other_outputs_stay_between():
 def test_chapters_run_on_one_thread_without_progress_bars():
     env = kernel_env()
     assert env["OMP_NUM_THREADS"] == "1" and env["TQDM_DISABLE"] == "1"
+
+
+def test_the_numerics_check_reads_the_changed_cells_from_pytests_report_and_refuses_an_unknown_variant(tmp_path):
+    """tools/numerics.py (make numerics) lists each cell that failed under a variant from pytest's JUnit report;
+    a variant it does not know is one line naming the choices."""
+    import importlib.util
+
+    from cipherbook.numerics import NUMERICS, PRELUDE, variant
+
+    spec = importlib.util.spec_from_file_location("numerics_tool", REPO_ROOT / "tools" / "numerics.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    report = tmp_path / "junit.xml"
+    report.write_text('<testsuites><testsuite><testcase classname="book.05_norm.ipynb" name="Cell 19"><failure '
+                      'message="Notebook cell execution failed">- gap was 0.847</failure></testcase><testcase '
+                      'classname="book.05_norm.ipynb" name="Cell 20"/></testsuite></testsuites>')
+    assert tool.failed_cells(report) == [{"file": "book.05_norm.ipynb", "test": "Cell 19", "kind": "failure",
+                                          "why": "Notebook cell execution failed"}]
+    assert set(NUMERICS) == {"avx2", "nosimd"} and variant("avx2")["env"]["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert variant("") is None and "del _cipherlab_numerics" in PRELUDE.format(seed=1, threads=2)
+    with pytest.raises(ValueError, match="choose one of avx2, nosimd"):
+        variant("avx512")

@@ -5,7 +5,7 @@
 
 A chapter's stored outputs are compared by nbval on every machine that runs the tests, so a number in
 them must not depend on the machine's arithmetic. This runs ``pytest`` on the chapters once per variant
-of ``book/conftest.py``'s ``NUMERICS`` (another CPU's float kernels, two threads, deterministic
+of ``book/cipherbook/numerics.py``'s ``NUMERICS`` (another CPU's float kernels, two threads, deterministic
 algorithms, the global random generators seeded afresh before every cell), reads which cells failed
 from pytest's JUnit report, prints one line per cell, and exits 1 when any cell changed. It writes
 nothing into the repository unless ``--out`` names a file.
@@ -80,7 +80,12 @@ def main(argv=None) -> int:
         for cell in run["changed"]:
             print(f"  {cell['file']} {cell['test']}: {cell['why']}")
     if args.out:
-        Path(args.out).write_text(json.dumps({"chapters": args.chapters, "runs": runs}, indent=2) + "\n",
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        import torch
+
+        native = {"commit": commit.stdout.strip() or None, "native_kernels": torch.backends.cpu.get_cpu_capability(),
+                  "cores": os.cpu_count()}
+        Path(args.out).write_text(json.dumps({**native, "chapters": args.chapters, "runs": runs}, indent=2) + "\n",
                                   encoding="utf-8")
     changed = sum(len(run["changed"]) for run in runs)
     print(f"{changed} cell(s) changed under the second numerical conditions" if changed
