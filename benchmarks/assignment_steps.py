@@ -37,7 +37,7 @@ from cipherlab.base.config import CONFIG_NAMES, make_config  # noqa: E402
 from cipherlab.data.corpus import load_corpus  # noqa: E402
 from cipherlab.pipeline.record import versions  # noqa: E402
 from cipherlab.analysis.plan import plan_config  # noqa: E402
-from cipherlab.pipeline.train import train_config  # noqa: E402
+from cipherlab.pipeline.train import NotLearning, train_config  # noqa: E402
 
 PRESET = "assignment"
 
@@ -72,7 +72,11 @@ def run_one(name: str, args, overrides: dict, runs: Path) -> dict:
     config = make_config(name, PRESET, eval_every=args.eval_every, max_eval_lines=args.eval_lines, **overrides)
     out = runs / name
     started = time.monotonic()
-    run = train_config(config, out, progress=False, max_steps=args.steps)
+    try:
+        run = train_config(config, out, progress=False, max_steps=args.steps)
+        params, stopped = run.params, run.fit.stopped
+    except NotLearning as e:  # still at the unigram level at onset_step: the curve so far is the measurement
+        params, stopped = None, f"not learning: {e}"
     wall = time.monotonic() - started
     curve = read_log(out / "curve.jsonl")
     if not curve:
@@ -81,8 +85,8 @@ def run_one(name: str, args, overrides: dict, runs: Path) -> dict:
     plan = plan_config(config, select_lines(load_corpus(), config))
     first, last = curve[0], curve[-1]
     return {
-        "config": name, "params": run.params, "steps": last["step"],
-        "stopped": run.fit.stopped, "wall_seconds": wall,
+        "config": name, "params": plan["params"] if params is None else params, "steps": last["step"],
+        "stopped": stopped, "wall_seconds": wall,
         "seconds_per_step": train_seconds / last["step"],
         "curve": curve,
         "learned": {"val_accuracy": [first["val_accuracy"], last["val_accuracy"]],

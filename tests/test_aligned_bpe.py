@@ -199,6 +199,13 @@ def test_assignment_steps_records_a_learning_curve_for_each_configuration(tmp_pa
     assert record["runs"][0]["hyperparameters"]["target_tokens"] == "aligned"
     refused = subprocess.run([*command[:2], "--out", str(root / "results" / "x.json")], capture_output=True, text=True)
     assert refused.returncode == 2 and "does not write into results/" in refused.stderr
+    # a candidate still at chance by its onset step stops there, and its curve so far is still the record
+    flat = tmp_path / "flat.json"
+    subprocess.run([*command[:3], "c1", *command[4:], "--set", "onset_step=2", "--set", "onset_accuracy=0.99",
+                    "--out", str(flat)], check=True, cwd=tmp_path, capture_output=True, text=True)
+    stopped = json.loads(flat.read_text())["runs"][0]
+    assert stopped["stopped"].startswith("not learning: c1: teacher-forced validation accuracy is ")
+    assert [p["step"] for p in stopped["curve"]] == [2] and stopped["params"] > 0
 
 
 def test_every_part_of_the_default_recipe_says_what_it_knows():
