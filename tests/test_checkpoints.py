@@ -53,6 +53,25 @@ def test_an_export_decrypts_exactly_as_its_checkpoint(name, sample_dir, tmp_path
     assert decrypt_lines(original, codec, cipher[:3], **kwargs) == decrypt_lines(exported, codec2, cipher[:3], **kwargs)
 
 
+def test_a_half_export_stores_float16_weights_and_loads_them_as_float32(sample_dir, tmp_path):
+    """``half=True`` (``export --half``) halves the weights on disk, keeps the checksum over what is
+    stored, and the loader widens them back: each weight is the float32 one rounded to float16."""
+    config = make_config("c1", "smoke", max_epochs=1)
+    run = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu")
+    full = export_checkpoint(run.best_checkpoint, tmp_path / "full.safetensors")
+    half = export_checkpoint(run.best_checkpoint, tmp_path / "half.safetensors", half=True)
+    with safe_open(str(half), framework="pt") as f:
+        dtypes = {f.get_tensor(k).dtype for k in f.keys() if k.startswith("model.")}
+    assert dtypes == {torch.float16}
+    assert half.stat().st_size < 0.6 * full.stat().st_size
+    original, _, _ = load_trained(full, "cpu")
+    widened, _, config2 = load_trained(half, "cpu")
+    assert config2 == config
+    for (k, a), (k2, b) in zip(original.state_dict().items(), widened.state_dict().items(), strict=True):
+        assert k == k2 and b.dtype == a.dtype
+        assert torch.equal(b, a.half().to(a.dtype)) if a.is_floating_point() else torch.equal(a, b)
+
+
 def test_a_file_that_is_not_an_export_is_refused_by_name(tmp_path):
     bad = tmp_path / "model.safetensors"
     bad.write_bytes(b"not a safetensors file")
@@ -65,16 +84,22 @@ def test_a_file_that_is_not_an_export_is_refused_by_name(tmp_path):
 
 
 def test_the_committed_models_are_the_reference_and_the_aligned_ones_each_with_its_recorded_checksum():
-    """Only the reference models and the aligned-BPE ablation's are committed, and cipherlab records the
-    whole-model checksum of each (and of no other file)."""
+    """Only the reference models, the aligned-BPE ablation's and the CPU-trained assignment models are
+    committed; cipherlab records the whole-model checksum of each older one (and of no other file), and
+    the assignment models carry theirs."""
     found = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "results").rglob("*.safetensors"))
-    assert found == sorted([f"results/aligned/c{k}.safetensors" for k in range(1, 5)]
-                           + [f"results/checkpoints/{name}.safetensors" for name in CONFIG_NAMES])
+    legacy = sorted([f"results/aligned/c{k}.safetensors" for k in range(1, 5)]
+                    + [f"results/checkpoints/{name}.safetensors" for name in CONFIG_NAMES])
+    carrying = [f"results/assignment-cpu/checkpoints/{name}.safetensors" for name in CONFIG_NAMES]
+    assert found == sorted(legacy + carrying)
     digests = []
-    for path in found:
+    for path in legacy:
         with safe_open(str(ROOT / path), framework="pt") as f:
             digests.append(f.metadata()["sha256"])
     assert sorted(digests) == sorted(_WHOLE_BY_TENSORS)
+    for path in carrying:  # exported since files carry their whole-model checksum themselves
+        with safe_open(str(ROOT / path), framework="pt") as f:
+            assert f.metadata()["model_sha256"] and f.metadata()["sha256"] not in _WHOLE_BY_TENSORS
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)

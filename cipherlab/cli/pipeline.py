@@ -234,8 +234,9 @@ def _json_text(metrics: dict) -> str:
 
 
 def _cmd_export(args) -> int:
-    out = export_checkpoint(args.checkpoint, outside_results(args.out, "--out"))
-    print(f"{args.checkpoint} -> {out} ({out.stat().st_size / 2**20:.1f} MiB, weights and codec, no optimiser state)")
+    out = export_checkpoint(args.checkpoint, outside_results(args.out, "--out"), half=args.half)
+    print(f"{args.checkpoint} -> {out} ({out.stat().st_size / 2**20:.1f} MiB, weights{' in float16' if args.half else ''}"
+          " and codec, no optimiser state)")
     return 0
 
 
@@ -542,6 +543,8 @@ def register_cli(subparsers) -> None:
     )
     p.add_argument("--checkpoint", required=True, help="a best.pt or last.pt")
     p.add_argument("--out", required=True, help="the .safetensors file to write")
+    p.add_argument("--half", action="store_true",
+                   help="store the weights as float16: half the file; loaded back as float32")
     p.set_defaults(func=_cmd_export)
 
     p = subparsers.add_parser(

@@ -283,19 +283,23 @@ def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike) -> Path:
+def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike, *, half: bool = False) -> Path:
     """Write the model of training checkpoint ``path`` as one safetensors file ``out``.
 
     Only what decryption needs travels: the weights (float32, as trained), the configuration,
     and the codec (tokenizer files as text, or C5's entropy tables as tensors) -- no optimiser
     state, so the file is a quarter of ``best.pt``. Tied weights are stored once per name.
+    ``half`` stores the model's floating-point weights as float16 (half the file again; the
+    loader widens them back to float32, so a model runs as trained up to float16 rounding);
+    the codec's tensors stay as they are. The checksum covers the tensors as stored.
     """
     out = Path(out)
     if out.suffix != ".safetensors":
         raise ValueError(f"{out}: a model export is a .safetensors file; name it e.g. c2.safetensors")
     writable_file(out, "--out")  # before reading the checkpoint
     payload = load_checkpoint(path)
-    tensors = {f"model.{k}": v.detach().clone().contiguous() for k, v in payload["model"].items()}
+    tensors = {f"model.{k}": (v.detach().half() if half and v.is_floating_point() else v.detach()).clone().contiguous()
+               for k, v in payload["model"].items()}
     artifacts = {}
     for key, value in payload["artifacts"].items():
         if isinstance(value, torch.Tensor):
@@ -507,7 +511,10 @@ def check_model_size(config: Config, codec: Codec, tensors: dict[str, torch.Tens
         raise CheckpointError(f"{path}: its configuration, tokenizers and weights do not fit together ({name}: "
                               f"{shapes.get(name, 'none')} from the configuration, {stored.get(name, 'none')} in "
                               f"the file); {fix}")
-    other = next((key for key in sorted(built) if built[key].dtype != tensors[key].dtype), None)
+    def fits(want: torch.dtype, have: torch.dtype) -> bool:  # float16 where float32 is built: `export --half`
+        return want == have or (want == torch.float32 and have == torch.float16)
+
+    other = next((key for key in sorted(built) if not fits(built[key].dtype, tensors[key].dtype)), None)
     if other is not None:
         raise CheckpointError(f"{path}: its weight {other} is {tensors[other].dtype}, the model's is "
                               f"{built[other].dtype}; {fix}")
