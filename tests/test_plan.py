@@ -146,3 +146,21 @@ def test_launch_us_overrides_the_measured_cost_per_kernel(tmp_path, capsys):
     assert g["overhead_epoch_seconds"] == pytest.approx(
         (steps["train_epoch"]["steps"] + steps["validation"]["steps"]) * per["collate_seconds"])
     assert "--launch-us 0" in capsys.readouterr().out
+
+
+def test_the_plan_sets_the_cpu_runs_steps_and_seconds_beside_its_own_and_says_which_to_trust(tmp_path):
+    """The assignment preset's CPU records (results/assignment-cpu) give the steps an epoch took and the
+    seconds a step; the report prints them beside the plan's count and names what to trust. Other
+    presets, overridden plans and folders without records get nothing."""
+    plan = {"preset": "assignment", "configs": [{"config": "c1", "train_epoch": {"steps": 1000}},
+                                                 {"config": "c2", "train_epoch": {"steps": 900}}]}
+    (tmp_path / "c1-seed0.json").write_text(json.dumps({"log": [{"step": 1200, "seconds": 600.0}]}))
+    got = planner.cpu_measurement(plan, tmp_path)
+    assert got["configs"] == {"c1": {"steps": 1200, "seconds_per_step": 0.5, "plan_steps": 1000,
+                                     "record": str(tmp_path / "c1-seed0.json")}}
+    assert planner.cpu_measurement({**plan, "preset": "cpu"}, tmp_path) is None
+    assert planner.cpu_measurement({**plan, "overrides": {"lr": "0.1"}}, tmp_path) is None
+    assert planner.cpu_measurement(plan, tmp_path / "none") is None
+    committed = planner.cpu_measurement(plan)  # the repository's own records
+    assert committed["folder"] == "results/assignment-cpu" and set(committed["configs"]) == {"c1", "c2"}
+    assert all(m["steps"] > 1000 and 0 < m["seconds_per_step"] < 10 for m in committed["configs"].values())

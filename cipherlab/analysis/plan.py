@@ -41,9 +41,11 @@ runs is :func:`plan_preset`, and what it prints is :func:`report` of the plan.
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -87,6 +89,9 @@ GPUS = {
 PUBLIC_MEASUREMENT = {"gpu": "RTX2080TI", "config": "c1", "preset": "assignment", "epochs": 40, "minutes": 129.0,
                       "source": "the best public whole-line results for this assignment (one team's code, data "
                                 "and batches)"}
+# The assignment preset trained for one epoch on a CPU (one thread of a shared 2-core machine): each record's
+# first epoch gives the steps an epoch really took and the seconds a step. Read when the repository is at hand.
+CPU_RECORDS = Path(__file__).resolve().parents[2] / "results" / "assignment-cpu"
 DISPATCH_REPEATS = 9  # timed tiny forward + backward passes, for the CPU cost of one operator
 TINY_CHARS = 8  # characters of the tiny batch those passes use
 COLLATE_REPEATS = 5
@@ -409,6 +414,24 @@ def public_comparison(plan: dict) -> dict | None:
             "measured_over_estimate": measured / est["epoch_seconds"]}
 
 
+def cpu_measurement(plan: dict, folder: Path = CPU_RECORDS) -> dict | None:
+    """Each planned configuration's seed-0 run of the assignment preset on a CPU (``folder``, one record per
+    configuration as ``results/learn/probe.py`` writes it) beside the plan: steps in its first epoch, seconds a
+    step, and the plan's own steps an epoch. None for another preset, a plan with overrides, or no records."""
+    if plan["preset"] != "assignment" or plan.get("overrides") or not folder.is_dir():
+        return None
+    rows = {}
+    for r in plan["configs"]:
+        path = folder / f"{r['config']}-seed0.json"
+        if not path.is_file():
+            continue
+        first = json.loads(path.read_text(encoding="utf-8"))["log"][0]
+        rows[r["config"]] = {"steps": first["step"], "seconds_per_step": first["seconds"] / first["step"],
+                             "plan_steps": r["train_epoch"]["steps"], "record": str(path)}
+    shown = folder.relative_to(CPU_RECORDS.parents[1]) if folder.is_relative_to(CPU_RECORDS.parents[1]) else folder
+    return {"folder": shown.as_posix(), "configs": rows} if rows else None
+
+
 def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float = DEFAULT_HOURS,
                 configs=CONFIG_NAMES, data_dir=None, tokenize: bool = False, recipe: str = DEFAULT_RECIPE,
                 launch_us: float | None = None, overrides: dict | None = None, progress=None) -> dict:
@@ -450,7 +473,10 @@ def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float
         "torch": torch.__version__,
         "configs": records,
     }
+    if overrides:
+        plan["overrides"] = {k: str(v) for k, v in overrides.items()}
     plan["public"] = public_comparison(plan)
+    plan["cpu"] = cpu_measurement(plan)
     return plan
 
 
@@ -563,6 +589,18 @@ def report(plan: dict) -> str:
             f"  This plan for {p['config'].upper()} on that GPU: floor {_duration(p['floor_epoch_seconds'])}, estimate "
             f"{_duration(p['estimate_epoch_seconds'])} an epoch; the measurement is {p['measured_over_floor']:.0f}x the "
             f"floor and {p['measured_over_estimate']:.1f}x the estimate (their batches, data and code are not these)",
+        ]
+    if plan.get("cpu"):
+        measured = plan["cpu"]["configs"]
+        rows += [
+            "",
+            f"Beside this CPU's measurement ({plan['cpu']['folder']}: one epoch each, one thread of a shared 2-core CPU):",
+            *(f"  {name}: {m['steps']:,} steps in the epoch (this plan counts {m['plan_steps']:,}: it tokenises without "
+              f"the BPE dropout training uses), {m['seconds_per_step']:.2f} s a step on that CPU"
+              for name, m in measured.items()),
+            "  Which to trust: for steps an epoch, the CPU run's count (the same code and batches); for a GPU's time a "
+            "step, this estimate until your own first epoch is timed (the CPU's seconds say nothing of a GPU, and the "
+            "public measurement is another team's code and batches); then trust your epoch.",
         ]
     return "\n".join(rows)
 
