@@ -595,9 +595,10 @@ def report(plan: dict) -> str:
         rows += [
             "",
             f"Beside this CPU's measurement ({plan['cpu']['folder']}: one epoch each, one thread of a shared 2-core CPU):",
-            *(f"  {name}: {m['steps']:,} steps in the epoch (this plan counts {m['plan_steps']:,}: it tokenises without "
-              f"the BPE dropout training uses), {m['seconds_per_step']:.2f} s a step on that CPU"
-              for name, m in measured.items()),
+            *(f"  {name}: {m['steps']:,} steps in the epoch ("
+              + ("as this plan counts" if m["steps"] == m["plan_steps"] else
+                 f"this plan counts {m['plan_steps']:,}; it tokenises without the BPE dropout training uses")
+              + f"), {m['seconds_per_step']:.2f} s a step on that CPU" for name, m in measured.items()),
             "  Which to trust: for steps an epoch, the CPU run's count (the same code and batches); for a GPU's time a "
             "step, this estimate until your own first epoch is timed (the CPU's seconds say nothing of a GPU, and the "
             "public measurement is another team's code and batches); then trust your epoch.",
