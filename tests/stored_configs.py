@@ -6,10 +6,12 @@ with ``"hyperparameters"``) stores a configuration; one written before a field e
 it lacks and the value each was given. It was written when ``Config()``'s defaults were still the course
 notes' (before they became ``make_config("c1")``'s), so a file that loads otherwise now has changed meaning.
 
-    PYTHONPATH=. python tests/stored_configs.py   # rewrites tests/stored_configs.json
+    PYTHONPATH=. python tests/stored_configs.py            # adds new files, drops removed ones
+    PYTHONPATH=. python tests/stored_configs.py --rewrite  # also rewrites the entry of each file kept
 
-Regenerate it only when a file under ``results/`` is added, removed or rewritten: a difference for a file
-that did not change is what the test is there to catch, never a reason to regenerate.
+Run it when a file under ``results/`` is added or removed: entries for files already there are kept as they
+are, so the values they recorded before the defaults changed survive. ``--rewrite`` is only for a file that
+was itself rewritten; a difference for a file that did not change is what the test is there to catch.
 """
 
 from __future__ import annotations
@@ -45,11 +47,15 @@ def filled_in(stored: dict) -> dict:
     return json.loads(json.dumps({field: value for field, value in config.items() if field not in stored}))
 
 
-def main() -> None:
-    snapshot = {place: filled_in(stored) for place, stored in stored_configurations().items()}
+def main(rewrite: bool = False) -> None:
+    kept = {} if rewrite or not SNAPSHOT.exists() else json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    snapshot = {place: kept[place] if place in kept else filled_in(stored)
+                for place, stored in stored_configurations().items()}
     SNAPSHOT.write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"{SNAPSHOT}: {len(snapshot)} stored configurations, {sum(map(bool, snapshot.values()))} lacking fields")
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(rewrite="--rewrite" in sys.argv[1:])
