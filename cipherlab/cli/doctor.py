@@ -52,7 +52,7 @@ def register_cli(subparsers) -> None:
         "character class and line length; (c) free vs length-aware stopping; (d) how much of the "
         "last decoder layer's cross-attention sits on the aligned source character.",
     )
-    p.add_argument("--checkpoint", required=True, metavar="CK", help="a best.pt / last.pt or a .safetensors export")
+    p.add_argument("--checkpoint", required=True, metavar="CK", help="a best.pt / last.pt, a .safetensors export or a model folder (export --hub)")
     p.add_argument("--json", metavar="OUT", help="also write every number to OUT")
     p.add_argument("--data-dir", help="the data folder it was trained on (default: $CIPHERLAB_DATA_DIR or data/)")
     p.add_argument("--outside", metavar="DIR", help="English from outside the training text (default: data/stdlib)")

@@ -15,6 +15,7 @@ length says (length-aware greedy); ``--free`` lets the model decide where a line
     python -m cipherlab evaluate --checkpoint runs/cpu/c2/best.pt
     python -m cipherlab decrypt --checkpoint runs/cpu/c2/best.pt 0000100100100111
     python -m cipherlab export --checkpoint runs/cpu/c2/best.pt --out c2.safetensors
+    python -m cipherlab export --checkpoint runs/cpu/c2/best.pt --hub hub/c2 [--push USER/REPO]
     python -m cipherlab ablate --preset smoke                   # all five, then runs/smoke/table.md
 
 ``--part PART=FILE.py:NAME`` (train, evaluate, decrypt, ablate; repeatable) puts a class of the
@@ -49,6 +50,7 @@ from cipherlab.base.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPE
 from cipherlab.pipeline.decode import decrypt_lines, length_aware_by_default
 from cipherlab.student.check import load_target
 from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained
+from cipherlab.pipeline.hub import export_model_folder, push_model_folder, record_for
 from cipherlab.base.errors import first_line, outside_results, writable_file, writable_folder, write_text_atomic
 from cipherlab.cli.common import device_option
 from cipherlab.pipeline.record import read_record
@@ -234,9 +236,32 @@ def _json_text(metrics: dict) -> str:
 
 
 def _cmd_export(args) -> int:
+    if args.hub is not None:
+        return _export_hub(args)
+    if args.out is None:
+        raise ValueError("export: pass --out FILE.safetensors for one model file, or --hub DIR for a Hugging Face "
+                         "model folder")
+    if args.record or args.push:
+        raise ValueError(f"{'--record' if args.record else '--push'} goes with --hub DIR (a model folder with its "
+                         "card); --out writes the model file alone")
     out = export_checkpoint(args.checkpoint, outside_results(args.out, "--out"), half=args.half)
     print(f"{args.checkpoint} -> {out} ({out.stat().st_size / 2**20:.1f} MiB, weights{' in float16' if args.half else ''}"
           " and codec, no optimiser state)")
+    return 0
+
+
+def _export_hub(args) -> int:
+    if args.out is not None:
+        raise ValueError("export: --out and --hub each name where the model goes; pass one of them")
+    record = args.record or record_for(args.checkpoint)
+    folder = export_model_folder(args.checkpoint, args.hub, record=record, half=args.half)
+    print(f"{args.checkpoint} -> {folder}/ ({', '.join(sorted(p.name for p in folder.iterdir()))}; the card"
+          + (f" with the test scores of {record})" if record else "; no results record, so no scores: --record RUN.json)"))
+    if args.push:
+        print(f"uploaded: {push_model_folder(folder, args.push, private=args.private)}")
+    else:
+        print(f"upload it with `python -m cipherlab export ... --hub {folder} --push USER/REPO`, or `hf upload USER/REPO "
+              f"{folder} .`")
     return 0
 
 
@@ -524,7 +549,7 @@ def register_cli(subparsers) -> None:
         "Levenshtein, chrF, BLEU and ROUGE as JSON. Greedy decoding ends each line where its cipher "
         "says (8 bits a character) unless --free; the JSON's 'decoding' field says which was used.",
     )
-    p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt or exported .safetensors")
+    p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt, exported .safetensors or model folder (export --hub)")
     p.add_argument("--split", default="test", choices=["val", "test", "all"],
                    help="val or test of the training data, or all: every line of --data-dir, which "
                    "may be text the model never saw (default: %(default)s)")
@@ -537,14 +562,22 @@ def register_cli(subparsers) -> None:
 
     p = subparsers.add_parser(
         "export",
-        help="write a checkpoint's model as one safetensors file",
+        help="write a checkpoint's model as one safetensors file, or as a Hugging Face model folder",
         description="Keep what decryption needs from a best.pt (weights, configuration, tokenizers or "
         "entropy model) in one .safetensors file, which evaluate, decrypt and load_trained read.",
     )
-    p.add_argument("--checkpoint", required=True, help="a best.pt or last.pt")
-    p.add_argument("--out", required=True, help="the .safetensors file to write")
+    p.add_argument("--checkpoint", required=True, help="a best.pt or last.pt (with --hub, also an exported .safetensors)")
+    p.add_argument("--out", help="the .safetensors file to write")
     p.add_argument("--half", action="store_true",
                    help="store the weights as float16: half the file; loaded back as float32")
+    p.add_argument("--hub", metavar="DIR", help="write a Hugging Face model folder instead: model.safetensors, "
+                   "config.json, the tokenizers and a README.md model card with the run's test scores; evaluate, "
+                   "decrypt and doctor take the folder as --checkpoint")
+    p.add_argument("--record", metavar="RUN.json", help="with --hub: the results record whose scores the card shows "
+                   "(default: the one train wrote beside the run folder, runs/<preset>/<config>.json)")
+    p.add_argument("--push", metavar="USER/REPO", help="with --hub: upload the folder to the Hugging Face hub "
+                   "(pip install 'cipherlab[hub]', and `hf auth login` or HF_TOKEN)")
+    p.add_argument("--private", action="store_true", help="with --push: create the repository as private")
     p.set_defaults(func=_cmd_export)
 
     p = subparsers.add_parser(
@@ -553,7 +586,7 @@ def register_cli(subparsers) -> None:
         description="Print the plaintext of each cipher line (a string of 0/1 whose length is a multiple "
         "of 8). Each line ends where its cipher says (8 bits a character) unless --free.",
     )
-    p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt or exported .safetensors")
+    p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt, exported .safetensors or model folder (export --hub)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("bits", nargs="?", metavar="BITS", help="one cipher line")
     source.add_argument("--input", metavar="FILE", help="a file with one cipher line per line")

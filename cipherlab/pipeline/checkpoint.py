@@ -15,7 +15,9 @@
 - :func:`export_checkpoint`: the model alone as one ``.safetensors`` file (tensors and JSON, no
   pickle at all), checked against :func:`tensors_sha256` and :func:`export_sha256` (its metadata too)
   when it is read back.
-- :func:`load_trained`: (model, codec, configuration) from either kind of file; the stored
+- :func:`read_model_folder`: a Hugging Face model folder (``export --hub``, :mod:`cipherlab.pipeline.hub`): its
+  ``model.safetensors`` read as any export, the copies beside it checked against it.
+- :func:`load_trained`: (model, codec, configuration) from either kind of file, or such a folder; the stored
   configuration is checked (:func:`check_model_size`) before any weight is allocated.
 """
 
@@ -52,6 +54,9 @@ __all__ = [
     "check_model_size",
     "export_sha256",
     "export_checkpoint",
+    "HUB_CONFIG_FILE",
+    "HUB_MODEL_FILE",
+    "read_model_folder",
     "load_checkpoint",
     "load_trained",
     "model_from_payload",
@@ -261,9 +266,41 @@ def load_trained(path: str | os.PathLike, device: torch.device | str | None = No
 
 
 def read_payload(path: str | os.PathLike) -> dict:
-    """What :func:`load_trained` reads: a checkpoint's payload, or an export's in the same shape."""
+    """What :func:`load_trained` reads: a checkpoint's payload, or an export's in the same shape; ``path`` may
+    also be a model folder for the Hugging Face hub (:func:`read_model_folder`)."""
     path = Path(path)
+    if path.is_dir() and (path / HUB_MODEL_FILE).exists():
+        return read_model_folder(path)
     return _read_export(path) if path.suffix == ".safetensors" else load_checkpoint(path)
+
+
+HUB_MODEL_FILE = "model.safetensors"  # a model folder's model: an export, as export_checkpoint writes it
+HUB_CONFIG_FILE = "config.json"  # its configuration, for readers and the hub's page: checked against the model
+
+
+def read_model_folder(folder: str | os.PathLike) -> dict:
+    """The payload of a model folder written by ``cipherlab export --hub`` (:mod:`cipherlab.pipeline.hub`).
+
+    The model is ``model.safetensors`` alone, read and checksummed as any export. ``config.json`` and the
+    tokenizer files beside it are copies for the people who read the folder on the hub; each must agree with
+    what the model holds, so a hand-edited copy is refused rather than believed.
+    """
+    folder = Path(folder)
+    payload = _read_export(folder / HUB_MODEL_FILE)
+    fix = f"export the folder again with `python -m cipherlab export --hub {folder}`"
+    try:
+        described = json.loads((folder / HUB_CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{folder / HUB_CONFIG_FILE}: not a readable JSON file ({why(e)}); {fix}") from None
+    if not isinstance(described, dict) or described.get("config") != payload["config"]:
+        raise CheckpointError(f"{folder / HUB_CONFIG_FILE}: its configuration is not the one {HUB_MODEL_FILE} holds "
+                              f"(edited by hand, or from another model); {fix}")
+    for key, value in payload["artifacts"].items():
+        copy = folder / f"{key}.json"
+        if isinstance(value, str) and copy.exists() and copy.read_text(encoding="utf-8") != value:
+            raise CheckpointError(f"{copy}: not the tokenizer {HUB_MODEL_FILE} holds (edited by hand, or from "
+                                  f"another model); {fix}")
+    return payload
 
 
 def _json_default(value):
