@@ -7,7 +7,7 @@
 - ``score``: ``score`` (:mod:`cipherlab.analysis.score`)
 - ``doctor``: ``doctor`` (:mod:`cipherlab.analysis.doctor`)
 - ``plan``: ``plan`` (:mod:`cipherlab.analysis.plan`)
-- ``check``: ``check`` (:mod:`cipherlab.student.check`)
+- ``check``: ``check``, ``check handin`` (:mod:`cipherlab.student.check`, :mod:`cipherlab.student.handin`)
 - ``report``: ``report`` (:mod:`cipherlab.analysis.report`)
 - ``common``: what they share: :class:`~cipherlab.cli.common.OneLineParser` (a usage error is one line) and
   :func:`~cipherlab.cli.common.device_option` (``--device``, checked as it is read)
