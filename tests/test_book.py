@@ -95,7 +95,7 @@ def test_the_toc_lists_the_chapters_in_the_order_of_their_numbers():
 
 # "issue 16", "issues 16 and 18", "#16": references a reader of the book cannot follow
 ISSUE_REFERENCE = re.compile(r"\bissues?\s*#?\s*\d+|(?<![\w&/])#\d{1,4}\b", re.IGNORECASE)
-READERS_TEXTS = [*NOTEBOOKS, ROOT / "book" / "intro.md", ROOT / "README.md",
+READERS_TEXTS = [*NOTEBOOKS, *sorted((ROOT / "book").glob("*.md")), ROOT / "README.md",
                  *sorted((ROOT / "results").rglob("README.md"))]
 
 
