@@ -10,7 +10,9 @@ RUNS_DIR holds one of two kinds of input:
 - your own model's predictions: one ``.txt`` file per configuration (``c1.txt`` ... ``c5.txt``, or any
   name), one predicted plaintext line per line of ``--references FILE``, scored by :mod:`cipherlab.analysis.score`.
 
-``DIR/report.md`` holds only Markdown tables and figures, each with a caption naming its measures: the
+``DIR/report.md`` holds only Markdown tables and figures, each with a caption naming its measures: for run
+records the course handout's metrics and costs first (:mod:`cipherlab.analysis.handout`, which the command also
+prints, and writes as PNG and PDF figures and LaTeX tables with ``--figures`` and ``--latex``), then the
 results in every unit the inputs allow, each configuration against C1 on the same lines (McNemar's exact
 test, :func:`cipherlab.analysis.ablation.mcnemar`), where the errors are, the random-string probe, free against
 length-aware decoding and the training curves (``curves.png``). A section appears only when the inputs
@@ -31,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cipherlab.analysis import ablation
+from cipherlab.analysis import ablation, handout
 from cipherlab.data.cipher import PERIOD
 from cipherlab.base.config import CONFIG_NAMES
 from cipherlab.base.errors import first_line, outside_results, writable_folder, write_text_atomic
@@ -80,6 +82,8 @@ class Report:
     sections: dict[str, list[Block]] = field(default_factory=lambda: {name: [] for name in SECTIONS})
     missing: list[list[str]] = field(default_factory=list)
     figures: dict = field(default_factory=dict)  # file name -> matplotlib Figure
+    handout: list = field(default_factory=list)  # the handout's tables (handout.Table): stdout and --latex
+    handout_figures: dict = field(default_factory=dict)  # file stem -> Figure: --figures, as PNG and PDF
 
     def table(self, section: str, caption: str, markdown: str) -> None:
         """Add a Markdown table with its caption to ``section``."""
@@ -122,12 +126,15 @@ class Report:
 
 
 def build_report(runs_dir: str | Path, references: str | Path | None = None, *,
-                 chunk_chars: int = DEFAULT_CHUNK_CHARS, baseline: str = "c1") -> Report:
+                 chunk_chars: int = DEFAULT_CHUNK_CHARS, baseline: str = "c1", plan: str | Path | None = None
+                 ) -> Report:
     """The report of the records or prediction files in ``runs_dir`` (see the module docstring).
 
     ``references``: the reference plaintext lines for prediction files; ``baseline``: the configuration
-    (or prediction file name) every other is compared with. Raises FileNotFoundError / ValueError with
-    a one-line message naming the file and the fix for input that cannot be reported on.
+    (or prediction file name) every other is compared with; ``plan``: a ``python -m cipherlab plan --json``
+    file, whose estimated FLOPs the costs table shows (:mod:`cipherlab.analysis.handout`). Raises
+    FileNotFoundError / ValueError with a one-line message naming the file and the fix for input that cannot
+    be reported on.
     """
     folder = Path(runs_dir)
     if not folder.is_dir():
@@ -136,8 +143,11 @@ def build_report(runs_dir: str | Path, references: str | Path | None = None, *,
     if chunk_chars < 1:
         raise ValueError(f"--chunk-chars {chunk_chars}: a chunk holds at least 1 character")
     if references is not None:
+        if plan is not None:
+            raise ValueError(f"--plan {plan}: the FLOPs it estimates go beside run records' costs, and prediction "
+                             "files (--references) hold no training; leave --plan out, or report on run records")
         return _prediction_report(folder, Path(references), chunk_chars, baseline)
-    return _record_report(folder, baseline)
+    return _record_report(folder, baseline, None if plan is None else handout.read_plan(plan))
 
 
 def _is_record(path: Path) -> bool:
@@ -271,8 +281,9 @@ def _add_paired(report: Report, rows: list[dict], baseline: str) -> None:
 # --------------------------------------------------------------------------- run records
 
 
-def _record_report(folder: Path, baseline: str) -> Report:
-    """The report of a folder of run records: every section their sets, logs and ``errors.json`` allow."""
+def _record_report(folder: Path, baseline: str, plan: dict | None = None) -> Report:
+    """The report of a folder of run records: the handout's metrics and costs first, then every section their
+    sets, logs and ``errors.json`` allow."""
     runs, where = _load_records(folder)
     first = next(iter(runs.values()))
     scored = {n: next(r["sets"][n] for r in runs.values() if n in r["sets"]) for n in _sets(runs, every=False)}
@@ -283,6 +294,7 @@ def _record_report(folder: Path, baseline: str) -> Report:
                      ["sets", ", ".join(f"{n} ({s['lines']} lines, {s['decoding']})" for n, s in scored.items())]])
     named = {_names(runs)[key]: r for key, r in runs.items()}
     _add_recipe(report, named)
+    _handout(report, runs, baseline, plan)
     _results(report, runs, where, folder)
     _paired(report, runs, baseline, folder)
     _errors(report, runs, folder)
@@ -291,6 +303,25 @@ def _record_report(folder: Path, baseline: str) -> Report:
     _curves(report, runs, folder)
     _add_parts(report, named)
     return report
+
+
+def _handout(report: Report, runs: dict, baseline: str, plan: dict | None) -> None:
+    """The handout's metrics and costs (:mod:`cipherlab.analysis.handout`) at the head of the results, and its
+    figures: the learning curves beside the training curves, the test metrics and cost ratios in the results."""
+    names = _names(runs)
+    report.handout = handout.handout_tables(runs, names, baseline, plan)
+    for table in report.handout:
+        report.table(RESULTS, table.caption, table.markdown())
+    report.handout_figures = handout.handout_figures(runs, names, report.handout)
+    captions = {"learning_curves": (CURVES, "Validation token accuracy % and validation loss against the optimiser "
+                                    "step, every run (its curve where recorded, else one point an epoch)"),
+                "test_metrics": (RESULTS, "Test lines, greedy decoding: sequence accuracy %, bit accuracy % (both "
+                                 "axes start below the lowest bar) and Levenshtein edits per line"),
+                "cost_ratios": (RESULTS, f"Each configuration's costs over {baseline.upper()}'s (1 = the same; no "
+                                "bar where a value is not recorded or not comparable)")}
+    for stem, fig in report.handout_figures.items():
+        section, caption = captions[stem]
+        report.figure(section, caption, f"{stem}.png", fig)
 
 
 def _main_table(runs: dict) -> tuple[str, str]:
@@ -661,15 +692,17 @@ def _prediction_errors(report: Report, predictions: dict, refs: list[str], chunk
 # --------------------------------------------------------------------------- writing, and the command
 
 
-def check_out(out: str | Path, force: bool = False) -> Path:
-    """``out`` as a Path if the report may be written there: never inside the repository's committed
-    ``results/``, and a folder that is not empty only with ``force``. Checks only; creates nothing."""
-    out = outside_results(out, "--out")
+def check_out(out: str | Path, force: bool = False, option: str = "--out") -> Path:
+    """``out`` as a Path if the report (or, ``option`` --figures or --latex, its figures or LaTeX tables) may be
+    written there: never inside the repository's committed ``results/``, and a folder that is not empty only
+    with ``force``. Checks only; creates nothing."""
+    out = outside_results(out, option)
+    what = f"{REPORT_FILE} and its figures" if option == "--out" else "the files"
     if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"--out {out}: a file, not a folder; name a folder for report.md and its figures")
+        raise NotADirectoryError(f"{option} {out}: a file, not a folder; name a folder for {what}")
     if out.is_dir() and any(out.iterdir()) and not force:
-        raise FileExistsError(f"--out {out}: the folder is not empty; choose a new folder, or pass --force to "
-                              f"write {REPORT_FILE} and its figures over what is there")
+        raise FileExistsError(f"{option} {out}: the folder is not empty; choose a new folder, or pass --force to "
+                              f"write {what} over what is there")
     return out
 
 
