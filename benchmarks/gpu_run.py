@@ -5,6 +5,7 @@
     python benchmarks/gpu_run.py --plan              # print the time plan; needs no GPU
     python benchmarks/gpu_run.py --cpu-check --results-dir /tmp/check --runs-dir /tmp/check
                                                      # every step on a CPU, tiny sizes: a minute
+    python benchmarks/gpu_run.py --wandb my-project  # also log each configuration to W&B, one group
 
 The budget is the device time of the whole run. Each configuration trains in its own process
 (``python -m cipherlab train``, so peak memory is its own) for its share of what is left,
@@ -21,6 +22,11 @@ Refuses to start without CUDA: on a CPU use ``python -m cipherlab ablate --prese
 ``--cpu-check``, which runs every step of this script on the CPU with the ``smoke`` preset's
 sizes, 40 training lines, one epoch and 4 evaluation lines, so that the first GPU run cannot fail
 on a typo (``tests/test_gpu_paths.py`` runs it).
+
+``--wandb [PROJECT]`` passes ``--wandb`` to each configuration's ``train`` (:mod:`cipherlab.pipeline.tracking`:
+one W&B run each, named ``c1-seed0-assignment`` ..., all in the group ``gpu_run-<date>-<time>``, their
+files in each configuration's runs folder or ``$WANDB_DIR``; offline without an API key, each printing
+its ``wandb sync`` line). Without the wandb package it stops before training, with one line.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cipherlab.base.config import DEFAULT_RECIPE, RECIPES  # noqa: E402
+from cipherlab.pipeline.tracking import DEFAULT_PROJECT, check_wandb_dir, require_wandb  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("c1", "c2", "c3", "c4", "c5")
@@ -65,7 +72,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="the training recipe of all five (default: %(default)s)")
     p.add_argument("--cpu-check", action="store_true",
                    help="run every step on the CPU with tiny sizes and data (a minute; no GPU needed)")
+    p.add_argument("--wandb", nargs="?", const=DEFAULT_PROJECT, metavar="PROJECT",
+                   help=f"log each configuration's run to Weights & Biases project PROJECT (default {DEFAULT_PROJECT}), "
+                   "all in one group; files in its runs folder or $WANDB_DIR; offline without an API key "
+                   "(`wandb sync` uploads it later). Needs pip install 'cipherlab[wandb]'")
     args = p.parse_args(argv)
+    args.wandb_group = f"gpu_run-{time.strftime('%Y%m%d-%H%M%S')}" if args.wandb else None
     args.configs = [c.strip().lower() for c in args.configs.split(",") if c.strip()]
     if args.cpu_check:
         args.device, args.eval_lines = "cpu", min(args.eval_lines, CPU_CHECK_EVAL_LINES)
@@ -118,6 +130,8 @@ def train_command(args: argparse.Namespace, config: str, budget_s: float) -> lis
     ]  # fmt: skip
     if args.cpu_check:
         command += [arg for field, value in CPU_CHECK.items() for arg in ("--set", f"{field}={value}")]
+    if args.wandb:
+        command += ["--wandb", args.wandb, "--wandb-group", args.wandb_group]
     return command + (["--data-dir", args.data_dir] if args.data_dir else [])
 
 
@@ -126,6 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.plan:
         print(json.dumps(plan(args), indent=2))
         return 0
+    if args.wandb:  # before any training: each train would fail on it alike
+        try:
+            require_wandb()
+            check_wandb_dir()
+        except ValueError as e:
+            print(f"gpu_run.py: {e}", file=sys.stderr)
+            return 2
     import torch
 
     if not torch.cuda.is_available() and not args.cpu_check:

@@ -25,6 +25,14 @@ checkpoint and results record name it; such a checkpoint decodes again only with
 
     python -m cipherlab train --config c1 --preset cpu --part attention=my_attention.py:MyAttention
 
+``--wandb [PROJECT]`` (train, ablate) also logs the run to Weights & Biases (:mod:`cipherlab.pipeline.tracking`:
+the configuration, the loss, learning rate and gradient norm of every step, each validation and epoch, the
+test metrics, parameters and peak memory); without an API key it logs offline and prints the ``wandb sync``
+line that uploads it later. ``ablate`` puts its runs in one W&B group.
+
+    python -m cipherlab train --config c1 --preset cpu --wandb                # project "cipherlab"
+    python -m cipherlab ablate --preset smoke --wandb my-project
+
 User runs write under ``runs/`` (ignored by git): the committed reference results in ``results/``
 change only when a command is given ``--results-dir results`` on purpose.
 """
@@ -58,6 +66,7 @@ from cipherlab.pipeline.evaluate import (decoding_name, evaluate_checkpoint, met
                                 write_table)
 from cipherlab.student.parts import PARTS, PartError, import_parts, load_parts, parse_part, part_records, unused_parts
 from cipherlab.analysis.score import read_text_lines
+from cipherlab.pipeline.tracking import DEFAULT_PROJECT, check_wandb_dir, require_wandb, start_wandb
 from cipherlab.pipeline.train import NotLearning, TrainingDiverged, own_folder, own_record, train_config
 
 __all__ = ["register_cli"]
@@ -78,6 +87,7 @@ def _error(message: str) -> int:
 
 def _cmd_train(args) -> int:
     started = time.monotonic()
+    _check_wandb(args)
     overrides = _mode(args)
     if args.time_budget is not None:
         overrides["time_budget_s"] = args.time_budget or None
@@ -103,9 +113,37 @@ def _cmd_train(args) -> int:
             # the first line at once: reading the data and fitting the tokenizers take seconds to minutes
             print(f"{config.name} ({config.preset} preset, {config.recipe} recipe) -> {out}: reading the data, "
                   "fitting or loading the tokenizers, building the model ...", flush=True)
-            return _train_and_score(args, config, parts, out, started)
+            return _tracked(args, config, parts, out, started)
     finally:
         _remove_empty(created)
+
+
+def _check_wandb(args) -> None:
+    """With --wandb, before any work: wandb is installed and WANDB_DIR is not inside results/ (one line if not)."""
+    if getattr(args, "wandb_group", None) and not args.wandb:
+        raise ValueError(f"--wandb-group {args.wandb_group}: names the W&B group of a --wandb run; pass --wandb too")
+    if getattr(args, "wandb", None):
+        require_wandb()
+        check_wandb_dir()
+
+
+def _tracked(args, config, parts: dict, out: Path, started: float) -> int:
+    """:func:`_train_and_score`, logged to a W&B run with --wandb (closed however the run ends)."""
+    if not args.wandb:
+        return _train_and_score(args, config, parts, out, started)
+    tracker = start_wandb(config, out, project=args.wandb, group=args.wandb_group, command=_command(args),
+                          parts=part_records(parts))
+    code = 1  # an exception on the way out marks the W&B run failed
+    try:
+        code = _train_and_score(args, config, parts, out, started, tracker)
+        return code
+    finally:
+        tracker.finish(exit_code=code)
+
+
+def _command(args) -> str:
+    """The command that ran, as results record it."""
+    return shlex.join(["python", "-m", "cipherlab", *getattr(args, "argv", [])])
 
 
 def _missing_folders(*folders: Path) -> list[Path]:
@@ -122,12 +160,13 @@ def _remove_empty(folders: list[Path]) -> None:
             folder.rmdir()  # only an empty folder can be removed
 
 
-def _train_and_score(args, config, parts: dict, out: Path, started: float) -> int:
-    """The rest of ``train``, in the --out folder it owns: train, evaluate best.pt, write the record."""
+def _train_and_score(args, config, parts: dict, out: Path, started: float, tracker=None) -> int:
+    """The rest of ``train``, in the --out folder it owns: train, evaluate best.pt, write the record.
+    ``tracker`` (--wandb's :class:`cipherlab.pipeline.tracking.WandbLogger`) is told of every step and the results."""
     length_aware = _length_aware(args)
     try:
         run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True,
-                           parts=parts)
+                           parts=parts, logger=tracker)
     except (TrainingDiverged, NotLearning) as e:
         return _error(str(e))
     except KeyboardInterrupt:
@@ -139,6 +178,8 @@ def _train_and_score(args, config, parts: dict, out: Path, started: float) -> in
                   file=sys.stderr)
         return 130
     fit = run.fit
+    if tracker is not None:
+        tracker.cost(run)
     if not run.best_checkpoint.exists():
         print(f"stopped by the time budget during epoch 1; continue with --resume (state in {out / 'last.pt'})")
         return 0
@@ -153,9 +194,11 @@ def _train_and_score(args, config, parts: dict, out: Path, started: float) -> in
     record = results_record(config, run, metrics)
     if run.parts:
         record["parts"] = run.parts  # [{"part", "file", "class", "sha256", "class_sha256"}]: the student's classes
-    record["command"] = shlex.join(["python", "-m", "cipherlab", *getattr(args, "argv", [])])
+    record["command"] = _command(args)
     record["wall_seconds"] = time.monotonic() - started  # data, tokenizers, training and the test lines
     path = write_results(config, record, args.results_dir)
+    if tracker is not None:
+        tracker.test(metrics)
     print(f"{metrics_line(metrics)} -> {path}")
     if fit.stopped == "time budget":
         print(f"(the time budget ended this run; --resume continues it from {out / 'last.pt'})")
@@ -305,6 +348,7 @@ def _cmd_decrypt(args) -> int:
 
 
 def _cmd_ablate(args) -> int:
+    _check_wandb(args)
     preset = args.preset.lower()
     names = [name.strip().lower() for name in args.configs.split(",")]
     configs = [make_config(name, preset, args.recipe, **_mode(args)) for name in names]  # fail early
@@ -313,6 +357,7 @@ def _cmd_ablate(args) -> int:
     outside_results(Path(args.runs_dir) / run_name, "--runs-dir")
     _results_folder(args.results_dir, run_name)  # each train checks it again; the table goes there too
     started = time.monotonic()
+    group = (args.wandb_group or f"ablate-{run_name}-{time.strftime('%Y%m%d-%H%M%S')}") if args.wandb else None
     failed = []
     for name in names:
         print(f"=== {name} ({preset}) ===", flush=True)
@@ -326,6 +371,8 @@ def _cmd_ablate(args) -> int:
             command += ["--set", item]
         for value in parts[name]:
             command += ["--part", value]
+        if args.wandb:  # one W&B run per configuration, the ablation's runs in one group
+            command += ["--wandb", args.wandb, "--wandb-group", group]
         for flag, value in (("--source-mode", args.source_mode), ("--tokens", getattr(args, "tokens", None)),
                             ("--data-dir", args.data_dir), ("--device", args.device), ("--time-budget", args.time_budget)):
             if value is not None:
@@ -507,6 +554,22 @@ def _add_set(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_wandb(p: argparse.ArgumentParser, kind: str) -> None:
+    runs = ("one W&B run per configuration, all in one group (--wandb-group; default ablate-<preset>-<date>-<time>)"
+            if kind == "ablate" else "one W&B run, named <config>-seed<seed>-<preset>")
+    p.add_argument(
+        "--wandb", nargs="?", const=DEFAULT_PROJECT, metavar="PROJECT",
+        help=f"also log to Weights & Biases project PROJECT (default {DEFAULT_PROJECT}): {runs}, holding the "
+        "configuration, each step's loss, learning rate and gradient norm, each validation and epoch, the test "
+        "metrics with their decoding, parameters and peak memory. Files go to $WANDB_DIR, else the run's --out "
+        "folder; offline (WANDB_MODE=offline, or no API key) it prints the `wandb sync` line that uploads the run "
+        "later. Needs pip install 'cipherlab[wandb]'",
+    )
+    p.add_argument("--wandb-group", metavar="GROUP",
+                   help="the W&B group of the run(s) with --wandb" + (" (ablate sets it for its runs)"
+                                                                      if kind == "train" else ""))
+
+
 def register_cli(subparsers) -> None:
     """Add the train, evaluate, decrypt and ablate commands to ``python -m cipherlab``."""
     configs, presets = ", ".join(CONFIG_NAMES), ", ".join(PRESETS)
@@ -539,6 +602,7 @@ def register_cli(subparsers) -> None:
     _add_recipe(p)
     _add_set(p)
     _add_part(p, "train")
+    _add_wandb(p, "train")
     _add_common(p)
     p.set_defaults(func=_cmd_train)
 
@@ -614,5 +678,6 @@ def register_cli(subparsers) -> None:
     _add_recipe(p)
     _add_set(p)
     _add_part(p, "ablate")
+    _add_wandb(p, "ablate")
     _add_common(p)
     p.set_defaults(func=_cmd_ablate)

@@ -1,6 +1,7 @@
 """From data to a trained model and its scores: strings to tensors and the model built
 (``codec``), save and load with checksums (``checkpoint``), training (``train``), greedy and
 beam decoding (``decode``), the metrics (``metrics``), a checkpoint scored on test lines
-(``evaluate``) and the one record every run writes (``record``).
+(``evaluate``), the one record every run writes (``record``) and a run logged to Weights & Biases
+(``tracking``; wandb imported only when asked for).
 
 Imports ``cipherlab.models``, ``cipherlab.base``, ``cipherlab.data`` and ``cipherlab.student``."""

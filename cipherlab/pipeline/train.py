@@ -23,7 +23,10 @@ Everything else here is what makes a long run trustworthy:
   so loading one never runs code from the file;
 - a NaN or infinite loss stops the run before it can touch the weights or the checkpoints, and a
   NaN or infinite validation score stops it before it can be logged or picked as ``best.pt``;
-- ``log.jsonl``: one JSON record per epoch.
+- ``log.jsonl``: one JSON record per epoch;
+- an observer, if given (``Trainer(logger=...)``, :class:`TrainingLogger`), told of every optimiser step
+  (loss, learning rate, gradient norm), every validation and every epoch as they happen: what an
+  experiment tracker such as Weights & Biases (:mod:`cipherlab.pipeline.tracking`) records.
 
 The module has two parts:
 
@@ -84,7 +87,7 @@ __all__ = [
     "FitResult",
     "RunResult",
     "Trainer",
-    "TrainingDiverged", "NotLearning",
+    "TrainingDiverged", "NotLearning", "TrainingLogger",
     "WarmupInverseSqrt",
     "FolderInUse", "StepBar", "fused_attention_on",
     "make_optimizer",
@@ -233,6 +236,30 @@ class FitResult:
     best_val_accuracy: float = -1.0
 
 
+class TrainingLogger:
+    """What a :class:`Trainer` tells an observer (``Trainer(logger=...)``) while it trains: a base class
+    whose methods do nothing, so that an observer overrides only what it records. Any object with
+    some of these methods will do (the trainer calls those it has); each gets one plain dict.
+
+    The trainer knows nothing of where the numbers go: an experiment tracker (Weights & Biases,
+    :class:`cipherlab.pipeline.tracking.WandbLogger`), a plot in a notebook or a test's list.
+    A resumed run reports from the step it resumes at; the steps before are in ``log.jsonl``.
+    """
+
+    def step(self, record: dict) -> None:
+        """After each optimiser step: ``step`` (optimiser steps so far), ``epoch`` (epochs done, fractional),
+        ``loss`` (the batch's mean training loss, label smoothing included), ``lr`` (the learning rate this
+        step used), ``grad_norm`` (the gradient norm before clipping to ``Config.grad_clip``), ``tokens``."""
+
+    def validation(self, record: dict) -> None:
+        """After each mid-epoch validation (``Config.eval_every``): the record ``curve.jsonl`` gets (``step``,
+        ``epoch``, ``val_loss``, ``val_accuracy`` teacher-forced, ``val_exact_chunks``, seconds)."""
+
+    def epoch(self, record: dict) -> None:
+        """After each epoch's validation: the record ``log.jsonl`` gets (``epoch``, ``step``, ``train_loss``,
+        ``val_loss``, ``val_accuracy``, ``lr``, ``seconds``, ``train_tokens``, ``tokens_per_s``, ``best``)."""
+
+
 class Trainer:
     """Trains ``model`` on ``train`` batches, validating on ``val`` batches, writing to ``out_dir``.
 
@@ -240,6 +267,9 @@ class Trainer:
     rebuild the model's input pipeline, e.g. the tokenizers) are stored in every checkpoint.
     ``verbose`` prints one summary line per epoch. ``bf16=True`` trains under bf16 autocast on
     any device (the default, None, does so on CUDA only), so a CPU can run the GPU's code path.
+    ``logger``: an observer told of every step, validation and epoch (:class:`TrainingLogger`); None
+    (the default) tells no one. After each step, ``last_grad_norm`` and ``last_lr`` hold that step's
+    gradient norm (before clipping) and learning rate.
     """
 
     def __init__(
@@ -257,8 +287,11 @@ class Trainer:
         verbose: bool = False,
         progress: bool | None = None,
         bf16: bool | None = None,
+        logger: TrainingLogger | None = None,
     ):
         self.model = model.to(device)
+        self.logger = logger
+        self.last_grad_norm, self.last_lr = math.nan, math.nan  # of the latest optimiser step
         self.bf16 = bf16  # bf16 autocast: None = on CUDA only (cipherlab.base.device.autocast)
         self.train_batches, self.val_batches = train, val
         self.config, self.device, self.tgt_pad_id = config, device, tgt_pad_id
@@ -269,6 +302,12 @@ class Trainer:
         self.optimizer = make_optimizer(model, config)
         self.scheduler = make_scheduler(self.optimizer, config)
         self.progress = Progress()
+
+    def _tell(self, event: str, record: dict) -> None:
+        """Pass ``record`` to the logger's method ``event`` (step, validation or epoch), if it has one."""
+        method = getattr(self.logger, event, None) if self.logger is not None else None
+        if method is not None:
+            method(record)
 
     # ---- paths
     @property
@@ -361,6 +400,7 @@ class Trainer:
                   "validate_seconds": time.perf_counter() - started}
         with open(self.curve_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
+        self._tell("validation", record)
         self.model.train()
 
     def _check_onset(self) -> None:
@@ -382,7 +422,8 @@ class Trainer:
 
     # ---- training
     def _step(self, batch: dict[str, torch.Tensor]) -> tuple[float, int]:
-        """One optimiser step on one batch: (mean training loss, target tokens)."""
+        """One optimiser step on one batch: (mean training loss, target tokens). The step's gradient norm
+        (before clipping) and learning rate are left in ``last_grad_norm`` and ``last_lr``."""
         with autocast(self.device, self.bf16):
             logits = teacher_forcing_logits(self.model, batch)
         loss, n_tokens = sequence_loss(logits, batch["tgt"][:, 1:], self.tgt_pad_id, self.config.label_smoothing)
@@ -393,6 +434,7 @@ class Trainer:
         grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
         if not torch.isfinite(grad_norm):
             self._diverged(f"the gradient norm became {grad_norm.item()}")
+        self.last_grad_norm, self.last_lr = grad_norm.item(), self.optimizer.param_groups[0]["lr"]
         self.optimizer.step()
         self.scheduler.step()
         return loss.item(), n_tokens
@@ -465,6 +507,9 @@ class Trainer:
                 p.epoch_tokens += n_tokens
                 p.batch += 1
                 p.step += 1
+                if self.logger is not None:
+                    self._tell("step", {"step": p.step, "epoch": p.epoch + p.batch / len(batches), "loss": loss,
+                                        "lr": self.last_lr, "grad_norm": self.last_grad_norm, "tokens": n_tokens})
                 if self.config.eval_every and p.step % self.config.eval_every == 0:
                     self._curve_point(len(batches))
                 if self.config.onset_step is not None and p.step == self.config.onset_step:
@@ -516,6 +561,7 @@ class Trainer:
         p.epoch_loss_sum, p.epoch_tokens, p.epoch_seconds = 0.0, 0, 0.0
         with open(self.log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
+        self._tell("epoch", record)
         if self.verbose:
             tqdm.write(
                 f"{self.config.name} epoch {record['epoch']}: train loss {record['train_loss']:.4f}, "
@@ -575,8 +621,12 @@ def train_config(
     progress: bool | None = None,
     parts: Mapping[str, type] | None = None,
     max_steps: int | None = None,
+    logger: TrainingLogger | None = None,
 ) -> RunResult:
     """Everything for one configuration: data, codec, model, and :meth:`Trainer.fit`.
+
+    ``logger``: told of every step, validation and epoch (:class:`TrainingLogger`; the command line's
+    ``--wandb`` passes :class:`cipherlab.pipeline.tracking.WandbLogger`); None tells no one.
 
     ``parts``: a student's classes in place of cipherlab's, e.g. ``{"attention": MyAttention}``
     (:mod:`cipherlab.student.parts`). They are validated first, before any data is read, and the checkpoints
@@ -618,6 +668,7 @@ def train_config(
         artifacts={**codec.artifacts(), **({"parts": records} if records else {})},
         verbose=verbose,
         progress=progress,
+        logger=logger,
     )
     if verbose:  # the command line: what is about to run, and progress where no bar shows (a log, `| tee`)
         _announce(trainer, time.monotonic() - prepared, progress)
