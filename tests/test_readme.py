@@ -110,5 +110,8 @@ def test_the_readme_commands_run_in_order_in_a_fresh_folder(tmp_path, monkeypatc
     predictions = (runs / "my_predictions.txt").read_text(encoding="utf-8").splitlines()
     assert predictions == (runs / "my_test" / "test_plain.txt").read_text(encoding="utf-8").splitlines()
     assert (runs / "doctor_c2.json").is_file() and (runs / "my_report" / "report.md").is_file()
+    assert (runs / "hub" / "c2" / "model.safetensors").is_file() and "model-index:" in (
+        runs / "hub" / "c2" / "README.md").read_text(encoding="utf-8")  # a model folder, its card with scores
+    assert list((runs / "handout_figures").glob("*.pdf")) and list((runs / "handout_tables").glob("*.tex"))
     # nothing beside runs/ in the folder the commands ran in (the repository's root): default outputs go under runs/
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cipherlab", "results", "runs"]
