@@ -30,6 +30,7 @@ from pathlib import Path
 
 from cipherlab.base.config import config_from_dict
 from cipherlab.base.errors import first_line, outside_results, why, writable_folder
+from cipherlab.base.markdown import markdown_table
 from cipherlab.pipeline.checkpoint import (HUB_CONFIG_FILE, HUB_MODEL_FILE, _RUNTIME_FIELDS, export_checkpoint,
                                            read_model_folder, read_payload)
 
@@ -115,9 +116,7 @@ def model_card(config: dict, record: dict | None, model_name: str) -> str:
               ""]
     if scores:
         lines += [f"## Test scores ({decoding} decoding, {test.get('lines', '?')} test lines)", "",
-                  "| metric | value |", "|---|---|"]
-        lines += [f"| {label} | {value:.6g} |" for _, _, label, value in scores]
-        lines += [""]
+                  markdown_table(["metric", "value"], [[label, f"{value:.6g}"] for _, _, label, value in scores]), ""]
     else:
         lines += ["No results record was given, so this card has no scores: export again with "
                   "`--record RUN.json`.", ""]
