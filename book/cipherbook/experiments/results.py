@@ -374,3 +374,116 @@ def aware_gains() -> dict[str, float]:
 def aware_gain_range(bits: bool, pick=max) -> float:
     prefix = ANALYSIS_RUNS[BITS_RUN] + "/"
     return pick(g for key, g in aware_gains().items() if key.startswith(prefix) == bits)
+
+
+# --------------------------------------------------------------------------- the map of runs and the handout's tables
+
+def folder_records(folder: str) -> dict[tuple[str, int], dict]:
+    """Every run record in ``results/<folder>`` (``recipe/*``: in each of its sub-folders, one per part), as
+    ``{(config, seed, file stem): record}``; JSON files that are not records (beam.json, errors.json) are skipped."""
+    found = {}
+    base = folder.removesuffix("/*")
+    for path in sorted(run_path(base).glob("*/*.json" if folder.endswith("/*") else "*.json")):
+        try:
+            record = read_record(path)
+        except ValueError:  # not a run record
+            continue
+        found[(record["config"], record["seed"], path.stem)] = record
+    if not found:
+        raise FileNotFoundError(f"results/{folder}: no run records")
+    return found
+
+
+def _one_or_range(values) -> str:
+    values = sorted(set(values))
+    return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+
+
+def _reads(record: dict) -> str:
+    """How C1-C4 of a run read the cipher, from the record: whole bytes, the course notes' BPE over bits, or the
+    aligned BPE with its learned merges."""
+    hp = record["hyperparameters"]
+    if hp.get("target_tokens") == "aligned":
+        merges = (record.get("tokens") or {}).get("source_merges")
+        return f"aligned BPE, {merges:,} merges" if merges else "aligned BPE"
+    if hp["source_mode"] == "bits":
+        return f"BPE over bits, {hp['src_vocab']:,} tokens"
+    return "whole bytes, no merges"
+
+
+def _configs(configs: list[str]) -> str:
+    """"C1–C5" for a run of consecutive configurations, else "C2, C5"."""
+    at = CONFIG_NAMES.index(configs[0])
+    if len(configs) > 2 and list(CONFIG_NAMES[at:at + len(configs)]) == configs:
+        return f"{configs[0].upper()}–{configs[-1].upper()}"
+    return ", ".join(c.upper() for c in configs)
+
+
+def run_map(folders: dict[str, str]) -> list[list[str]]:
+    """One row per folder of ``results/`` (``{folder: the question it answers}``), every cell but the question
+    read from the folder's records: preset and sizes, recipe, how C1-C4 read the cipher, configurations and
+    seeds, epochs, C1's parameters."""
+    rows = []
+    for folder, question in folders.items():
+        runs = folder_records(folder)
+        hps = [r["hyperparameters"] for r in runs.values()]
+        presets = sorted({r["preset"] for r in runs.values()})
+        sizes = sorted({(h["d_model"], h["enc_layers"], h["dec_layers"]) for h in hps})
+        recipes = sorted({r["recipe"] or "notes" for r in runs.values()})  # records before the field: the notes'
+        configs = sorted({c for c, _, _ in runs})
+        seeds = sorted({s for _, s, _ in runs})
+        c1_c4 = [r for (c, _, _), r in runs.items() if c != "c5"]
+        c1 = sorted({r["params"] for (c, _, _), r in runs.items() if c == "c1"})
+        rows.append([f"`{folder}`", ", ".join(presets),
+                     "; ".join(f"d {d}, {enc}+{dec}" for d, enc, dec in sizes), ", ".join(recipes),
+                     ", ".join(sorted({_reads(r) for r in c1_c4})) or "–",
+                     _configs(configs),
+                     ", ".join(map(str, seeds)), _one_or_range(r["epochs"] for r in runs.values()),
+                     ", ".join(f"{n:,}" for n in c1) or "–", question])
+    return rows
+
+
+def run_names(runs: dict) -> dict:
+    """Each run's name in a handout table: "C1", or "C1 seed 0" where the runs hold several seeds of C1 (as
+    ``python -m cipherlab report`` names them)."""
+    configs = [c for c, _ in runs]
+    return {(c, s): c.upper() if configs.count(c) == 1 else f"{c.upper()} seed {s}" for c, s in runs}
+
+
+def recorded_columns(table):
+    """A handout table without the columns that no run recorded (every cell "not recorded", or FLOPs "not
+    estimated" without a plan); the names of the
+    columns left out."""
+    from cipherlab.analysis.handout import NOT_RECORDED, Table
+
+    keep = [i for i in range(len(table.headers))
+            if any(row[i] != NOT_RECORDED and not row[i].startswith("not estimated") for row in table.rows)]
+    dropped = [h for i, h in enumerate(table.headers) if i not in keep]
+    return Table(table.name, table.caption, [table.headers[i] for i in keep],
+                 [[row[i] for i in keep] for row in table.rows]), dropped
+
+
+def over_c1(runs: dict, key: str) -> dict[tuple[str, int], float]:
+    """``record[key]`` of every run over C1's of the same seed (the mean of C1's seeds where C1 lacks that seed)."""
+    c1 = {s: r[key] for (c, s), r in runs.items() if c == "c1"}
+    mean = sum(c1.values()) / len(c1)
+    return {(c, s): r[key] / c1.get(s, mean) for (c, s), r in runs.items()}
+
+
+def kv_cache_bytes_per_token(config: str, preset: str = "assignment") -> int:
+    """Bytes of decoder self-attention keys and values one generated token adds to the cache (float32), from the
+    configuration's sizes: 2 (K and V) x layers x KV heads x head width x 4 bytes."""
+    cfg = make_config(config, preset)
+    kv_heads = cfg.n_kv_heads if cfg.attn_type == "gqa" else cfg.n_heads
+    return 2 * cfg.dec_layers * kv_heads * (cfg.d_model // cfg.n_heads) * 4
+
+
+@functools.cache
+def assignment_cpu() -> dict[tuple[str, int], dict]:
+    """results/assignment-cpu: the assignment preset, one epoch on a 2-core CPU, C1 seeds 0 and 1, C2-C5 seed 0."""
+    return load_learn_runs("assignment-cpu")
+
+
+def acpu_exact(config: str, seed: int = 0) -> int:
+    """Brown test lines a results/assignment-cpu run decoded exactly (greedy, length-aware)."""
+    return assignment_cpu()[(config, seed)]["sets"]["test"]["exact_lines"]

@@ -517,6 +517,13 @@ FACTS["results"] = {
     "res_ref_epochs": common.reference_epochs,
     "res_ref_c5_time_ratio_min": lambda: min(res.ref_time_ratios("c5")),  # seed by seed
     "res_ref_c5_time_ratio_max": lambda: max(res.ref_time_ratios("c5")),
+    # the assignment preset, one epoch on a CPU (results/assignment-cpu): the chapter's lead table
+    "res_acpu_lines": lambda: res.assignment_cpu()[("c1", 0)]["sets"]["test"]["lines"],
+    "res_acpu_epochs": lambda: max(r["epochs"] for r in res.assignment_cpu().values()),
+    "res_acpu_exact_min": lambda: min(res.pct(r["sets"]["test"]["sequence_accuracy"]) for r in res.assignment_cpu().values()),
+    "res_acpu_perfect": lambda: sum(r["sets"]["test"]["exact_lines"] == r["sets"]["test"]["lines"]
+                                    for r in res.assignment_cpu().values()),
+    "res_acpu_c5_epoch_ratio": lambda: res.over_c1(res.assignment_cpu(), "seconds_per_epoch")[("c5", 0)],
     "res_ref_brown_exact_max": lambda: res.ref_exact_pct(max, ("test_free",)),
     "res_ref_brown_lines": lambda: common.reference_lines("test_free"),
     **{f"res_ref_{name}_lost": (lambda name=name: common.reference_against_c1(name)["lost"])
