@@ -56,3 +56,21 @@ def test_the_ablation_readme_is_what_its_generator_writes_from_the_records():
     assert len({r["epochs"] for r in runs.values()}) == 1
     same = ("phase_shuffle", "bit_embeddings", "phase_embedding", "select_on", "max_epochs", "chunk_chars", "lr")
     assert len({tuple(r["hyperparameters"][k] for k in same) for r in runs.values()}) == 1
+
+
+def test_the_ablation_readme_says_what_the_errors_left_on_random_strings_have_in_common():
+    """Every wrong character of C5's fresh random strings is a capital read as its lower-case twin, at a
+    key phase whose key byte has bit 5 set: the README's paragraph, as its generator writes it."""
+    import importlib.util
+
+    from cipherlab.data.cipher import KEY
+
+    spec = importlib.util.spec_from_file_location("learn_ablation_readme", FOLDER / "make_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path = FOLDER / "checkpoints" / "random_errors.json"
+    assert module.errors_text(path) in (FOLDER / "README.md").read_text(encoding="utf-8")
+    kept = json.loads(path.read_text(encoding="utf-8"))
+    wrong = [(i, a, b) for p, r in zip(kept["predictions"], kept["strings"]) for i, (a, b) in enumerate(zip(r, p)) if a != b]
+    assert wrong and all(a.isupper() and b == a.lower() for _, a, b in wrong)
+    assert all(KEY[i % 8] & 0x20 for i, _, _ in wrong)

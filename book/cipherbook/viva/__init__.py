@@ -321,6 +321,7 @@ def viva_cells(chapter: str) -> list:
 # <details> (where evidence and solutions fold away), counted as spoken_words counts.
 TEACHING_BUDGET = 2_500
 TEACHING_BUDGETS = {"09_results.ipynb": 3_000}  # the report a student hands in may run longer
+APPENDIX_TEACHING_BUDGET = 1_500  # an appendix keeps its lessons; its evidence lives in results/ or in <details>
 BOOK_TEACHING_BUDGET = 22_000
 _BODY_ENDS = re.compile(r"^#+ (Exercises|Viva questions)\b", re.M)
 
@@ -341,11 +342,12 @@ def teaching_words(notebook: Path) -> int:
     return spoken_words("\n\n".join(parts), tables=True)
 
 
-def teaching_budget(notebook: Path) -> int | None:
-    """The most words ``notebook``'s teaching body may have; None for an appendix, which holds the
-    evidence a maintainer needs and no teaching spine (its words are not counted in the book's)."""
+def teaching_budget(notebook: Path) -> int:
+    """The most words ``notebook``'s teaching body may have. An appendix has its own, smaller budget:
+    it keeps what a student needs from the evidence, and the rest of the evidence goes to the
+    ``results/`` READMEs or into ``<details>`` (its words are not counted in the book's budget)."""
     if is_appendix(notebook):
-        return None
+        return APPENDIX_TEACHING_BUDGET
     return TEACHING_BUDGETS.get(Path(notebook).name, TEACHING_BUDGET)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from cipherlab.base.errors import require_file, run_command, why, writable_file
 from cipherlab.cli.common import OneLineParser
-from cipherbook.viva import (BOOK_TEACHING_BUDGET, REPO_ROOT, book_notebooks, fill_facts, load_bank,
+from cipherbook.viva import (BOOK_TEACHING_BUDGET, REPO_ROOT, book_notebooks, fill_facts, is_appendix, load_bank,
                             notebook_in_sync, sync_notebook, teaching_budget, teaching_words)
 from cipherbook.viva.flashcards import card_parts, terminal_text
 from cipherbook.viva.view import notebook_html
@@ -90,11 +90,11 @@ def _words(args) -> int:
         with _reading(path):
             words = teaching_words(path)
         budget = teaching_budget(path)
-        if budget is None:
-            print(f"{path.name:28} {words:6,} words, an appendix of evidence (no teaching budget)")
-            continue
-        total += words
-        print(f"{path.name:28} {words:6,} words of teaching body (budget {budget:,}){'  OVER' if words > budget else ''}")
+        appendix = is_appendix(path)
+        if not appendix:  # an appendix has its own budget and is not counted in the book's
+            total += words
+        print(f"{path.name:28} {words:6,} words of teaching body (budget {budget:,}{', an appendix' if appendix else ''})"
+              f"{'  OVER' if words > budget else ''}")
     if not args.notebooks:
         print(f"{'the chapters together':28} {total:6,} words (budget {BOOK_TEACHING_BUDGET:,})"
               f"{'  OVER' if total > BOOK_TEACHING_BUDGET else ''}")
