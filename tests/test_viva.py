@@ -335,11 +335,44 @@ def test_every_answer_opens_with_a_lead_a_student_can_say_in_twenty_seconds(q):
     assert "\n\n" not in q.lead and "$$" not in q.lead, f"{q.id}: a lead is one paragraph, no display maths"
 
 
+# What an examiner accepts: a lead of at most LEAD_WORDS, and at most this many words in the whole
+# <details> block the reader opens (lead, "If the examiner presses:" and the details together).
+DETAILS_WORDS_MAX = 220
+P_VALUES_SAID_MAX = 3  # p-values in an answer's sentences; more go into a table the answer points at
+
+
+def _details_body(q) -> str:
+    """The text inside the question's <details> block, as render_question writes it: numbers filled in."""
+    rendered = render_question(1, q)
+    return rendered.split("<summary>Answer</summary>", 1)[1].rsplit("</details>", 1)[0]
+
+
 @pytest.mark.parametrize("q", ALL_QUESTIONS, ids=lambda q: q.id)
 def test_no_answer_runs_over_the_word_limit(q):
-    """Counted as the reader sees it: lead and answer together, every number filled in."""
-    shown = viva.fill_facts(q.lead, q.chapter) + "\n\n" + viva.fill_facts(q.answer, q.chapter)
-    assert viva.spoken_words(shown) <= viva.ANSWER_WORDS_MAX, f"{q.id}: {viva.spoken_words(shown)} words"
+    """Counted as the reader sees it, in the answer's rendered <details> block, every number filled in,
+    the way teaching_words counts a chapter's body (spoken_words with tables=True): a formula, a code
+    span or a number one word, code blocks not at all, every word of a table counted."""
+    body = _details_body(q)
+    assert viva.answer_markdown(q) in body
+    words = viva.spoken_words(body, tables=True)
+    assert words <= DETAILS_WORDS_MAX, f"{q.chapter}.yml {q.id}: {words} words in its <details> block, at most {DETAILS_WORDS_MAX}"
+
+
+def test_the_details_word_count_counts_tables_and_the_lead():
+    q = Question("001-quiz-9", "src", "Why?", "Two words.\n\n| a | b |\n|---|---|\n| 1 | 2 |", "task", lead="Lead here.")
+    assert viva.spoken_words(_details_body(q), tables=True) == 2 + 4 + 2 + 4  # lead, label, words, cells
+
+
+@pytest.mark.parametrize("q", ALL_QUESTIONS, ids=lambda q: q.id)
+def test_statistics_answers_say_few_p_values_and_table_the_rest(q):
+    """One sentence per ablation: an answer says at most P_VALUES_SAID_MAX p-values in its sentences
+    (a fact named ``..._p``; a seed-by-seed one, "4e-05 and 0.0088", counts each seed); the rest go
+    into a table in the answer (lines starting with "|"), which a student points at."""
+    values = compute_facts(q.chapter)
+    text = "\n".join(line for line in (q.lead + "\n" + q.answer).splitlines() if not line.lstrip().startswith("|"))
+    said = [key for key in cited_facts(text) if key.endswith("_p")]
+    count = sum(1 + str(values[key]).count(" and ") for key in said)
+    assert count <= P_VALUES_SAID_MAX, f"{q.chapter}.yml {q.id}: {count} p-values in its sentences ({said}); table them"
 
 
 def test_the_median_answer_can_be_said_in_about_a_minute():
