@@ -78,6 +78,7 @@ FACTS["attention"] = {
     "attn_max_weight_raw_512": lambda: att.scaling_experiment(512)["max_weight_raw"],
     "attn_max_weight_scaled_512": lambda: att.scaling_experiment(512)["max_weight_scaled"],
     "attn_head_dim": lambda: MultiHeadAttention(common.D_MODEL, common.N_HEADS).head_dim,
+    "attn_cpu_head_dim": lambda: make_config("c1", "cpu").d_model // make_config("c1", "cpu").n_heads,  # trained runs
     "attn_pm1_pairs": lambda: att.sign_enumeration()["pairs"],
     "attn_pm1_var": lambda: int(att.sign_enumeration()["var"]),
     "attn_pm1_scaled_var": lambda: int(att.sign_enumeration()["scaled_var"]),
@@ -723,6 +724,8 @@ FACTS["broken"] = {
     "eval_dropout": lambda: broken.EVAL_DROPOUT,
     "cpu_dropout": lambda: make_config("c1", "cpu").dropout,
     "assignment_dropout": lambda: make_config("c1", "assignment").dropout,
+    # 11.14 chunks of 253: at most one mapping per distinct key byte
+    "key_distinct_bytes": lambda: len(set(KEY)),
     # 11.13 the BLT's own-patch mask
     "blt_leak_share": lambda: broken.blt_answer_leak(broken.tiny_blt(broken.OwnPatchBLT)),
 }
