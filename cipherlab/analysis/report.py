@@ -35,11 +35,12 @@ from pathlib import Path
 
 from cipherlab.analysis import ablation, handout
 from cipherlab.data.cipher import PERIOD
-from cipherlab.base.config import CONFIG_NAMES
+from cipherlab.base.config import CONFIG_NAMES, make_config
 from cipherlab.base.errors import first_line, outside_results, writable_folder, write_text_atomic
 from cipherlab.base.markdown import num
 from cipherlab.analysis.score import DEFAULT_CHUNKS, DEFAULT_FIRST, read_text_lines, score_predictions
 from cipherlab.pipeline.record import SCHEMA, read_record
+from cipherlab.student.parts import mixed_parts, part_places
 
 __all__ = ["DEFAULT_CHUNK_CHARS", "LENGTH_BINS", "REPORT_FILE", "Block", "Report", "build_report",
            "check_out", "parts_summary", "write_report"]
@@ -728,26 +729,35 @@ def _own_parts(record: dict) -> list[dict]:
     return [p for p in parts if isinstance(p, dict) and "part" in p] if isinstance(parts, list) else []
 
 
+def _components(label: str, record: dict) -> dict | None:
+    """A run's ablated components: its record's, else its configuration's (named by the record or the label)."""
+    if isinstance(record.get("components"), dict):
+        return record["components"]
+    name = record.get("config") or label.lower()
+    return make_config(name).components() if name in CONFIG_NAMES else None
+
+
 def parts_summary(runs: dict[str, dict]) -> str | None:
-    """One line on the parts of ``runs`` (label -> record): whose each replaced part is in which runs, and
-    whether the folder mixes the student's parts with cipherlab's own or two versions of one class; None when
-    every run used cipherlab's own parts."""
+    """One line on the parts of ``runs`` (label -> record): whose each replaced part is in which runs (and which
+    runs have no place for it), and whether the folder mixes the student's parts with cipherlab's own or two
+    versions of one class where the runs hold the same component (:func:`cipherlab.student.parts.mixed_parts`:
+    not C2's missing sinusoidal encoding, nor C4's RMSNorm against C1's LayerNorm); None when every run used
+    cipherlab's own parts."""
     own = {label: {p["part"]: p for p in _own_parts(r)} for label, r in runs.items()}
     names = list(dict.fromkeys(part for parts in own.values() for part in parts))
     if not names:
         return None
-    said, mixed = [], []
+    components = {label: _components(label, r) for label, r in runs.items()}
+    places = {label: part_places(c) for label, c in components.items()}
+    said = []
     for part in names:
         yours = [label for label in runs if part in own[label]]
-        theirs = [label for label in runs if part not in own[label]]
-        versions = {(own[label][part].get("class"), own[label][part].get("class_sha256") or
-                     own[label][part].get("sha256")) for label in yours}
+        theirs = [label for label in runs if part not in own[label] and part in places[label]]
+        none = [label for label in runs if part not in own[label] and part not in places[label]]
         said.append(f"{part}: yours in {', '.join(yours)}"
-                    + (f", cipherlab's in {', '.join(theirs)}" if theirs else ""))
-        if theirs:
-            mixed.append(f"{part} is yours in {', '.join(yours)} and cipherlab's in {', '.join(theirs)}")
-        if len(versions) > 1:
-            mixed.append(f"{part} is {len(versions)} different classes or versions of one (see the sha256s)")
+                    + (f", cipherlab's in {', '.join(theirs)}" if theirs else "")
+                    + (f" (no place for it in {', '.join(none)})" if none else ""))
+    mixed = mixed_parts({label: (components[label], list(own[label].values())) for label in runs})
     line = "; ".join(said)
     if mixed:
         line += (" — MIXED: " + "; ".join(mixed) + ": a comparison between these runs compares the parts too, "

@@ -32,6 +32,7 @@ from cipherlab.base.errors import write_text_atomic
 from cipherlab.pipeline.metrics import compute_metrics
 from cipherlab.pipeline.record import make_record, read_record, set_metrics
 from cipherlab.base.markdown import markdown_table
+from cipherlab.student.parts import mixed_parts
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -227,7 +228,8 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
 
 def _parts_lines(records: list[dict]) -> list[str]:
     """table.md's lines on the student's parts (``parts`` of the records, :func:`cipherlab.student.parts.part_records`):
-    each run's class, file and source hash, and whether the table mixes them with cipherlab's own; [] when
+    each run's class, file and source hash, and whether the table mixes them with cipherlab's own or two versions
+    of one class where the runs hold the same component (:func:`cipherlab.student.parts.mixed_parts`); [] when
     every run used cipherlab's own."""
     own = {r["config"]: [p for p in r.get("parts") or [] if isinstance(p, dict)] for r in records}
     if not any(own.values()):
@@ -237,8 +239,7 @@ def _parts_lines(records: list[dict]) -> list[str]:
                                            f"(class sha256 {(p.get('class_sha256') or p.get('sha256') or '?')[:12]})"
                                            for p in parts) if parts else "cipherlab's own")
         for config, parts in own.items()) + "."]
-    if not all(own.values()):
-        lines.append("Mixed: " + ", ".join(c.upper() for c, parts in own.items() if parts) + " use your parts, "
-                     + ", ".join(c.upper() for c, parts in own.items() if not parts) + " cipherlab's own; their "
-                     "differences include the parts'.")
+    mixed = mixed_parts({r["config"].upper(): (r.get("components"), own[r["config"]]) for r in records})
+    if mixed:
+        lines.append("Mixed: " + "; ".join(mixed) + "; their differences include the parts'.")
     return [*lines, ""]

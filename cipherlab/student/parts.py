@@ -61,7 +61,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from cipherlab.base.config import Config
+from cipherlab.base.config import COMPONENTS, Config, ConfigError
 from cipherlab.base.errors import describe, why
 from cipherlab.models.attention import causal_mask, padding_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding
@@ -82,8 +82,10 @@ __all__ = [
     "internals_refusal",
     "load_parts",
     "mismatch",
+    "mixed_parts",
     "overridden_internals",
     "parse_part",
+    "part_places",
     "part_records",
     "require_trained_parts",
     "shadowed_internals",
@@ -295,6 +297,64 @@ def part_records(parts: Mapping[str, type]) -> list[dict]:
         records.append({"part": part, "file": file, "class": name, "sha256": sha256,
                         "class_sha256": _SOURCES.get(parts[part]) or class_sha256(parts[part])})
     return records
+
+
+def part_places(components: Mapping[str, str] | None) -> dict[str, str]:
+    """The parts a configuration with these ablated components (:meth:`Config.components`, a record's
+    ``components``) has a place for, each with the component it stands for there (the part's ``check``):
+    ``{"attention": "mha", "norm": "layernorm", "positional": "sinusoidal"}`` for C1, ``{}`` for C5, which
+    takes none. Components not known (None, or values no Config takes): every part, standing for "?"."""
+    if components is None:
+        return dict.fromkeys(PARTS, "?")
+    try:
+        config = Config(**{field: components[field] for field in COMPONENTS if field in components})
+    except ConfigError:  # a value this version does not know
+        return dict.fromkeys(PARTS, "?")
+    return {name: spec.check(config) for name, spec in PARTS.items() if spec.unused_by(config) is None}
+
+
+def _version(record: dict) -> tuple:
+    return record.get("class"), record.get("class_sha256") or record.get("sha256")
+
+
+def mixed_parts(runs: Mapping[str, tuple[Mapping[str, str] | None, Iterable[dict]]]) -> list[str]:
+    """What a comparison between ``runs`` (label -> (components, part records as :func:`part_records` writes
+    them)) would compare besides the configurations, one phrase each; [] when nothing.
+
+    A part is compared only among the runs that have a place for it, and there only among those where it stands
+    for the same component (:func:`part_places`): C2 has no sinusoidal encoding that could be cipherlab's, C1 no
+    rotary one, and C4's RMSNorm differs from C1's LayerNorm (C3's GQA from C1's MHA) by design. Within such a
+    group the part is mixed when it is the student's in some runs and cipherlab's in others, or two classes or
+    versions of one; across groups, when one class of one file has a different source in two runs (edited
+    between them)."""
+    places = {label: part_places(components) for label, (components, _) in runs.items()}
+    own = {label: {p["part"]: p for p in records if isinstance(p, dict) and "part" in p}
+           for label, (_, records) in runs.items()}
+    mixed = []
+    for part in dict.fromkeys(part for parts in own.values() for part in parts):
+        held = [label for label in runs if part in places[label]]
+        kinds = list(dict.fromkeys(places[label][part] for label in held))
+        for kind in kinds:
+            name = f"{part} ({kind})" if len(kinds) > 1 else part
+            group = [label for label in held if places[label][part] == kind]
+            yours = [label for label in group if part in own[label]]
+            theirs = [label for label in group if part not in own[label]]
+            if yours and theirs:
+                mixed.append(f"{name} is yours in {', '.join(yours)} and cipherlab's in {', '.join(theirs)}")
+            versions = {_version(own[label][part]) for label in yours}
+            if len(versions) > 1:
+                mixed.append(f"{name} is {len(versions)} different classes or versions of one in {', '.join(yours)} "
+                             "(see the sha256s)")
+        sources: dict = {}  # (file, class) -> the runs that use it, across the kinds
+        for label in held:
+            if part in own[label]:
+                sources.setdefault((own[label][part].get("file"), own[label][part].get("class")), []).append(label)
+        for (file, cls), labels in sources.items():
+            versions = {_version(own[label][part]) for label in labels}
+            if len(versions) > 1 and len({places[label][part] for label in labels}) > 1:
+                mixed.append(f"{part} is {cls} of {file or '?'} in {len(versions)} versions in {', '.join(labels)}, "
+                             "edited between the runs (see the sha256s)")
+    return mixed
 
 
 # --------------------------------------------------------------------------- checks before training
