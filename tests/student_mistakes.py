@@ -529,6 +529,54 @@ class LayerNormWithApply(MyLayerNorm):
         return self._apply(x.float()).to(x.dtype)
 
 
+class LayerNormStatsWithoutGrad(MyLayerNorm):
+    """Mean and variance computed under torch.no_grad() ("they are only statistics"): the right output, but
+    the gradient of x misses the terms through them."""
+
+    def forward(self, x):
+        x32 = x.float()
+        with torch.no_grad():
+            mean = x32.mean(-1, keepdim=True)
+            var = ((x32 - mean) ** 2).mean(-1, keepdim=True)
+        return ((x32 - mean) / torch.sqrt(var + self.eps) * self.gamma + self.beta).to(x.dtype)
+
+
+class LayerNormInPlaceDivide(MyLayerNorm):
+    """Divides the centred tokens in place (/=) after squaring them for the variance: the forward is right,
+    the backward raises, because the square saved the tensor the /= then changes."""
+
+    def forward(self, x):
+        centred = x.float() - x.float().mean(-1, keepdim=True)
+        var = (centred ** 2).mean(-1, keepdim=True)
+        centred /= torch.sqrt(var + self.eps)
+        return (centred * self.gamma + self.beta).to(x.dtype)
+
+
+class LayerNormBufferWeights(nn.Module):
+    """Gain and shift named weight and bias as nn.LayerNorm's, but registered as buffers (they move with
+    .to() and are saved, so it looked right): they never train."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("weight", torch.ones(d_model))
+        self.register_buffer("bias", torch.zeros(d_model))
+
+    def forward(self, x):
+        x32 = x.float()
+        mean = x32.mean(-1, keepdim=True)
+        var = x32.var(-1, keepdim=True, unbiased=False)
+        return ((x32 - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias).to(x.dtype)
+
+
+class RMSNormGainData(MyRMSNorm):
+    """The gain applied through .data ("to keep the graph small"): gamma never gets a gradient."""
+
+    def forward(self, x):
+        rms = x.float().square().mean(dim=-1, keepdim=True).add(self.eps).rsqrt()
+        return (x.float() * rms * self.gamma.data).to(x.dtype)
+
+
 # --------------------------------------------------------------------------- scaled dot-product attention
 
 def my_attention(q, k, v, mask=None):
@@ -571,6 +619,12 @@ def attention_fused(q, k, v, mask=None):
     return out if mask is None else out.masked_fill(mask.all(-1, keepdim=True), 0.0)
 
 
+def attention_weights_detached(q, k, v, mask=None):
+    """The weights detached before the values are mixed ("they are only probabilities"): q and k get no
+    gradient, so the queries' and keys' projections never learn."""
+    return my_attention_weights(q, k, mask).detach() @ v
+
+
 def attention_float32(q, k, v, mask=None):
     """Computes in float32 and returns float32 whatever comes in (bfloat16 aside)."""
     out = my_attention(q.float(), k.float(), v.float(), mask)
@@ -601,6 +655,9 @@ class MyGQA(nn.Module):
     def scale(self):
         return math.sqrt(self.d)
 
+    def keys(self, key):
+        return self.k_proj(key)
+
     def values(self, value):
         return self.v_proj(value)
 
@@ -616,7 +673,7 @@ class MyGQA(nn.Module):
 
     def forward(self, query, key, value, mask=None):
         q = self.heads(self.q_proj(query), self.h)
-        k = self.heads(self.k_proj(key), self.kv)
+        k = self.heads(self.keys(key), self.kv)
         v = self.heads(self.values(value), self.kv)
         if self.rope is not None:
             q, k = self.rope(q, k)
@@ -625,6 +682,13 @@ class MyGQA(nn.Module):
         if mask is not None:
             scores = scores.masked_fill(self.scores_mask(mask), torch.finfo(scores.dtype).min)
         return self.out(self.merge(scores.softmax(-1) @ v))
+
+
+class MHAKeysDetached(MyGQA):
+    """The projected keys detached (copied from a cached-decoding snippet): k_proj never trains."""
+
+    def keys(self, key):
+        return self.k_proj(key).detach()
 
 
 class GQARepeat(MyGQA):
@@ -843,10 +907,15 @@ ONE_BUG = [  # (part, the variant, the check that must fail, words its message m
     ("layernorm", LayerNormBetaOnes, "at construction", "the shift beta starts at 1"),
     ("rmsnorm", RMSNormFloat32Out, "float64", "float64 inputs give a float32 output"),
     ("rmsnorm", RMSNormDropout, "eval mode", "dropout active in eval mode"),
+    ("layernorm", LayerNormStatsWithoutGrad, "gradients", "the gradient of x differs from the reference's"),
+    ("layernorm", LayerNormInPlaceDivide, "gradients", "modified by an in-place operation (/=, *=, +="),
+    ("layernorm", LayerNormBufferWeights, "gradients", "`weight` gets no gradient: it is a buffer"),
+    ("rmsnorm", RMSNormGainData, "gradients", "`gamma` gets no gradient, though the output depends on it"),
     ("layernorm", LayerNormWithApply, "module names", "_apply"),
     ("attention", attention_naive_softmax, "large scores", "subtract each row's max"),
     ("attention", attention_dropout_on, "eval mode", "dropout active in eval mode"),
     ("attention", attention_float32, "float64", "float64 inputs give a float32 output"),
+    ("attention", attention_weights_detached, "gradients", "the gradients of q, k differ from the reference's"),
     ("gqa", GQARepeat, "reference", "use repeat_interleave"),
     ("gqa", GQAExpandWrongAxis, "reference", "use repeat_interleave"),
     ("mha", MHAScaledByDModel, "reference", "sqrt(d_model)"),
@@ -858,6 +927,8 @@ ONE_BUG = [  # (part, the variant, the check that must fail, words its message m
     ("mha", MHAPaddingOnQueries, "reference", "the padding mask blocks queries"),
     ("mha", MHANoScale, "reference", "scores are not divided by sqrt(head_dim)"),
     ("mha", MHAMaskKeep, "reference", "the mask is read as True = keep"),
+    ("mha", MHAKeysDetached, "gradients", "`k_proj.weight` gets no gradient, though the output depends on it"),
+    ("gqa", MHAKeysDetached, "gradients", "`k_proj.weight` gets no gradient, though the output depends on it"),
     ("mha", MHADropoutOn, "shape", "dropout active in eval mode"),
     ("mha", MHAWithApply, "module names", "_apply"),
     ("mha", MHAWithTrainMethod, "module names", "train"),

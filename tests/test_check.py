@@ -305,7 +305,7 @@ def test_the_command_passes_a_correct_file_and_fails_a_planted_bug(tmp_path, cap
     good = _student(tmp_path, "good.py", STUDENT.format(scale=" / math.sqrt(q.size(-1))"))
     assert main(["check", "attention", f"{good}:Attention"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("check attention: Attention") and "12 of 12 checks pass" in out
+    assert out.startswith("check attention: Attention") and "13 of 13 checks pass" in out
     bad = _student(tmp_path, "bad.py", STUDENT.format(scale=""))
     assert main(["check", "attention", f"{bad}:Attention"]) == 1
     assert "FAIL  scaling: scores are not divided by sqrt(d_k)" in capsys.readouterr().out
@@ -336,7 +336,7 @@ def test_the_command_names_each_unusable_file_in_one_line(tmp_path, capsys):
 def test_a_reference_copy_passes_through_the_command(tmp_path, capsys):
     mine = _student(tmp_path, "mine.py", "from cipherlab.models.norm import RMSNorm as MyNorm\n")
     assert main(["check", "rmsnorm", f"{mine}:MyNorm"]) == 0
-    assert "9 of 9 checks pass" in capsys.readouterr().out
+    assert "10 of 10 checks pass" in capsys.readouterr().out
 
 
 

@@ -28,7 +28,10 @@ float32; bfloat16 outputs are compared to BF16_TOL. The BPE check compares with 
 cipherlab's naive learner (:mod:`cipherlab.data.tokenizers.bpe.naive`), as well as with cipherlab's
 BPETokenizer; its speed check is the one timing, and fails only an encoder grossly slower than cipherlab's.
 
-Beyond the main output, the checks try what training does to a part: two calls in eval mode (dropout
+Beyond the main output, the checks try what training does to a part: one backward pass against the
+reference's with the same weights and inputs (:mod:`~cipherlab.student.check.gradients`: the gradients of the
+inputs and of every parameter, a parameter that gets none named, a backward that raises a FAIL naming the
+operation's error), two calls in eval mode (dropout
 left on is named as such, and stops the checks it would confuse), the part moved with
 ``.to(torch.float64)``, stress inputs (scores of 1e4, all-zero and constant tokens, positions up to
 200), a norm's gain and shift as built, RoPE's returned keys at an offset and under a cache, BPE on
@@ -40,7 +43,7 @@ The conventions the book allows pass with a note: interleaved RoPE pairs, [sin |
 outside the square root, an attention that also returns its weights.
 
 The package, by part: ``report`` (findings, reports, interface errors, nn.Module internals refused),
-``compare`` (input sizes, tolerances, the verdicts the parts share), ``attention_layers`` (attention,
+``compare`` (input sizes, tolerances, the verdicts the parts share), ``gradients`` (the backward pass), ``attention_layers`` (attention,
 multi_head, the multi-head mistakes), ``norms``, ``positions`` (sinusoidal and RoPE), ``tokenizer`` (bpe,
 the BPE mistakes), ``blt`` (patcher, pooling, patch_mask), ``cached_decoding`` (decoding) and ``target``
 (load_target, a student's FILE.py:NAME); the helpers it shares with ``--part`` are

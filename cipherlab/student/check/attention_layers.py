@@ -3,9 +3,10 @@
 
 :func:`attention` compares with cipherlab's ScaledDotProductAttention and
 ``F.scaled_dot_product_attention``: shape, weights summing to 1 over the keys, the 1/sqrt(d) scaling,
-padding and causal masks (True = blocked), a row that sees no key, scores of 1e4, bfloat16, float64.
+padding and causal masks (True = blocked), the gradients of q, k and v, a row that sees no key, scores of 1e4, bfloat16, float64.
 :func:`multi_head` copies a layer's q_proj, k_proj, v_proj and o_proj into cipherlab's
-MultiHeadAttention and nn.MultiheadAttention, then checks causality, permutation, padding, RoPE and the
+MultiHeadAttention and nn.MultiheadAttention (outputs, and the gradients of the inputs and every
+projection), then checks causality, permutation, padding, RoPE and the
 KV cache. When a layer differs, :func:`mha_variant` runs each of :data:`MHA_MISTAKES` (the reference with
 one mistake, written here independently of cipherlab's layer) with the layer's own weights, and names
 the one it agrees with.
@@ -29,6 +30,7 @@ from cipherlab.models.positional import RotaryPositionalEmbedding
 from cipherlab.student.check.compare import (B, D_MODEL, DK, DV, FLOAT32_TOL, H, L, LK, LQ, N_HEADS, N_KV_HEADS,
                                              _bf16_verdict, _close, _deterministic, _finite, _float64_verdict, _gap,
                                              _in_float64, _name_the_bug)
+from cipherlab.student.check.gradients import gradients
 from cipherlab.student.check.report import (Report, _interface, _interface_build, _label, _refuse_internals, _run,
                                             _takes)
 from cipherlab.student.trials import Unfit, randn
@@ -126,6 +128,7 @@ def attention(obj) -> Report:
         ("weights", partial(_sdpa_rows, fn)),
         ("scaling", partial(_sdpa_scaling, fn)),
         ("reference", partial(_sdpa_reference, fn)),
+        ("gradients", partial(_sdpa_gradients, fn)),
         ("padding mask", partial(_sdpa_mask, fn, "padding")),
         ("causal mask", partial(_sdpa_mask, fn, "causal")),
         ("causality", partial(_sdpa_causality, fn)),
@@ -222,6 +225,18 @@ def _sdpa_reference(fn) -> tuple[bool, str]:
     if max(gaps) <= FLOAT32_TOL:
         return True, f"agrees with {said}"
     return False, f"differs from {said}" + _name_the_bug(out, _sdpa_suspects(q, k, v))
+
+
+def _sdpa_masked_twice(fn, q, k, v) -> torch.Tensor:
+    """``fn``'s outputs without a mask and under a padding mask, flattened into one vector."""
+    pad = padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0)
+    return torch.cat((fn(q, k, v, None).flatten(), fn(q, k, v, pad).flatten()))
+
+
+def _sdpa_gradients(fn) -> tuple[bool, str]:
+    """The gradients of q, k and v against the reference's, without a mask and under a padding mask."""
+    q, k, v = _qkv()
+    return gradients(fn, _sdpa_masked_twice, _REFERENCE_SDPA, _sdpa_masked_twice, {"q": q, "k": k, "v": v}, {})
 
 
 def _sdpa_mask(fn, kind: str) -> tuple[bool, str]:
@@ -329,6 +344,7 @@ def multi_head(cls, kind: str = "mha", kv_cache: bool = True) -> Report:
         ("shape", partial(_mha_shape, module)),
         ("projections", partial(_mha_projections, module, kind)),
         ("reference", partial(_mha_reference, module, kind)),
+        ("gradients", partial(_mha_gradients, module, kind)),
         ("torch", partial(_mha_torch, build, kind)),
         ("causality", partial(_mha_causality, module)),
         ("permutation", partial(_mha_permutation, module)),
@@ -420,6 +436,23 @@ def _mha_reference(module, kind: str) -> tuple[bool, str]:
         return True, f"with its weights copied, agrees with cipherlab's {what} ({said}; tolerance {FLOAT32_TOL:g})"
     return False, (f"with its weights copied, differs from cipherlab's {what}: {said} (tolerance {FLOAT32_TOL:g})"
                    + _mha_diagnosis(module))
+
+
+def _mha_self_and_cross(module, x, memory) -> torch.Tensor:
+    """Causal self-attention on ``x`` and padded cross-attention on ``memory``, flattened into one vector."""
+    pad = padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0)
+    return torch.cat((module(x, x, x, causal_mask(L)).flatten(), module(x, memory, memory, pad).flatten()))
+
+
+def _mha_gradients(module, kind: str) -> tuple[bool, str]:
+    """The gradients of the inputs and of every projection's weight and bias against the reference's."""
+    try:
+        ref = _reference_mha(module, kind)
+    except Unfit:
+        ref = None  # the backward still runs: it must, and every parameter must get a gradient
+    shared = {n: n for n, _ in ref.named_parameters()} if ref is not None else {}
+    inputs = {"query": randn(B, L, D_MODEL), "memory": randn(B, LK, D_MODEL, seed=1)}
+    return gradients(module, _mha_self_and_cross, ref, _mha_self_and_cross, inputs, shared)
 
 
 def _mha_diagnosis(module) -> str:

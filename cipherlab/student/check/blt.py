@@ -3,7 +3,7 @@
 ``patcher``: where source patches begin, against ByteEntropyModel.patch_boundaries on a real entropy
 curve and a grid of them, with the usual wrong patchers named (>= for >, the forced starts at multiples
 of max_patch, ...). ``pooling``: one vector per patch from its own bytes only and their order, zeros for
-an empty patch, and cipherlab's PatchPooling with the same weights. ``patch_mask``: which
+an empty patch, and cipherlab's PatchPooling with the same weights, forward and backward. ``patch_mask``: which
 global slots each target byte may read, against ``patch_causal_mask`` and inside a tiny BLT, where a
 leak shows as logits that change with the byte they predict.
 """
@@ -26,6 +26,7 @@ from cipherlab.models.blt import BLTArgs, BLTModel, ByteEntropyModel, PatchPooli
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.student.check.cached_decoding import BLT_SIZES, _decoding_batch
 from cipherlab.student.check.compare import D_MODEL, FLOAT32_TOL, N_HEADS, _close, _gap
+from cipherlab.student.check.gradients import gradients
 from cipherlab.student.check.report import Report, _interface, _interface_build, _interface_value, _label, _run
 from cipherlab.student.check.tokenizer import BPE_CORPUS, BPE_UNSEEN
 from cipherlab.student.trials import Unfit, randn
@@ -219,6 +220,7 @@ def pooling(cls) -> Report:
         ("own bytes", partial(_pooling_own_bytes, module)),
         ("order", partial(_pooling_order, module)),
         ("reference", partial(_pooling_reference, module)),
+        ("gradients", partial(_pooling_gradients, module)),
     ])
 
 
@@ -287,6 +289,19 @@ def _pooling_order(module) -> tuple[bool, str]:
                    + ("it is the mean of its bytes' vectors, " if is_mean else "")
                    + "blind to their order, as a mean of (content + position) vectors is (the 'bag of bits' bug); "
                    "pool with attention, a learned query over the patch's bytes")
+
+
+def _pooling_gradients(module) -> tuple[bool, str]:
+    """The gradients of the byte vectors and of every parameter against cipherlab's PatchPooling with the same
+    weights (when they can be copied; the backward runs either way)."""
+    ref = PatchPooling(D_MODEL, N_HEADS, dropout=0.0).eval()
+    try:
+        ref.load_state_dict(module.state_dict())
+    except Exception:
+        ref = None
+    x, member = _pooling_input()
+    shared = {n: n for n, _ in ref.named_parameters()} if ref is not None else {}
+    return gradients(module, lambda m, x: m(x, member)[0], ref, lambda r, x: r(x, member)[0], {"x": x}, shared)
 
 
 def _pooling_reference(module) -> tuple[bool, str]:

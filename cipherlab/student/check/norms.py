@@ -3,7 +3,8 @@
 The student's gain (gamma, weight or scale) and LayerNorm's shift (beta, bias or shift) are set to
 random values and copied into cipherlab's module and nn.LayerNorm or nn.RMSNorm; the checks then try
 the norm as built (ones and zeros), its invariances (LayerNorm: adding a constant; RMSNorm: scaling),
-statistics per token, all-zero and constant tokens, bfloat16 and float64. An unbiased variance, a
+statistics per token, all-zero and constant tokens, bfloat16 and float64, and the backward pass (the
+gradients of x, the gain and the shift; a gain registered as a buffer is named). An unbiased variance, a
 missing centring (or a centring RMSNorm should not do) and a division by the standard deviation are
 named; eps outside the square root passes with a note.
 """
@@ -19,6 +20,7 @@ from torch import nn
 from cipherlab.models.norm import NORMS
 from cipherlab.student.check.compare import (BF16_TOL, FLOAT32_TOL, _bf16_verdict, _close, _deterministic, _finite,
                                              _float64_verdict, _gap, _in_float64, _name_the_bug)
+from cipherlab.student.check.gradients import gradients
 from cipherlab.student.check.report import Report, _interface, _interface_build, _label, _refuse_internals, _run
 from cipherlab.student.trials import Unfit, randn
 
@@ -48,6 +50,7 @@ def norm(cls, kind: str) -> Report:
         ("eval mode", lambda: _deterministic(lambda: module(_norm_input()))),
         ("at construction", partial(_norm_initial, fresh, kind)),
         ("reference", partial(_norm_reference, module, ref, kind)),
+        ("gradients", partial(_norm_gradients, module, ref, kind)),
         ("invariance", partial(_norm_invariance, module, kind)),
         ("per token", partial(_norm_per_token, module)),
         ("zero and constant tokens", partial(_norm_flat, module, expected, kind)),
@@ -167,6 +170,10 @@ def _norm_suspects(x: torch.Tensor, ref: nn.Module, kind: str) -> dict[str, torc
 
 def _norm_reference(module, ref, kind: str) -> tuple[bool, str]:
     gain = _parameter(module, GAINS)
+    buffer = next((n for n in GAINS if n in dict(module.named_buffers())), None)
+    if gain is None and buffer is not None:
+        raise Unfit(f"the gain `{buffer}` is a buffer (register_buffer), not a parameter, so it never trains and "
+                    f"cannot be copied into the reference; make it nn.Parameter(torch.ones(d_model))")
     if gain is None:
         raise Unfit(f"no gain parameter named {' or '.join(GAINS)}; name it gamma, shape (D,), "
                     "so it can be copied into the reference")
@@ -194,6 +201,18 @@ def _norm_reference(module, ref, kind: str) -> tuple[bool, str]:
                       f"on these tokens and {_gap(module(small), ref(small)):.1e} on tokens 100 times smaller, where "
                       "eps matters; the other checks compare yours with the eps-outside formula")
     return False, f"differs from {said}{bug}"
+
+
+def _norm_gradients(module, ref, kind: str) -> tuple[bool, str]:
+    """The backward pass against the reference's (or the eps-outside formula's) with the same gain and shift."""
+    outside = _eps_is_outside(module, ref, kind)
+    shared = {}
+    for names, theirs in ((GAINS, "gamma"), (SHIFTS, "beta" if kind == "layernorm" else None)):
+        mine = next((n for n in names if isinstance(getattr(module, n, None), torch.Tensor)), None)
+        if mine is not None and theirs is not None:
+            shared[mine] = theirs
+    return gradients(module, lambda m, x: m(x), ref, lambda r, x: _eps_outside(x, r, kind) if outside else r(x),
+                     {"x": _norm_input()}, shared)
 
 
 def _norm_invariance(module, kind: str) -> tuple[bool, str]:

@@ -1,9 +1,10 @@
 """The checks of sinusoidal positions and rotary position embedding (``positional``, "sinusoidal" or "rope").
 
 Sinusoidal: the table added to x against cipherlab's SinusoidalPositionalEncoding (a [sin | cos] layout
-passes with a note), rows at an offset, positions up to 200 (angles rounded to bfloat16 are named),
+passes with a note), rows at an offset, the gradient of x, positions up to 200 (angles rounded to bfloat16 are named),
 float64. RoPE: a pure rotation that leaves position 0 alone, scores that depend on the offset between
-positions only, cipherlab's RotaryPositionalEmbedding (interleaved pairs pass with a note), the keys it
+positions only, cipherlab's RotaryPositionalEmbedding (interleaved pairs pass with a note), the gradients
+of q and k, the keys it
 returns (GQA keys with fewer heads too) at an offset, cached steps one position at a time, long
 positions and float64.
 """
@@ -20,6 +21,7 @@ from cipherlab.models.positional import (RotaryPositionalEmbedding, SinusoidalPo
                                          inverse_frequencies, rotate_half)
 from cipherlab.student.check.compare import (B, DK, FLOAT32_TOL, H, L, _close, _deterministic, _finite,
                                              _float64_verdict, _gap, _in_float64, _name_the_bug)
+from cipherlab.student.check.gradients import gradients
 from cipherlab.student.check.report import Report, _interface, _interface_build, _label, _refuse_internals, _run
 from cipherlab.student.trials import Unfit, randn
 
@@ -57,6 +59,7 @@ def positional(cls, kind: str) -> Report:
             ("shape", partial(_sinusoidal_shape, module)),
             ("eval mode", lambda: _deterministic(lambda: module(randn(B, L, 16)))),
             ("table", partial(_sinusoidal_table, module)),
+            ("gradients", partial(_sinusoidal_gradients, module)),
             ("offset", partial(_sinusoidal_offset, module)),
             ("long positions", partial(_sinusoidal_long, longer)),
             ("float64", partial(_sinusoidal_float64, module)),
@@ -68,6 +71,7 @@ def positional(cls, kind: str) -> Report:
         ("rotation", partial(_rope_rotation, module)),
         ("relative", partial(_rope_relative, module)),
         ("reference", partial(_rope_reference, module)),
+        ("gradients", partial(_rope_gradients, module)),
         ("keys", partial(_rope_keys, module)),
         ("offset", partial(_rope_offset, module)),
         ("cached steps", partial(_rope_steps, module)),
@@ -143,6 +147,14 @@ def _sinusoidal_table(module) -> tuple[bool, str]:
     return False, (f"the table differs from sin/cos(p theta_i) by up to {error.max().item():.2g} (position {p}, "
                    f"column {c}: {table[p, c].item():.4f}, expected {expected[p, c].item():.4f})"
                    + _name_the_bug(table, _sinusoid_suspects(40, 16)))
+
+
+def _sinusoidal_gradients(module) -> tuple[bool, str]:
+    """The gradient of x through x + table: the cotangent itself, as through the reference's x + table (the
+    student's own table, so that a layout the book allows is compared too)."""
+    x = randn(B, L, 16)
+    table = module(torch.zeros_like(x)).detach()
+    return gradients(module, lambda m, x: m(x), None, lambda _, x: x + table, {"x": x}, {})
 
 
 def _sinusoidal_offset(module) -> tuple[bool, str]:
@@ -221,6 +233,17 @@ def _rope_reference(module) -> tuple[bool, str]:
     bug = _name_the_bug(out, {"it rotates the other way (the sign of sin is flipped): x cos + rotate_half(x) sin":
                               q * cos - rotate_half(q) * sin})
     return False, f"differs from cipherlab's RotaryPositionalEmbedding by up to {_gap(out, ref.rotate(q)):.2g}{bug}"
+
+
+def _rope_gradients(module) -> tuple[bool, str]:
+    """The gradients of q and k (fewer heads, as in GQA) against the reference's rotation (in the module's pairing)."""
+    rotate = _rope_rotate(module)
+
+    def both(m, q, k):
+        return torch.cat([t.flatten() for t in m(q, k)])
+
+    return gradients(module, both, None, lambda _, q, k: both(lambda q, k: (rotate(q), rotate(k)), q, k),
+                     {"q": randn(B, H, L, DK, seed=8), "k": randn(B, 1, L, DK, seed=9)}, {})
 
 
 def _rope_rotate(module, max_len: int = 64):
