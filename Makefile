@@ -3,6 +3,8 @@
 #   make test   -- set everything up, run the whole test suite (notebooks included), build the book
 #                  and open every page in Chromium (tests/test_browser.py; as root, `make test`
 #                  installs Debian's chromium when it is missing; otherwise those tests are skipped)
+#   make quick  -- the quick loop: ruff check, then the unit tests outside tests/conftest.py's SLOW_MODULES
+#                  (no training, no committed models, no book; about two minutes on two cores)
 #   make unit   -- the edit-test loop: the unit tests only (no notebooks, no book build, no browser),
 #                  then ruff check
 #   make lint   -- ruff check (its settings are in pyproject.toml)
@@ -27,7 +29,7 @@ TORCH_INDEX ?=
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup data book test unit lint browser browser-test lab outputs numerics clean colab-check jb2-spike
+.PHONY: setup data book test quick unit lint browser browser-test lab outputs numerics clean colab-check jb2-spike
 
 setup: $(STAMP)
 
@@ -56,6 +58,10 @@ test: data
 unit: data
 	$(BIN)/python -m pytest tests -q --ignore=tests/test_browser.py -p no:nbval -o addopts="-p no:cacheprovider"
 	@$(MAKE) --no-print-directory lint
+
+quick: data
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest tests -q -m "not slow" --ignore=tests/test_browser.py -p no:nbval -o addopts="-p no:cacheprovider"
 
 lint: setup
 	$(BIN)/ruff check .

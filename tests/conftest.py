@@ -22,3 +22,23 @@ def sample_dir(tmp_path):
     (tmp_path / PLAIN_FILE).write_text("".join(line + "\n" for line in SAMPLE_LINES), encoding="latin-1")
     (tmp_path / CIPHER_FILE).write_text("".join(encrypt(line) + "\n" for line in SAMPLE_LINES), encoding="latin-1")
     return tmp_path
+
+
+# `make quick` runs the tests outside these modules (pytest -m "not slow"): those that train, read
+# the committed models, run the README's commands, test the book's own tooling or spawn many
+# processes. What is left checks the layers, the components against their oracles, the config, the
+# data and the one-line messages in about two minutes on two cores; `make unit` runs every unit test.
+SLOW_MODULES = frozenset({
+    "test_aligned_bpe.py", "test_aligned_models.py", "test_assignment_cpu_models.py", "test_blt.py",
+    "test_book.py", "test_broken.py", "test_checkpoints.py", "test_cli.py", "test_doctor.py",
+    "test_explorers.py", "test_faults_fuzz.py", "test_faults_results_lock.py", "test_faults_runs.py",
+    "test_flashcards.py", "test_gpu_paths.py", "test_learned_models.py", "test_plan.py", "test_readme.py",
+    "test_reference_models.py", "test_results.py", "test_setup_cell.py", "test_train.py", "test_view.py",
+    "test_viva.py", "test_wandb.py",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

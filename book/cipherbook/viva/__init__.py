@@ -323,6 +323,9 @@ TEACHING_BUDGET = 2_500
 TEACHING_BUDGETS = {"09_results.ipynb": 3_000}  # the report a student hands in may run longer
 APPENDIX_TEACHING_BUDGET = 1_500  # an appendix keeps its lessons; its evidence lives in results/ or in <details>
 BOOK_TEACHING_BUDGET = 22_000
+# Everything a reader of chapters 1-12 can read: the teaching body, the exercises, what <details>
+# folds away and the viva answers, counted as teaching_words counts (tables included).
+BOOK_PROSE_BUDGET = 45_000
 _BODY_ENDS = re.compile(r"^#+ (Exercises|Viva questions)\b", re.M)
 
 
@@ -340,6 +343,14 @@ def teaching_words(notebook: Path) -> int:
         if end:
             break
     return spoken_words("\n\n".join(parts), tables=True)
+
+
+def prose_words(notebook: Path) -> int:
+    """Words of every markdown cell of ``notebook``, folded or not, viva answers included, as
+    spoken_words counts them with tables (HTML tags are not words)."""
+    cells = _nbformat().read(notebook, as_version=4).cells
+    text = "\n\n".join(re.sub(r"<[^>]+>", " ", c.source) for c in cells if c.cell_type == "markdown")
+    return spoken_words(text, tables=True)
 
 
 def teaching_budget(notebook: Path) -> int:

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from cipherlab.base.errors import require_file, run_command, why, writable_file
 from cipherlab.cli.common import OneLineParser
-from cipherbook.viva import (BOOK_TEACHING_BUDGET, REPO_ROOT, book_notebooks, fill_facts, is_appendix, load_bank,
-                            notebook_in_sync, sync_notebook, teaching_budget, teaching_words)
+from cipherbook.viva import (BOOK_PROSE_BUDGET, BOOK_TEACHING_BUDGET, REPO_ROOT, book_notebooks, fill_facts,
+                            is_appendix, load_bank, notebook_in_sync, prose_words, sync_notebook, teaching_budget,
+                            teaching_words)
 from cipherbook.viva.flashcards import card_parts, terminal_text
 from cipherbook.viva.view import notebook_html
 
@@ -85,19 +86,22 @@ def _outputs(args) -> int:
 
 def _words(args) -> int:
     notebooks = _notebooks(args.notebooks)
-    total = 0
+    total = prose = 0
     for path in notebooks:
         with _reading(path):
-            words = teaching_words(path)
+            words, all_words = teaching_words(path), prose_words(path)
         budget = teaching_budget(path)
         appendix = is_appendix(path)
         if not appendix:  # an appendix has its own budget and is not counted in the book's
             total += words
+        prose += all_words
         print(f"{path.name:28} {words:6,} words of teaching body (budget {budget:,}{', an appendix' if appendix else ''})"
-              f"{'  OVER' if words > budget else ''}")
+              f"{'  OVER' if words > budget else ''}; {all_words:,} with exercises, details and viva answers")
     if not args.notebooks:
         print(f"{'the chapters together':28} {total:6,} words (budget {BOOK_TEACHING_BUDGET:,})"
               f"{'  OVER' if total > BOOK_TEACHING_BUDGET else ''}")
+        print(f"{'all prose, appendix included':28} {prose:6,} words (budget {BOOK_PROSE_BUDGET:,})"
+              f"{'  OVER' if prose > BOOK_PROSE_BUDGET else ''}")
     return 0
 
 
