@@ -267,16 +267,19 @@ def student_line_in(text: str) -> str:
     return f" at {_STUDENT_CODE[_resolved(file)][-1][1]}:{line}"
 
 
-def _student_threads() -> list[tuple[threading.Thread, str]]:
-    """The threads still running, not daemons, whose code is a student's: (thread, its file)."""
+def _student_threads() -> list[tuple[threading.Thread, str | None]]:
+    """The threads still running, not daemons, once a student's code has run: (thread, the student's file its code
+    is in, None when that is not known: ``target=time.sleep``). [] when no student's code was loaded."""
+    if not _STUDENT_CODE:
+        return []
     found = []
     for thread in threading.enumerate():
         if thread is threading.main_thread() or thread.daemon or not thread.is_alive():
             continue
         target = getattr(thread, "_target", None)
         code = getattr(target, "__code__", None) or getattr(getattr(type(thread), "run", None), "__code__", None)
-        if code is not None and _resolved(code.co_filename) in _STUDENT_CODE:
-            found.append((thread, _STUDENT_CODE[_resolved(code.co_filename)][-1][1]))
+        entries = _STUDENT_CODE.get(_resolved(code.co_filename)) if code is not None else None
+        found.append((thread, entries[-1][1] if entries else None))
     return found
 
 
@@ -285,7 +288,8 @@ def _end_past_student_threads(prog: str, code: int) -> None:
     threads = _student_threads()
     if not threads:
         return
-    named = ", ".join(f"{thread.name} of {file}" for thread, file in threads)
+    named = ", ".join(thread.name + (f" of {file}" if file else "") for thread, file in threads[:2]) + \
+        (f" and {len(threads) - 2} more" if len(threads) > 2 else "")
     with contextlib.suppress(Exception):
         print(f"{prog}: note: your code left {len(threads)} thread{'s' if len(threads) > 1 else ''} running "
               f"({named}); cipherlab ends without waiting for {'them' if len(threads) > 1 else 'it'}: start a thread "

@@ -50,7 +50,8 @@ def _cmd_check(args) -> int:
         during = (f"in the check {check_report.RUNNING[0]!r}" if check_report.RUNNING[0]
                   else "while building and calling it as its interface says, before the first check")
         raise ValueError(f"check {args.part} {args.target}: did not end within {CHECK_TIME_LIMIT_S:g} s and was "
-                         f"stopped {during}: a loop that never ends in your code, or code far slower than it need be?") from None
+                         f"stopped {during}: a loop that never ends in your code, or code far slower than it need "
+                         "be?") from None
     finally:
         change = state_change(before)  # put back whatever happens
     print(report)

@@ -192,7 +192,7 @@ def _backprop(module: nn.Module, call: Callable[..., object], inputs: tuple[torc
             outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(o, torch.Tensor)]
             if not any(o.requires_grad for o in outs):
                 raise _Beyond(f"{what} returned an output that carries no gradient, so nothing before it would train: "
-                            f"is it {NO_GRAD_CAUSES}")
+                              f"is it {NO_GRAD_CAUSES}")
             _doing[0] = f"the backward pass through {what}"
             loss = sum((o.float() * randn(*o.shape, seed=2)).sum() for o in outs if o.requires_grad)
             try:
@@ -209,15 +209,17 @@ def _backprop(module: nn.Module, call: Callable[..., object], inputs: tuple[torc
                 else:
                     advice = f" (in the backward of the operation{made})" if made else ""
                 raise _Beyond(f"{_doing[0]} (a loss on its output, .backward()) raised {why(e)}{advice}") from None
-    missing = [name.removeprefix("inner.") for name, p in module.named_parameters() if p.requires_grad and p.grad is None]
+    missing = [name.removeprefix("inner.") for name, p in module.named_parameters()
+               if p.requires_grad and p.grad is None]
     if missing:
         listed = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
         raise _Beyond(f"its parameter{'s' if len(missing) > 1 else ''} {listed} got no gradient from a backward pass "
-                    f"through {what}, so training would never change {'them' if len(missing) > 1 else 'it'}: "
-                    f"{'are they' if len(missing) > 1 else 'is it'} {NO_GRAD_CAUSES}")
+                      f"through {what}, so training would never change {'them' if len(missing) > 1 else 'it'}: "
+                      f"{'are they' if len(missing) > 1 else 'is it'} {NO_GRAD_CAUSES}")
     if any(t.grad is None for t in inputs):
-        raise _Beyond(f"no gradient reaches its input{'s' if len(inputs) > 1 else ''} through {what}, so nothing before "
-                    f"it would train: is the output {NO_GRAD_CAUSES.replace('not used at all', 'made without it')}")
+        raise _Beyond(f"no gradient reaches its input{'s' if len(inputs) > 1 else ''} through {what}, so nothing "
+                      "before it would train: is the output made from x.detach(), x.data or x.tolist(), under "
+                      "torch.no_grad(), or without the input at all?")
     module.zero_grad(set_to_none=True)
 
 
