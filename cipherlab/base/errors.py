@@ -245,7 +245,8 @@ def blame(e: BaseException) -> str | None:
     place = student_place(e)
     if place is None:
         return None
-    return f"error in {_your(place)}: {type(e).__name__}: {first_line(e)}{_hint(place)}"
+    said = first_line(e)
+    return f"error in {_your(place)}: {type(e).__name__}{': ' + said if said else ''}{_hint(place)}"
 
 
 def student_line(e: BaseException) -> str:
