@@ -34,10 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv`` (None: the process's own command line, and the process ends with it: a thread
+    a student's part left running does not keep it alive)."""
+    whole_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv  # results record the command that made them
-    return run_command("cipherlab", args.func, args)  # any error: one line on stderr (cipherlab/base/errors.py)
+    # any error: one line on stderr (cipherlab/base/errors.py)
+    return run_command("cipherlab", args.func, args, leave_threads=whole_process)
 
 
 if __name__ == "__main__":

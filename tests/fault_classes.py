@@ -32,12 +32,16 @@ FUZZ = "tests/test_faults_fuzz.py::"
 MORE = "tests/test_faults_more.py::"
 CONFIG = "tests/test_config.py::"
 TRAIN = "tests/test_train.py::"
+BLAME = "tests/test_part_blame.py::"
 
 _BAD_TABLE = BAD + "test_a_bad_input_is_one_line_naming_the_path"
 _EXPORT = FUZZ + "test_a_damaged_export_is_refused_in_one_line"
 _PAYLOAD = FUZZ + "test_a_checkpoint_with_a_changed_payload_is_refused_in_one_line"
 _RECORDS = FUZZ + "test_a_checkpoint_with_changed_records_is_refused_in_one_line"
 _DISK = MORE + "test_a_full_disk_names_the_file_and_leaves_no_torn_one"
+_AUTOGRAD = BLAME + "test_a_part_that_breaks_autograd_is_refused_before_training"
+_RAISES = BLAME + "test_an_exception_in_a_part_is_named_as_the_students_with_its_line"
+_GLOBAL = BLAME + "test_a_part_changing_torch_global_settings_is_refused_and_undone"
 _RANGE = (CONFIG + "test_a_setting_out_of_its_range_is_refused_naming_the_range",
           CONFIG + "test_set_out_of_range_is_one_line_naming_the_flag_and_the_range")
 
@@ -199,6 +203,34 @@ FAULT_CLASSES: list[FaultClass] = [
            BAD + "test_an_error_nobody_foresaw_is_one_line_too", BAD + "test_the_real_entry_points_print_one_line"),
     _fault("part exits at import", "a --part file calling sys.exit(3)", MSG + "test_a_part_that_exits_at_import_is_named"),
     _fault("part loops at import", "a --part file that never returns", MSG + "test_a_part_that_loops_at_import_is_stopped_by_a_time_limit"),
+    # --------------------------------------------------------------- a student's part, past its interface
+    _fault("part changes a tensor autograd saved", "an in-place /= on a tensor the backward pass needs, refused before "
+           "training with the line that made it", _AUTOGRAD + "[in-place division]"),
+    _fault("part parameter gets no gradient", "a gain used under torch.no_grad(): refused before training, naming it",
+           _AUTOGRAD + "[gain under no_grad]"),
+    _fault("part output carries no gradient", "a forward under @torch.no_grad(): refused before training",
+           _AUTOGRAD + "[forward under no_grad]"),
+    _fault("part turns gradients off", "torch.set_grad_enabled(False) in forward: undone, refused before training",
+           _AUTOGRAD + "[grad mode off in forward]"),
+    _fault("part raises during training", "an exception in a part on longer inputs, mid-training: the student's, "
+           "with file, line and class, not a bug in cipherlab", _RAISES + "[train]"),
+    _fault("part raises during evaluation", "the same under evaluate", _RAISES + "[evaluate]"),
+    _fault("part raises during decoding", "the same under decrypt", _RAISES + "[decrypt]",
+           BLAME + "test_blame_finds_the_innermost_frame_in_the_students_file"),
+    _fault("part sets the default dtype", "torch.set_default_dtype(torch.float64) in forward, the constructor or at "
+           "import: the whole model would be float64; undone and refused",
+           _GLOBAL + "[default dtype in forward]", _GLOBAL + "[default dtype in the constructor]",
+           _GLOBAL + "[default dtype at import]", BLAME + "test_check_names_a_part_that_changed_the_default_dtype"),
+    _fault("part forward never returns", "a loop in forward: stopped by a time limit in train's trial and in check",
+           BLAME + "test_a_forward_that_never_returns_is_stopped_in_the_trial",
+           BLAME + "test_a_forward_that_never_returns_is_stopped_in_check"),
+    _fault("part leaves a thread running", "a non-daemon thread started by a part: check still ends, with a note",
+           BLAME + "test_a_thread_left_running_by_a_part_does_not_keep_check_from_ending"),
+    _fault("closed stdout", "python -m cipherlab ... >&-, or stdout closed during a command: one line, not a bug",
+           BLAME + "test_a_closed_stdout_is_one_line_not_a_bug",
+           BLAME + "test_stdout_closed_during_a_command_is_one_line_not_a_bug"),
+    _fault("reader reads nothing", "python -m cipherlab ... | head -c0: quiet, exit 0 or 141",
+           BLAME + "test_a_reader_that_reads_nothing_ends_the_command_quietly"),
     # --------------------------------------------------------------- settings out of range (one class each)
     _fault("label_smoothing out of range", "label_smoothing=2 (was a RuntimeError in training)", *_RANGE),
     _fault("seed out of range", "seed=-1 or 2**32", *_RANGE),

@@ -223,12 +223,13 @@ def _results_folder(results_dir: str, run_name: str) -> Path:
 
 
 def _note_parts(parts: dict, config) -> None:
-    """One line per part of the student's: what it replaces, and that only its interface was checked."""
+    """One line per part of the student's: what it replaces, and that only its interface (and a backward pass
+    through it) was checked."""
     for record in part_records(parts):
         part, name = record["part"], record["class"]
         check = f"python -m cipherlab check {PARTS[part].check(config)} {record['file'] or 'FILE.py'}:{name}"
-        print(f"note: {part} is your {name}, in place of {PARTS[part].replaces}; its interface fits "
-              f"(`{check}` checks its maths)")
+        print(f"note: {part} is your {name}, in place of {PARTS[part].replaces}; its interface fits and gradients "
+              f"flow through it (`{check}` checks its maths)")
 
 
 # --------------------------------------------------------------------------- evaluate / decrypt

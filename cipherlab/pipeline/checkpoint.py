@@ -41,7 +41,7 @@ from torch import nn
 from cipherlab.pipeline.codec import Codec, build_model, codec_from_artifacts
 from cipherlab.base.config import LEGACY_DEFAULTS, Config, config_from_dict
 from cipherlab.base.device import pick_device
-from cipherlab.base.errors import first_line, require_file, why, writable_file
+from cipherlab.base.errors import first_line, require_file, student_place, why, writable_file
 from cipherlab.student.parts import PartError, require_trained_parts, validate_parts
 
 __all__ = [
@@ -429,6 +429,8 @@ def model_from_payload(payload: dict, device: torch.device, path: str | os.PathL
     except PartError as e:
         raise PartError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        if student_place(e):
+            raise  # raised in a student's part: theirs to fix, named as such (errors.blame)
         raise CheckpointError(f"{path}: its configuration, tokenizers and weights do not fit together "
                               f"({why(e)}); export or train it again") from None
     return model.to(device).eval(), codec, config

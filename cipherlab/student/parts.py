@@ -29,9 +29,19 @@ needs no ``rotate`` method or ``head_dim``: :class:`cipherlab.student.adapters.R
 cipherlab's attention reads.
 
 Before any training starts each class is built with the configuration's sizes and run once on small
-random inputs (:func:`validate_parts`): a part that does not fit its interface is one line naming the
-part, the file and class, and the call or shape that went wrong. That checks the interface only;
+random inputs (:func:`validate_parts`), then once more with gradients on and one backward pass (a loss on
+its output, ``.backward()``), as training will: a part that does not fit its interface is one line naming
+the part, the file and class, and the call or shape that went wrong; so is one that breaks autograd (an
+in-place ``/=`` on a tensor the backward pass needs, named with the line that made it; an output or a
+parameter that gets no gradient, computed under ``torch.no_grad()`` or detached), one that changes PyTorch's
+global settings and leaves them so (``torch.set_default_dtype(torch.float64)`` would make the whole model
+float64, ``torch.set_grad_enabled(False)`` would stop training: each is undone and named, as at import),
+and one whose calls do not end within :data:`TRIAL_TIME_LIMIT_S` seconds. That checks the interface only;
 ``python -m cipherlab check`` checks the maths.
+
+Later, an exception raised inside a part's file, at any point of training, evaluation or decoding, is
+named as the student's with its file, line and class (:func:`cipherlab.base.errors.blame`: the files
+loaded here are registered with it), never as a bug in cipherlab.
 
 The checkpoint and the results record name each replaced part: ``{"part", "file", "class", "sha256",
 "class_sha256"}`` (:func:`part_records`; ``sha256`` is the file's, ``class_sha256`` the class's own source,
@@ -48,11 +58,11 @@ tool above both: the command line passes it in (``load=``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import os
-import signal
-import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -62,12 +72,12 @@ import torch
 from torch import nn
 
 from cipherlab.base.config import COMPONENTS, Config, ConfigError
-from cipherlab.base.errors import describe, why
+from cipherlab.base.errors import describe, register_student_code, student_line, student_line_in, why
 from cipherlab.models.attention import causal_mask, padding_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding
 from cipherlab.student.adapters import (MAX_LEN, RotaryAdapter, build_own_attention, build_own_norm,
                                        build_own_positional, build_own_rope)
-from cipherlab.student.trials import Unfit, randn
+from cipherlab.student.trials import TooLong, Unfit, randn, state_change, time_limit, torch_state
 
 __all__ = [
     "EDITED_PARTS",
@@ -76,6 +86,7 @@ __all__ = [
     "PARTS",
     "Part",
     "PartError",
+    "TRIAL_TIME_LIMIT_S",
     "check_names",
     "class_sha256",
     "import_parts",
@@ -104,14 +115,40 @@ class PartError(ValueError):
 # --------------------------------------------------------------------------- trial calls
 
 
+TRIAL_TIME_LIMIT_S = 60.0
+"""Seconds a part's trial calls (building it, its forward calls and a backward pass on small inputs, well under
+a second as written) may take before they are stopped: a loop that never ends would hang the command."""
+
+_doing = ["building it"]  # the trial call running now, for the time limit's message
+
+
+@contextlib.contextmanager
+def _kept(what: str):
+    """Run the body (a call of the student's, written out as ``what``); Unfit when it changed PyTorch's global
+    settings (:func:`cipherlab.student.trials.state_change`), which are put back in any case."""
+    _doing[0] = what
+    before = torch_state()
+    try:
+        yield
+    except BaseException:
+        state_change(before)
+        raise
+    change = state_change(before)
+    if change:
+        raise _Beyond(f"{what} {change}")
+
+
 def _build(make: Callable[[], object], call: str) -> nn.Module:
     """``make()``, a constructor call written out as ``call``; it must give an nn.Module (put in eval mode)."""
     try:
-        module = make()
+        with _kept(call):
+            module = make()
+    except Unfit:
+        raise
     except NotImplementedError:
         raise Unfit(f"{call} raised NotImplementedError: a stub still to be written") from None
     except Exception as e:
-        raise Unfit(f"{call} raised {why(e)}") from None
+        raise Unfit(f"{call} raised {why(e)}{student_line(e)}") from None
     if not isinstance(module, nn.Module):
         raise Unfit(f"{call} gave a {type(module).__name__}, not an nn.Module")
     _refuse_internals(type(module.inner if isinstance(module, RotaryAdapter) else module), module)
@@ -121,12 +158,69 @@ def _build(make: Callable[[], object], call: str) -> nn.Module:
 def _run(call: Callable[[], object], what: str):
     """``call()`` without gradients; an exception is Unfit naming ``what``."""
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _kept(what):
             return call()
+    except Unfit:
+        raise
     except NotImplementedError:
         raise Unfit(f"{what} raised NotImplementedError: a stub still to be written") from None
     except Exception as e:
-        raise Unfit(f"{what} raised {why(e)}") from None
+        raise Unfit(f"{what} raised {why(e)}{student_line(e)}") from None
+
+
+NO_GRAD_CAUSES = "computed under torch.no_grad(), through .detach(), .data or .item(), or not used at all?"
+
+
+def _backprop(module: nn.Module, call: Callable[..., object], inputs: tuple[torch.Tensor, ...], what: str) -> None:
+    """One backward pass as training makes: ``call(*inputs)`` with gradients on, a loss on its output (a random
+    weighting of it), ``.backward()``. Unfit when the call or the backward pass raises (an in-place change of a
+    tensor autograd saved is named with the line that made it, from PyTorch's anomaly mode), when the output
+    carries no gradient, or when a parameter of ``module`` or an input gets none."""
+    inputs = tuple(t.detach().clone().requires_grad_() for t in inputs)
+    module.zero_grad(set_to_none=True)
+    what = f"{what} with gradients on"
+    with torch.enable_grad(), warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        with torch.autograd.detect_anomaly(check_nan=False):
+            try:
+                with _kept(what):
+                    out = call(*inputs)
+            except Unfit:
+                raise
+            except Exception as e:
+                raise _Beyond(f"{what} raised {why(e)}{student_line(e)}") from None
+            outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(o, torch.Tensor)]
+            if not any(o.requires_grad for o in outs):
+                raise _Beyond(f"{what} returned an output that carries no gradient, so nothing before it would train: "
+                              f"is it {NO_GRAD_CAUSES}")
+            _doing[0] = f"the backward pass through {what}"
+            loss = sum((o.float() * randn(*o.shape, seed=2)).sum() for o in outs if o.requires_grad)
+            try:
+                with _kept(_doing[0]):
+                    loss.backward()
+            except Unfit:
+                raise
+            except Exception as e:
+                made = student_line_in("\n".join(str(w.message) for w in warned))
+                if "modified by an inplace operation" in str(e):
+                    advice = (f"; a tensor autograd saved{' (made' + made + ')' if made else ''} was changed in place "
+                              "afterwards: write `x = x / s`, not `x /= s` (nor x[...] = ..., x.add_(...) or "
+                              "masked_fill_ on it)")
+                else:
+                    advice = f" (in the backward of the operation{made})" if made else ""
+                raise _Beyond(f"{_doing[0]} (a loss on its output, .backward()) raised {why(e)}{advice}") from None
+    missing = [name.removeprefix("inner.") for name, p in module.named_parameters()
+               if p.requires_grad and p.grad is None]
+    if missing:
+        listed = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        raise _Beyond(f"its parameter{'s' if len(missing) > 1 else ''} {listed} got no gradient from a backward pass "
+                      f"through {what}, so training would never change {'them' if len(missing) > 1 else 'it'}: "
+                      f"{'are they' if len(missing) > 1 else 'is it'} {NO_GRAD_CAUSES}")
+    if any(t.grad is None for t in inputs):
+        raise _Beyond(f"no gradient reaches its input{'s' if len(inputs) > 1 else ''} through {what}, so nothing "
+                      "before it would train: is the output made from x.detach(), x.data or x.tolist(), under "
+                      "torch.no_grad(), or without the input at all?")
+    module.zero_grad(set_to_none=True)
 
 
 def _expect(out, what: str, shape: tuple[int, ...]) -> None:
@@ -160,6 +254,8 @@ def _try_attention(cls, config: Config) -> None:
     for name, mask in (("padding", pad), ("causal", pad | causal_mask(L))):  # and the decoder's masks
         what = f"forward(query, key, value, mask) on ({B}, {L}, {d}) inputs with a {name} mask"
         _expect(_run(lambda: module(x, x, x, mask), what), what, (B, L, d))
+    _backprop(module, lambda q, kv: module(q, kv, kv, pad | causal_mask(L)), (x, randn(B, L, d, seed=1)),
+              f"forward(query, key, value, mask) on ({B}, {L}, {d}) inputs with a causal mask")
 
 
 def _try_norm(cls, config: Config) -> None:
@@ -168,6 +264,7 @@ def _try_norm(cls, config: Config) -> None:
     x = randn(B, L, d) * 3 + 1
     what = f"forward(x) on a ({B}, {L}, {d}) input"
     _expect(_run(lambda: module(x), what), what, (B, L, d))
+    _backprop(module, module, (x,), what)
 
 
 def _try_positional(cls, config: Config) -> None:
@@ -178,6 +275,7 @@ def _try_positional(cls, config: Config) -> None:
     for offset in (0, 3):  # decoding adds the rows of later positions, one step at a time
         what = f"forward(x, {offset}) on a ({B}, {L}, {d}) input"
         _expect(_run(lambda: module(x, offset), what), what, (B, L, d))
+    _backprop(module, lambda x: module(x, 3), (x,), f"forward(x, 3) on a ({B}, {L}, {d}) input")
 
 
 def _try_rope(cls, config: Config) -> None:
@@ -195,6 +293,8 @@ def _try_rope(cls, config: Config) -> None:
     if callable(getattr(module.inner, "rotate", None)):  # cross-attention calls it (RotaryAdapter.rotate)
         what = f"rotate(x {tuple(q.shape)}, 3)"
         _expect(_run(lambda: module.rotate(q, 3), what), what, tuple(q.shape))
+    _backprop(module, lambda q, k: module.inner(q, k, offset=3), (q, k),
+              f"forward(q {tuple(q.shape)}, k {tuple(k.shape)}, offset=3)")
 
 
 # --------------------------------------------------------------------------- the registry
@@ -391,13 +491,23 @@ def validate_parts(parts: Mapping[str, type], config: Config) -> None:
         if not issubclass(cls, nn.Module):
             raise PartError(f"{label}: not a subclass of torch.nn.Module, so its weights would neither train nor "
                             f"be saved; write class {cls.__name__}(nn.Module)")
+        if cls in _LOADED:  # an exception in its file is the student's: say which check tries it
+            file, name, _ = _LOADED[cls]
+            register_student_code(file, part, name, f"python -m cipherlab check {spec.check(config)} {file}:{name}")
+        _doing[0] = "building it"
         with torch.random.fork_rng(devices=[]):
             try:
                 _refuse_internals(cls)
-                spec.trial(cls, config)
+                with time_limit(TRIAL_TIME_LIMIT_S):
+                    spec.trial(cls, config)
             except Unfit as e:
-                raise PartError(f"{label}: {e}" + ("" if isinstance(e, _Renamed) else
+                raise PartError(f"{label}: {e}" + ("" if isinstance(e, (_Renamed, _Beyond)) else
                                                    f"; the interface is {spec.interface}")) from None
+            except TooLong:
+                raise PartError(f"{label}: {_doing[0]} did not end within {TRIAL_TIME_LIMIT_S:g} s on small inputs "
+                                "(it takes well under a second when written as the interface says) and was stopped: a "
+                                f"loop that never ends? `python -m cipherlab check {spec.check(config)} "
+                                f"{_source_of(cls)[0] or 'FILE.py'}:{cls.__name__}` tries it step by step") from None
 
 
 # --------------------------------------------------------------------------- the --part option
@@ -439,6 +549,7 @@ def import_parts(values: Iterable[str] | None, *, load: Callable[[str], object],
         file, name = target.rpartition(":")[::2]
         if inspect.isclass(cls):
             _LOADED[cls], _SOURCES[cls] = (file, name, _sha256_of(file)), class_sha256(cls)
+        register_student_code(file, part, name, f"python -m cipherlab check {_CHECK_NAMES[part]} {file}:{name}")
         parts[part] = cls
     return parts
 
@@ -451,42 +562,40 @@ def load_parts(values: Iterable[str] | None, config: Config, *, load: Callable[[
     return parts
 
 
+_CHECK_NAMES = {"attention": "mha", "norm": "layernorm", "positional": "sinusoidal", "rope": "rope"}
+"""The ``check`` part of each ``--part`` before a configuration says which (gqa in C3, rmsnorm in C4)."""
+
 IMPORT_TIME_LIMIT_S = 60.0
 """Seconds a ``--part`` file may take to import (its top-level code: a loop there would hang the command)."""
 
 
-class _ImportTooLong(BaseException):
-    """Raised in the importing code when :data:`IMPORT_TIME_LIMIT_S` runs out (not an Exception: a student's
-    ``except Exception`` around the loop does not swallow it)."""
-
-
 def _load_in_time(load: Callable[[str], object], target: str):
-    """``load(target)``; a ValueError naming the file when importing it calls ``sys.exit`` or takes longer than
-    :data:`IMPORT_TIME_LIMIT_S` seconds. The time limit is ``SIGALRM``'s, on the main thread of a POSIX
-    system where no other alarm is running (a test runner's, say); elsewhere the import runs without one."""
+    """``load(target)``; a ValueError naming the file when importing it calls ``sys.exit``, takes longer than
+    :data:`IMPORT_TIME_LIMIT_S` seconds, or changes PyTorch's global settings (``torch.set_default_dtype``,
+    ``torch.set_grad_enabled``: put back, and named). The time limit is ``SIGALRM``'s, on the main thread of a
+    POSIX system where no other alarm is running (a test runner's, say); elsewhere the import runs without one
+    (:func:`cipherlab.student.trials.time_limit`)."""
     file = target.rpartition(":")[0]
     fix = 'importing a part\'s file should only define its classes: put what it runs under `if __name__ == "__main__":`'
-    timed = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-             and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
-
-    def too_long(signum, frame):
-        raise _ImportTooLong
-
-    previous = signal.signal(signal.SIGALRM, too_long) if timed else None
+    before = torch_state()
     try:
-        if timed:
-            signal.setitimer(signal.ITIMER_REAL, IMPORT_TIME_LIMIT_S)
-        return load(target)
+        with time_limit(IMPORT_TIME_LIMIT_S):
+            loaded = load(target)
     except SystemExit as e:
+        state_change(before)
         raise ValueError(f"importing {file} called sys.exit({'' if e.code is None else repr(e.code)}), "
                          f"which would end cipherlab; {fix}") from None
-    except _ImportTooLong:
+    except TooLong:
+        state_change(before)
         raise ValueError(f"importing {file} took more than {IMPORT_TIME_LIMIT_S:g} s and was stopped (a loop "
                          f"or a long computation at its top level?); {fix}") from None
-    finally:
-        if timed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+    except BaseException:
+        state_change(before)
+        raise
+    change = state_change(before)
+    if change:
+        raise ValueError(f"importing {file} {change}")
+    return loaded
 
 
 # --------------------------------------------------------------------------- a model trained with parts
@@ -575,6 +684,11 @@ def internals_refusal(names: Iterable[str]) -> str:
 
 class _Renamed(Unfit):
     """A trial's module sets a name nn.Module already has (:func:`shadowed_internals`)."""
+
+
+class _Beyond(Unfit):
+    """A trial found more than a misfit of the interface (a backward pass that fails, PyTorch's settings changed):
+    the message names the operation, the parameter or the setting, and the interface is not repeated."""
 
 
 def _refuse_internals(cls, module=None) -> None:

@@ -72,10 +72,15 @@ Check = Callable[[], tuple[bool, str]]
 STOPPERS = ("shape", "eval mode")  # a failure of one of these stops the rest of a part's checks
 
 
+RUNNING = [""]
+"""The name of the check running now ("" before a part's first): ``python -m cipherlab check``'s time limit names it."""
+
+
 def _run(part: str, subject: str, checks: list[tuple[str, Check]]) -> Report:
     """Run each (name, check); an exception is a FAIL naming it. A wrong shape stops the rest."""
     report = Report(part, subject)
     for name, check in checks:
+        RUNNING[0] = name
         try:
             with torch.no_grad():
                 passed, message = check()
