@@ -955,3 +955,315 @@ VALID = [  # (part, a right implementation or a convention the book allows)
     ("gqa", MyGQA),
     ("bpe", ReplayBPE),
 ]
+
+
+# =========================================================================== the user study's mistakes
+# A student wrote each part from scratch; these are the one-bug classes whose failure message used to name a
+# cause the code does not have, or that passed although training would break on them, each rewritten here in
+# our own words with one mistake. ``STUDY_BUGS`` lists (part, variant, the causes its message must NOT name);
+# ``STUDY_VALID`` the unusual but right implementations, which must pass (a WARN or a note is fine).
+# tests/check_counts.py counts, over ONE_BUG + STUDY_BUGS and VALID + STUDY_VALID, the mistakes caught, the false
+# alarms and the misdiagnoses; tests/test_check_study.py asserts them one by one.
+
+
+def attention_scales_q_in_place(q, k, v, mask=None):
+    """Right maths, but q is scaled in place: the caller's q is divided by sqrt(d) at every call."""
+    q.mul_(1 / math.sqrt(q.size(-1)))
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+    return scores.softmax(-1) @ v
+
+
+def attention_zeroes_partly_blocked_rows(q, k, v, mask=None):
+    """Rows that see no key are meant to be zeroed, but the test is mask.any: every row with one blocked key is."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is None:
+        return scores.softmax(-1) @ v
+    out = scores.masked_fill(mask, torch.finfo(scores.dtype).min).softmax(-1) @ v
+    return out.masked_fill(mask.expand(scores.shape).any(-1, keepdim=True), 0.0)
+
+
+class StudyMHA(nn.Module):
+    """A right multi-head (grouped-query) attention with a KV cache, built as train builds it: the baseline."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, rope=None, dropout=0.0):
+        super().__init__()
+        self.h, self.kv, self.d = n_heads, n_kv_heads or n_heads, d_model // n_heads
+        self.rope, self.drop = rope, nn.Dropout(dropout)
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, self.kv * self.d)
+        self.v_proj = nn.Linear(d_model, self.kv * self.d)
+        self.o_proj = nn.Linear(d_model, d_model)
+
+    def split(self, x, n):
+        return x.view(x.size(0), x.size(1), n, self.d).transpose(1, 2)
+
+    def merge(self, out):
+        return out.transpose(1, 2).reshape(out.size(0), out.size(2), -1)
+
+    def project(self, query, key, value, cache):
+        q = self.split(self.q_proj(query), self.h)
+        if cache is not None and cache.static and cache.k is not None:
+            return q, cache.k, cache.v, 0
+        k, v = self.split(self.k_proj(key), self.kv), self.split(self.v_proj(value), self.kv)
+        offset = cache.length if cache is not None and not cache.static else 0
+        if self.rope is not None:
+            q, k = self.rope(q, k, offset=offset)
+        if cache is not None:
+            k, v = cache.update(k, v)
+        return q, k, v, offset
+
+    def attend(self, q, k, v, mask):
+        g = self.h // self.kv
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d)
+        if mask is not None:
+            scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+        return self.drop(scores.softmax(-1)) @ v
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        q, k, v, _ = self.project(query, key, value, cache)
+        return self.o_proj(self.merge(self.attend(q, k, v, mask)))
+
+
+class MHAWithoutDropoutArgument(StudyMHA):
+    """No dropout= in the constructor: check built it without one, train passes dropout=p and refuses it."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, rope=None):
+        super().__init__(d_model, n_heads, n_kv_heads, rope)
+
+
+class MHAMaskDroppedWithCache(StudyMHA):
+    """The mask is left out whenever a cache is given ("the cache only ever holds the past")."""
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        return super().forward(query, key, value, None if cache is not None else mask, cache)
+
+
+class MHACacheUpdatedTwice(StudyMHA):
+    """The new keys are appended twice: once to read them, once more "to store them"."""
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        q, k, v, _ = self.project(query, key, value, cache)
+        if cache is not None and not cache.static:
+            cache.update(k[:, :, -query.size(1):], v[:, :, -query.size(1):])
+        return self.o_proj(self.merge(self.attend(q, k, v, mask)))
+
+
+class MHAStaticCacheAppends(StudyMHA):
+    """A static cache treated like a growing one: the memory is projected and appended at every step."""
+
+    def project(self, query, key, value, cache):
+        q = self.split(self.q_proj(query), self.h)
+        k, v = self.split(self.k_proj(key), self.kv), self.split(self.v_proj(value), self.kv)
+        offset = cache.length if cache is not None and not cache.static else 0
+        if self.rope is not None:
+            q, k = self.rope(q, k, offset=offset)
+        if cache is not None:
+            k, v = cache.update(k, v)
+        return q, k, v, offset
+
+
+class MHARopeBeforeSplit(StudyMHA):
+    """RoPE applied to the projections (B, L, D) before the head split."""
+
+    def project(self, query, key, value, cache):
+        qp, kp = self.q_proj(query), self.k_proj(key)
+        offset = cache.length if cache is not None and not cache.static else 0
+        if self.rope is not None:
+            qp, kp = self.rope(qp[:, None], kp[:, None], offset=offset)
+            qp, kp = qp[:, 0], kp[:, 0]
+        q, k, v = self.split(qp, self.h), self.split(kp, self.kv), self.split(self.v_proj(value), self.kv)
+        if cache is not None:
+            k, v = cache.update(k, v)
+        return q, k, v, offset
+
+
+class MHAStaticCacheNeverFilled(StudyMHA):
+    """Right outputs, but a static cache is never filled: the memory is projected again at every step."""
+
+    def project(self, query, key, value, cache):
+        if cache is not None and cache.static:
+            cache = None
+        return super().project(query, key, value, cache)
+
+
+class MHAHeadsStrided(StudyMHA):
+    """A valid head layout of its own: feature f goes to head f % H (a fixed permutation of the projections)."""
+
+    def split(self, x, n):
+        return x.view(x.size(0), x.size(1), self.d, n).permute(0, 3, 1, 2)
+
+    def merge(self, out):
+        return out.permute(0, 2, 3, 1).reshape(out.size(0), out.size(2), -1)
+
+
+class MHANoCacheArgument(StudyMHA):
+    """Right, without a cache= argument: cached decoding cannot be checked (train never needs it)."""
+
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, key, value, mask)
+
+
+class WrappingSinusoidal(MySinusoidal):
+    """A table of ROWS rows whatever max_len says, indexed modulo its length ("positions repeat anyway")."""
+
+    ROWS = 128
+
+    def __init__(self, d_model, max_len=4096, dropout=0.0):
+        super().__init__(d_model, self.ROWS)
+
+    def forward(self, x, offset=0):
+        rows = torch.arange(offset, offset + x.size(1)) % self.table.size(0)
+        return self.drop(x + self.table[rows].to(x.dtype))
+
+
+class WrappingSinusoidal512(WrappingSinusoidal):
+    """The same, at 512 rows: right for every sentence, wrong past 512 positions."""
+
+    ROWS = 512
+
+
+class SinusoidalSliceToLength(MySinusoidal):
+    """table[offset:L] where table[offset:offset + L] is meant: at an offset, too few rows."""
+
+    def __init__(self, d_model, max_len=4096, dropout=0.0):
+        super().__init__(d_model, max_len)
+
+    def forward(self, x, offset=0):
+        return self.drop(x + self.table[offset:x.size(1)].to(x.dtype))
+
+
+class SinusoidalTableOfFirstCall(nn.Module):
+    """Builds its table at the first call, as long as that call's input, and keeps it."""
+
+    def __init__(self, d_model, max_len=4096, dropout=0.0):
+        super().__init__()
+        self.d, self.table, self.drop = d_model, None, nn.Dropout(dropout)
+
+    def forward(self, x, offset=0):
+        if self.table is None:
+            self.table = MySinusoidal.make(self, self.d, offset + x.size(1))
+        return self.drop(x + self.table[offset:offset + x.size(1)].to(x.dtype))
+
+
+class RoPEPositionsWrap32(MyRoPE):
+    """Positions taken modulo 32 ("the table only needs 32 rows")."""
+
+    def rot(self, x, start):
+        rows = torch.arange(start, start + x.size(-2)) % 32
+        cos, sin = self.cos[rows], self.sin[rows]
+        return (x.float() * cos + _rotate_half(x.float()) * sin).to(x.dtype)
+
+
+class RoPEComplex(nn.Module):
+    """A valid RoPE with complex numbers (pairs (x0, x1), (x2, x3), ...): the angles are a complex buffer,
+    which .to(torch.float64) casts to real, dropping the imaginary part (hence a WARN, not a FAIL)."""
+
+    def __init__(self, head_dim, max_len=4096):
+        super().__init__()
+        angles = torch.outer(torch.arange(max_len).float(), _inv_freq(head_dim))
+        self.register_buffer("turn", torch.polar(torch.ones_like(angles), angles), persistent=False)
+
+    def rot(self, x, start):
+        pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2).contiguous())
+        turned = pairs * self.turn[start:start + x.size(-2)]
+        return torch.view_as_real(turned).flatten(-2).to(x.dtype)
+
+    def forward(self, q, k, offset=0):
+        return self.rot(q, offset), self.rot(k, offset)
+
+
+class LayerNormBufferGainShift(nn.Module):
+    """The gain and shift as buffers named g and b: they never train."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("g", torch.ones(d_model))
+        self.register_buffer("b", torch.zeros(d_model))
+
+    def forward(self, x):
+        x32 = x.float()
+        mean = x32.mean(-1, keepdim=True)
+        var = ((x32 - mean) ** 2).mean(-1, keepdim=True)
+        return ((x32 - mean) / torch.sqrt(var + self.eps) * self.g + self.b).to(x.dtype)
+
+
+class RMSNormWithBias(MyRMSNorm):
+    """RMSNorm with a shift added, as LayerNorm has: RMSNorm has none."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        return super().forward(x) + self.bias.to(x.dtype)
+
+
+class LayerNormUpcast(MyLayerNorm):
+    """A valid LayerNorm computing in float32 with x.float() and returning float32 even for float64 inputs
+    (the assignment never trains in float64: a WARN, not a FAIL)."""
+
+    def forward(self, x):
+        out = super().forward(x.float())
+        return out if x.dtype == torch.float64 else out.to(x.dtype)
+
+
+class DropLastIdBPE(TextbookBPE):
+    """decode skips the last id (ids[:-1], from a loop that stopped one early)."""
+
+    def decode(self, ids):
+        return "".join(self.tokens[i] for i in ids[:-1])
+
+
+class PoolingZeroedBeforeNorm(nn.Module):
+    """Patch pooling as the BLT's, but empty patches are zeroed BEFORE the LayerNorm, which then adds beta."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        from cipherlab.models.attention import MultiHeadAttention
+        from cipherlab.models.norm import LayerNorm
+        self.query = nn.Parameter(torch.randn(d_model) * 0.02)
+        self.attn = MultiHeadAttention(d_model, n_heads, 0.0)
+        self.norm = LayerNorm(d_model)
+
+    def forward(self, x, member):
+        B, L, D = x.shape
+        K = member.size(1)
+        empty = member.sum(-1) == 0
+        q = self.query.expand(B, K, D)
+        pooled = self.attn(q, x, x, ~member[:, None])  # (B, K, D), each patch reads its own bytes
+        return self.norm(pooled.masked_fill(empty[..., None], 0.0)), empty
+
+
+STUDY_BUGS = [  # (part, the variant, the causes its message must not name)
+    ("attention", attention_scales_q_in_place, ("not divided by sqrt", "shrunk by more")),
+    ("attention", attention_zeroes_partly_blocked_rows, ("after the softmax", "True = keep", "not applied")),
+    ("mha", MHAWithoutDropoutArgument, ()),
+    ("mha", MHAMaskDroppedWithCache, ("never append",)),
+    ("mha", MHACacheUpdatedTwice, ()),
+    ("mha", MHAStaticCacheAppends, ()),
+    ("mha", MHARopeBeforeSplit, ()),
+    ("sinusoidal", WrappingSinusoidal, ("in float32", "bfloat16")),
+    ("sinusoidal", WrappingSinusoidal512, ("in float32", "bfloat16")),
+    ("sinusoidal", SinusoidalSliceToLength, ()),
+    ("sinusoidal", SinusoidalTableOfFirstCall, ()),
+    ("rope", RoPEPositionsWrap32, ("layout must match", "in float32", "bfloat16")),
+    ("layernorm", LayerNormBufferGainShift, ("name it gamma",)),
+    ("rmsnorm", RMSNormWithBias, ()),
+    ("bpe", DropLastIdBPE, ("encode(",)),
+    ("pooling", PoolingZeroedBeforeNorm, ()),
+]
+
+STUDY_VALID = [  # (part, a right but unusual implementation): passes, perhaps with a WARN or a note
+    ("mha", StudyMHA),
+    ("gqa", StudyMHA),
+    ("mha", MHAHeadsStrided),
+    ("gqa", MHAHeadsStrided),
+    ("mha", MHAStaticCacheNeverFilled),
+    ("mha", MHANoCacheArgument),
+    ("rope", RoPEComplex),
+    ("layernorm", LayerNormUpcast),
+]
