@@ -970,9 +970,10 @@ def attention_scales_q_in_place(q, k, v, mask=None):
     """Right maths, but q is scaled in place: the caller's q is divided by sqrt(d) at every call."""
     q.mul_(1 / math.sqrt(q.size(-1)))
     scores = q @ k.transpose(-2, -1)
-    if mask is not None:
-        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
-    return scores.softmax(-1) @ v
+    if mask is None:
+        return scores.softmax(-1) @ v
+    out = scores.masked_fill(mask, torch.finfo(scores.dtype).min).softmax(-1) @ v
+    return out.masked_fill(mask.expand(scores.shape).all(-1, keepdim=True), 0.0)
 
 
 def attention_zeroes_partly_blocked_rows(q, k, v, mask=None):
@@ -1069,6 +1070,8 @@ class MHARopeBeforeSplit(StudyMHA):
     """RoPE applied to the projections (B, L, D) before the head split."""
 
     def project(self, query, key, value, cache):
+        if cache is not None and cache.static and cache.k is not None:
+            return self.split(self.q_proj(query), self.h), cache.k, cache.v, 0
         qp, kp = self.q_proj(query), self.k_proj(key)
         offset = cache.length if cache is not None and not cache.static else 0
         if self.rope is not None:
