@@ -363,9 +363,9 @@ class RoPEWithApply(MyRoPE):
 class MySinusoidal(nn.Module):
     """Right sinusoidal positions (interleaved sin/cos), the baseline of the slips below."""
 
-    def __init__(self, d_model, max_len=4096):
+    def __init__(self, d_model, max_len=4096, dropout=0.1):
         super().__init__()
-        self.drop = nn.Dropout(0.1)
+        self.drop = nn.Dropout(dropout)
         self.register_buffer("table", self.make(d_model, max_len), persistent=False)
 
     def make(self, d_model, max_len):
@@ -1115,7 +1115,7 @@ class WrappingSinusoidal(MySinusoidal):
     ROWS = 128
 
     def __init__(self, d_model, max_len=4096, dropout=0.0):
-        super().__init__(d_model, self.ROWS)
+        super().__init__(d_model, self.ROWS, dropout)
 
     def forward(self, x, offset=0):
         rows = torch.arange(offset, offset + x.size(1)) % self.table.size(0)
@@ -1130,9 +1130,6 @@ class WrappingSinusoidal512(WrappingSinusoidal):
 
 class SinusoidalSliceToLength(MySinusoidal):
     """table[offset:L] where table[offset:offset + L] is meant: at an offset, too few rows."""
-
-    def __init__(self, d_model, max_len=4096, dropout=0.0):
-        super().__init__(d_model, max_len)
 
     def forward(self, x, offset=0):
         return self.drop(x + self.table[offset:x.size(1)].to(x.dtype))
