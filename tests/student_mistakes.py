@@ -1253,7 +1253,7 @@ STUDY_BUGS = [  # (part, the variant, the causes its message must not name)
     ("rope", RoPEPositionsWrap32, ("layout must match", "in float32", "bfloat16")),
     ("layernorm", LayerNormBufferGainShift, ("name it gamma",)),
     ("rmsnorm", RMSNormWithBias, ()),
-    ("bpe", DropLastIdBPE, ("encode(",)),
+    ("bpe", DropLastIdBPE, ("encoding ", "replaying your merges", "longest known token")),
     ("pooling", PoolingZeroedBeforeNorm, ()),
 ]
 

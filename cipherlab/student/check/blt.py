@@ -210,6 +210,7 @@ def pooling(cls) -> Report:
     module = _interface_build(lambda: cls(D_MODEL, N_HEADS), build, POOLING_INTERFACE)
     if isinstance(module, nn.Module):
         module.eval()
+        _randomise_norms(module)
     x, member = _pooling_input()
     _interface_value(lambda: module(x, member), f"{build}(x, member)", POOLING_INTERFACE,
                      lambda out: isinstance(out, tuple) and all(isinstance(t, torch.Tensor) for t in out)
@@ -222,6 +223,20 @@ def pooling(cls) -> Report:
         ("reference", partial(_pooling_reference, module)),
         ("gradients", partial(_pooling_gradients, module)),
     ])
+
+
+def _randomise_norms(module: nn.Module) -> None:
+    """Random gain (about 1) and shift (about 0) in every norm inside ``module`` (a submodule whose class name holds
+    "Norm"), as a trained model has them: a norm's output at construction (gain 1, shift 0) hides where a vector
+    is zeroed, before the norm (which then adds the shift) or after it."""
+    gen = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        for _, sub in sorted(module.named_modules(), key=lambda item: item[0]):
+            if "Norm" not in type(sub).__name__:
+                continue
+            for name, p in sorted(sub.named_parameters(recurse=False)):
+                gain = name in ("gamma", "weight", "scale")
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.5 + (1.0 if gain else 0.0))
 
 
 def _pooling_input(content: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -284,7 +299,11 @@ def _pooling_order(module) -> tuple[bool, str]:
     x, member = _pooling_input(content)
     mean = member.float() @ x / member.sum(-1, keepdim=True).clamp(min=1)
     pooled = _pooling_out(module, content)[0]
-    is_mean = any(_close(pooled, m[0], 1e-4) for m in (mean, F.layer_norm(mean, (D_MODEL,), eps=1e-5)))
+    norms = [mean, F.layer_norm(mean, (D_MODEL,), eps=1e-5)]
+    own = getattr(module, "norm", None)
+    if callable(own):
+        norms.append(own(mean))  # the mean through the module's own (randomised) norm
+    is_mean = any(_close(pooled, m[0], 1e-4) for m in norms)
     return False, ("swapping two bytes inside a patch leaves its vector unchanged: "
                    + ("it is the mean of its bytes' vectors, " if is_mean else "")
                    + "blind to their order, as a mean of (content + position) vectors is (the 'bag of bits' bug); "

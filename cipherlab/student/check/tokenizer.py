@@ -82,6 +82,7 @@ def bpe(obj) -> Report:
     return _run("bpe", _label(obj), [
         ("merges", partial(_bpe_merges, tok)),
         ("pre-token boundaries", partial(_bpe_boundaries, tok)),
+        ("decode", partial(_bpe_decode, tok)),
         ("encode", partial(_bpe_encode, tok)),
         ("round trip", partial(_bpe_round_trip, tok)),
         ("vocabulary size", partial(_bpe_vocab, tok)),
@@ -107,6 +108,8 @@ def _bpe_runs(obj) -> tuple[bool, str]:
                            if bpe_merges(pieces, len(mine), merge=merge) == mine), "")
         theirs = repr(right[i]) if i < len(right) else "none (the corpus runs out of pairs)"
         return False, f"trained on {corpus}, merge {i} is {mine[i]!r} where the textbook loop learns {theirs}{bug}"
+    if _decode_problem(tok, RUNS_UNSEEN[0]):
+        raise Unfit("the encoder is read through decode([id]), which is wrong (see 'decode'): fix that first")
     alphabet = sorted(set("".join(RUNS_CORPUS)))
     ref = BPETokenizer(mine, alphabet, unk=True)
     for text in RUNS_UNSEEN:
@@ -235,7 +238,38 @@ def _bpe_boundaries(tok) -> tuple[bool, str]:
                   "a pre-token")
 
 
+def _decode_problem(tok, text: str = BPE_UNSEEN) -> str:
+    """What is wrong with ``tok.decode`` on the ids of ``text`` ("" if nothing): decode(ids) must join the
+    strings of the ids one at a time, and no id may decode to ''. The encoder's checks read tokens through
+    decode([id]), so they stop at a problem here rather than blame encode."""
+    ids = [int(i) for i in tok.encode(text)]
+    alone = [tok.decode([i]) for i in ids]
+    joined = tok.decode(ids)
+    empty = [i for i, t in zip(ids, alone) if t == ""]
+    if empty:
+        return (f"decode([id]) gives '' for id {empty[0]} ({len(empty)} of the {len(ids)} ids of {text!r}): decode "
+                "of one id must give that id's token string")
+    if joined != "".join(alone):
+        at = next((k for k, (a, b) in enumerate(zip(joined, "".join(alone))) if a != b), min(len(joined),
+                                                                                            len("".join(alone))))
+        return (f"decode(ids) for the {len(ids)} ids {ids[:6]}{' ...' if len(ids) > 6 else ''} of {text!r} gives "
+                f"{len(joined)} characters, ending {joined[-12:]!r}, where their tokens one at a time join to "
+                f"{len(''.join(alone))}, ending {''.join(alone)[-12:]!r} (first difference at character {at}); "
+                "decode must join the token string of every id it is given, the last one included")
+    return ""
+
+
+def _bpe_decode(tok) -> tuple[bool, str]:
+    for text in (BPE_UNSEEN, "t", _random_text(40, seed=2)):
+        problem = _decode_problem(tok, text)
+        if problem:
+            return False, problem
+    return True, "decode(ids) joins the token strings of the ids, each id one non-empty string"
+
+
 def _bpe_encode(tok) -> tuple[bool, str]:
+    if _decode_problem(tok):
+        raise Unfit("encode is read through decode([id]), which is wrong (see 'decode'): fix that first")
     merges = _pairs(tok)
     for text in (BPE_UNSEEN, _random_text(60, seed=1)):
         mine, expected = _tokens(tok, text), _replay(text, merges)
@@ -278,10 +312,15 @@ def _random_text(n: int, seed: int) -> str:
 def _bpe_round_trip(tok) -> tuple[bool, str]:
     texts = [BPE_UNSEEN, "  the   cat ", "t", "", *(_random_text(40 + 10 * k, seed=k) for k in range(3))]
     for text in texts:
-        out = tok.decode([int(i) for i in tok.encode(text)])
+        ids = [int(i) for i in tok.encode(text)]
+        out = tok.decode(ids)
         if out != text:
-            return False, (f"decode(encode({text!r})) gives {out!r}: every character, spaces included, must come "
-                           "back (pre-tokens concatenate to the text; decode joins the token strings)")
+            at = next((k for k, (a, b) in enumerate(zip(out, text)) if a != b), min(len(out), len(text)))
+            return False, (f"decode(encode({text!r})) gives {out!r}: {len(out)} characters for {len(text)}, first "
+                           f"different at character {at} ({text[at:at + 1]!r} expected, {out[at:at + 1]!r} given); "
+                           f"the ids were {ids[:8]}{' ...' if len(ids) > 8 else ''}"
+                           + ("; decode is wrong too (see 'decode')" if _decode_problem(tok, text or "t") else
+                              "; every character, spaces included, must come back"))
     return True, f"decode(encode(text)) gives text back for {len(texts)} unseen texts (random strings and '' too)"
 
 
