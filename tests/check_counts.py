@@ -50,10 +50,10 @@ def _failing(report) -> list[str]:
 
 
 def counts(bugs=None, study=None, valid=None) -> Counts:
-    """Run every set (the defaults: ONE_BUG, STUDY_BUGS, VALID + STUDY_VALID) and count."""
+    """Run every set (the defaults: ONE_BUG, STUDY_BUGS, VALID + STUDY_VALID + FLOAT64_WARNED) and count."""
     bugs = mistakes.ONE_BUG if bugs is None else bugs
     study = mistakes.STUDY_BUGS if study is None else study
-    valid = mistakes.VALID + mistakes.STUDY_VALID if valid is None else valid
+    valid = mistakes.VALID + mistakes.STUDY_VALID + mistakes.FLOAT64_WARNED if valid is None else valid
     c = Counts()
     for part, obj, name, words in bugs:
         label, report = f"{part}:{obj.__name__}", _run(part, obj)

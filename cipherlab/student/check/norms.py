@@ -146,13 +146,14 @@ def _randomised_pair(module: nn.Module, kind: str) -> tuple[nn.Module, nn.Module
     RMSNorm should not have shows), and cipherlab's with the same gain (and shift)."""
     module, ref = copy.deepcopy(module).eval(), NORMS[kind](16, eps=1e-5)
     gen = torch.Generator().manual_seed(3)
-    gain = _parameter(module, GAINS)
+    gain, shift = _parameter(module, GAINS), _parameter(module, SHIFTS)
+    others = [p for _, p in sorted(module.named_parameters()) if p is not gain and p is not shift
+              and p.is_floating_point()] if isinstance(module, nn.Module) else []
     with torch.no_grad():
-        for _, p in sorted(module.named_parameters()) if isinstance(module, nn.Module) else []:
-            if p.is_floating_point():
-                p.copy_(torch.randn(p.shape, generator=gen) * (0.5 if p is gain else 1.0) + (1.0 if p is gain else 0.0))
-        for names, theirs in ((GAINS, ref.gamma), (SHIFTS, getattr(ref, "beta", None))):
-            mine = _parameter(module, names)
+        for mine, start in ((gain, 1.0), (shift, 0.0), *((p, 0.0) for p in others)):
+            if mine is not None:
+                mine.copy_(torch.randn(mine.shape, generator=gen) + start)
+        for mine, theirs in ((gain, ref.gamma), (shift, getattr(ref, "beta", None))):
             if mine is not None and theirs is not None and mine.shape == theirs.shape:
                 theirs.copy_(mine)
     return module, ref
