@@ -492,7 +492,8 @@ def _mha_reference(module, kind: str) -> tuple[bool, str]:
         bug = _mha_diagnosis(module)
         if not bug:
             raise
-        return False, f"{bug[2:]} (with the reference's inputs it raised {why(e)})"  # the mistake first
+        said = str(e) if isinstance(e, Unfit) else f"it raised {why(e)}"
+        return False, f"{bug[2:]} (with the reference's inputs, {said})"  # the mistake first
     what = "GroupedQueryAttention" if kind == "gqa" else "MultiHeadAttention"
     said = ", ".join(f"{k} {v:.1e}" for k, v in gaps.items())
     if max(gaps.values()) <= FLOAT32_TOL and getattr(ref, "strided_layout", False):

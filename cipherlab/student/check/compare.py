@@ -205,7 +205,10 @@ class Guarded:
 def _changed_inputs(call: Callable, inputs: dict[str, torch.Tensor]) -> tuple[bool, str]:
     """PASS when ``call(**inputs)`` leaves every input as it was; FAIL naming each input changed in place."""
     before = {n: t.clone() for n, t in inputs.items()}
-    call(**inputs)
+    try:
+        call(**inputs)
+    except Exception as e:
+        raise Unfit(f"{describe_call('forward', (), inputs)} raised {why(e)}") from None
     changed = [f"{n} (by up to {_gap(inputs[n], before[n]):.2g})" for n in inputs
                if not torch.equal(inputs[n], before[n])]
     if not changed:
