@@ -49,38 +49,32 @@ def _failing(report) -> list[str]:
     return [report] if isinstance(report, str) else [f.message for f in report.findings if not f.passed]
 
 
+def _count(c: Counts, part: str, obj, right) -> None:
+    """Run one one-bug class into ``c``: missed, caught and (``right(report)`` false) misdiagnosed, bare."""
+    label, report = f"{part}:{obj.__name__}", _run(part, obj)
+    c.bugs += 1
+    failing = _failing(report)
+    if not failing:
+        c.missed.append(label)
+        return
+    c.caught += 1
+    if not right(report):
+        c.misdiagnosed.append(label)
+    if any(m.startswith("raised ") for m in failing):
+        c.bare.append(label)
+
+
 def counts(bugs=None, study=None, valid=None) -> Counts:
     """Run every set (the defaults: ONE_BUG, STUDY_BUGS, VALID + STUDY_VALID + FLOAT64_WARNED) and count."""
     bugs = mistakes.ONE_BUG if bugs is None else bugs
     study = mistakes.STUDY_BUGS if study is None else study
     valid = mistakes.VALID + mistakes.STUDY_VALID + mistakes.FLOAT64_WARNED if valid is None else valid
     c = Counts()
-    for part, obj, name, words in bugs:
-        label, report = f"{part}:{obj.__name__}", _run(part, obj)
-        c.bugs += 1
-        failing = _failing(report)
-        if not failing:
-            c.missed.append(label)
-            continue
-        c.caught += 1
-        if isinstance(report, str):
-            right = words in report
-        else:
-            right = any(f.name == name and not f.passed and words in f.message for f in report.findings)
-        if not right:
-            c.misdiagnosed.append(label)
-        c.bare += [label] if any(m.startswith("raised ") for m in failing) else []
-    for part, obj, wrong in study:
-        label, report = f"{part}:{obj.__name__}", _run(part, obj)
-        c.bugs += 1
-        failing = _failing(report)
-        if not failing:
-            c.missed.append(label)
-            continue
-        c.caught += 1
-        if any(cause in m for m in failing for cause in wrong):
-            c.misdiagnosed.append(label)
-        c.bare += [label] if any(m.startswith("raised ") for m in failing) else []
+    for part, obj, name, words in bugs:  # misdiagnosed: its named check does not fail with its words
+        _count(c, part, obj, lambda report, name=name, words=words: words in report if isinstance(report, str)
+               else any(f.name == name and not f.passed and words in f.message for f in report.findings))
+    for part, obj, wrong in study:  # misdiagnosed: a failing line names a cause listed as wrong for it
+        _count(c, part, obj, lambda report, wrong=wrong: not any(c in m for m in _failing(report) for c in wrong))
     for part, obj in valid:
         c.valid += 1
         if _failing(_run(part, obj)):

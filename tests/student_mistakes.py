@@ -436,10 +436,13 @@ class MyLayerNorm(nn.Module):
         self.beta = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x):
+        return self.normalise(x, self.gamma, self.beta)
+
+    def normalise(self, x, gain, shift):
         x32 = x.float()
         mean = x32.mean(-1, keepdim=True)
         var = ((x32 - mean) ** 2).mean(-1, keepdim=True)
-        return ((x32 - mean) / torch.sqrt(var + self.eps) * self.gamma + self.beta).to(x.dtype)
+        return ((x32 - mean) / torch.sqrt(var + self.eps) * gain + shift).to(x.dtype)
 
 
 class RMSNormNoEps(MyRMSNorm):
@@ -981,35 +984,29 @@ def attention_zeroes_partly_blocked_rows(q, k, v, mask=None):
     return out.masked_fill(mask.expand(scores.shape).any(-1, keepdim=True), 0.0)
 
 
-class StudyMHA(nn.Module):
-    """A right multi-head (grouped-query) attention with a KV cache, built as train builds it: the baseline."""
+class StudyMHA(MyGQA):
+    """A right multi-head (grouped-query) attention with a KV cache and dropout, built as train builds it: the
+    baseline of the study's attention mistakes (MyGQA's projections, head split and merge)."""
 
     def __init__(self, d_model, n_heads, n_kv_heads=None, rope=None, dropout=0.0):
-        super().__init__()
-        self.h, self.kv, self.d = n_heads, n_kv_heads or n_heads, d_model // n_heads
-        self.rope, self.drop = rope, nn.Dropout(dropout)
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, self.kv * self.d)
-        self.v_proj = nn.Linear(d_model, self.kv * self.d)
-        self.o_proj = nn.Linear(d_model, d_model)
-
-    def split(self, x, n):
-        return x.view(x.size(0), x.size(1), n, self.d).transpose(1, 2)
-
-    def merge(self, out):
-        return out.transpose(1, 2).reshape(out.size(0), out.size(2), -1)
+        super().__init__(d_model, n_heads, n_kv_heads, rope)
+        self.drop = nn.Dropout(dropout)
 
     def project(self, query, key, value, cache):
-        q = self.split(self.q_proj(query), self.h)
-        if cache is not None and cache.static and cache.k is not None:
+        q = self.heads(self.q_proj(query), self.h)
+        if self.reuses(cache):
             return q, cache.k, cache.v, 0
-        k, v = self.split(self.k_proj(key), self.kv), self.split(self.v_proj(value), self.kv)
+        k, v = self.heads(self.k_proj(key), self.kv), self.heads(self.v_proj(value), self.kv)
         offset = cache.length if cache is not None and not cache.static else 0
         if self.rope is not None:
             q, k = self.rope(q, k, offset=offset)
         if cache is not None:
             k, v = cache.update(k, v)
         return q, k, v, offset
+
+    def reuses(self, cache):
+        """Whether the keys and values are the static cache's, filled at the first step."""
+        return cache is not None and cache.static and cache.k is not None
 
     def attend(self, q, k, v, mask):
         g = self.h // self.kv
@@ -1051,29 +1048,22 @@ class MHACacheUpdatedTwice(StudyMHA):
 class MHAStaticCacheAppends(StudyMHA):
     """A static cache treated like a growing one: the memory is projected and appended at every step."""
 
-    def project(self, query, key, value, cache):
-        q = self.split(self.q_proj(query), self.h)
-        k, v = self.split(self.k_proj(key), self.kv), self.split(self.v_proj(value), self.kv)
-        offset = cache.length if cache is not None and not cache.static else 0
-        if self.rope is not None:
-            q, k = self.rope(q, k, offset=offset)
-        if cache is not None:
-            k, v = cache.update(k, v)
-        return q, k, v, offset
+    def reuses(self, cache):
+        return False
 
 
 class MHARopeBeforeSplit(StudyMHA):
     """RoPE applied to the projections (B, L, D) before the head split."""
 
     def project(self, query, key, value, cache):
-        if cache is not None and cache.static and cache.k is not None:
-            return self.split(self.q_proj(query), self.h), cache.k, cache.v, 0
+        if self.reuses(cache):
+            return self.heads(self.q_proj(query), self.h), cache.k, cache.v, 0
         qp, kp = self.q_proj(query), self.k_proj(key)
         offset = cache.length if cache is not None and not cache.static else 0
         if self.rope is not None:
             qp, kp = self.rope(qp[:, None], kp[:, None], offset=offset)
             qp, kp = qp[:, 0], kp[:, 0]
-        q, k, v = self.split(qp, self.h), self.split(kp, self.kv), self.split(self.v_proj(value), self.kv)
+        q, k, v = self.heads(qp, self.h), self.heads(kp, self.kv), self.heads(self.v_proj(value), self.kv)
         if cache is not None:
             k, v = cache.update(k, v)
         return q, k, v, offset
@@ -1091,7 +1081,7 @@ class MHAStaticCacheNeverFilled(StudyMHA):
 class MHAHeadsStrided(StudyMHA):
     """A valid head layout of its own: feature f goes to head f % H (a fixed permutation of the projections)."""
 
-    def split(self, x, n):
+    def heads(self, x, n):
         return x.view(x.size(0), x.size(1), self.d, n).permute(0, 3, 1, 2)
 
     def merge(self, out):
@@ -1153,22 +1143,18 @@ class RoPEPositionsWrap32(MyRoPE):
         return (x.float() * cos + _rotate_half(x.float()) * sin).to(x.dtype)
 
 
-class RoPEComplex(nn.Module):
+class RoPEComplex(MyRoPE):
     """A valid RoPE with complex numbers (pairs (x0, x1), (x2, x3), ...): the angles are a complex buffer,
     which .to(torch.float64) casts to real, dropping the imaginary part (hence a WARN, not a FAIL)."""
 
     def __init__(self, head_dim, max_len=4096):
-        super().__init__()
-        angles = torch.outer(torch.arange(max_len).float(), _inv_freq(head_dim))
-        self.register_buffer("turn", torch.polar(torch.ones_like(angles), angles), persistent=False)
+        nn.Module.__init__(self)
+        turns = torch.polar(torch.ones(max_len, head_dim // 2), self.angles(max_len, head_dim))
+        self.register_buffer("turn", turns, persistent=False)
 
     def rot(self, x, start):
-        pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2).contiguous())
-        turned = pairs * self.turn[start:start + x.size(-2)]
-        return torch.view_as_real(turned).flatten(-2).to(x.dtype)
-
-    def forward(self, q, k, offset=0):
-        return self.rot(q, offset), self.rot(k, offset)
+        pairs = torch.view_as_complex(x.float().unflatten(-1, (-1, 2)).contiguous())
+        return torch.view_as_real(pairs * self.turn[start:start + x.size(-2)]).flatten(-2).to(x.dtype)
 
 
 class LayerNormBufferGainShift(nn.Module):
@@ -1181,10 +1167,7 @@ class LayerNormBufferGainShift(nn.Module):
         self.register_buffer("b", torch.zeros(d_model))
 
     def forward(self, x):
-        x32 = x.float()
-        mean = x32.mean(-1, keepdim=True)
-        var = ((x32 - mean) ** 2).mean(-1, keepdim=True)
-        return ((x32 - mean) / torch.sqrt(var + self.eps) * self.g + self.b).to(x.dtype)
+        return MyLayerNorm.normalise(self, x, self.g, self.b)
 
 
 class RMSNormWithBias(MyRMSNorm):
