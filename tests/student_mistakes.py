@@ -1252,5 +1252,4 @@ STUDY_VALID = [  # (part, a right but unusual implementation): passes, perhaps w
     ("mha", MHAStaticCacheNeverFilled),
     ("mha", MHANoCacheArgument),
     ("rope", RoPEComplex),
-    ("layernorm", LayerNormUpcast),
 ]

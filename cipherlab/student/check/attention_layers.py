@@ -34,8 +34,8 @@ from cipherlab.student.check.compare import (B, D_MODEL, DK, DV, FLOAT32_TOL, H,
                                              _float64_verdict, _gap, _in_float64, _name_the_bug, _rows_differ, skip,
                                              warn)
 from cipherlab.student.check.gradients import gradients
-from cipherlab.student.check.report import (Report, _interface, _interface_build, _label, _refuse_internals, _run,
-                                            _takes)
+from cipherlab.student.check.report import (Report, _interface, _interface_build, _label, _raised, _refuse_internals,
+                                            _run, _takes)
 from cipherlab.student.trials import Unfit, randn
 
 SCALING_D, SCALING_L = 2048, 64  # where a missing 1/sqrt(d) saturates the softmax
@@ -349,6 +349,7 @@ def multi_head(cls, kind: str = "mha", kv_cache: bool = True) -> Report:
         raise ValueError(f"check.multi_head: unknown kind {kind!r}; expected 'mha' or 'gqa'")
     _refuse_internals(cls)
     build = partial(_guarded_build, partial(_build_mha, cls, kind))
+    _refuse_stub(cls, kind)
     module = _interface_build(build, _build_call(cls, kind), MHA_INTERFACE)
     _refuse_internals(cls, module._obj)
     x = randn(B, L, D_MODEL)
@@ -392,6 +393,25 @@ def _build_mha(cls, kind: str, n_kv_heads: int = N_KV_HEADS, rope=None) -> nn.Mo
     with RoPE), in eval mode."""
     return build_own_attention(cls, D_MODEL, N_HEADS, dropout=DROPOUT, attn_type=kind, n_kv_heads=n_kv_heads,
                                rope=rope).eval()
+
+
+def _refuse_stub(cls, kind: str) -> None:
+    """NotWritten for a stub whose constructor raises NotImplementedError, even one written without the dropout=
+    train passes (a chapter's exercise before it is done), so that it reads as unwritten, not as unusable."""
+    try:
+        inspect.signature(cls).bind(D_MODEL, N_HEADS, dropout=DROPOUT)
+        return  # it takes dropout=: the build itself says whether it is a stub
+    except (TypeError, ValueError):
+        pass
+    kv = {"n_kv_heads": N_KV_HEADS} if kind == "gqa" else {}
+    try:
+        with torch.random.fork_rng(devices=[]):
+            cls(D_MODEL, N_HEADS, **kv)
+    except NotImplementedError as e:
+        raise _raised(e, f"{_label(cls)}({D_MODEL}, {N_HEADS}{', n_kv_heads=' + str(N_KV_HEADS) if kv else ''})",
+                      MHA_INTERFACE) from None
+    except Exception:
+        pass
 
 
 def _guarded_build(build, **options) -> Guarded:

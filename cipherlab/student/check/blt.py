@@ -226,13 +226,13 @@ def pooling(cls) -> Report:
 
 
 def _randomise_norms(module: nn.Module) -> None:
-    """Random gain (about 1) and shift (about 0) in every norm inside ``module`` (a submodule whose class name holds
-    "Norm"), as a trained model has them: a norm's output at construction (gain 1, shift 0) hides where a vector
+    """Random gain (about 1) and shift (about 0) in every norm inside ``module`` (a submodule whose class or
+    attribute name holds "norm"), as a trained model has them: a norm's output at construction (gain 1, shift 0) hides where a vector
     is zeroed, before the norm (which then adds the shift) or after it."""
     gen = torch.Generator().manual_seed(4)
     with torch.no_grad():
-        for _, sub in sorted(module.named_modules(), key=lambda item: item[0]):
-            if "Norm" not in type(sub).__name__:
+        for path, sub in sorted(module.named_modules(), key=lambda item: item[0]):
+            if "norm" not in type(sub).__name__.lower() and "norm" not in path.rsplit(".", 1)[-1].lower():
                 continue
             for name, p in sorted(sub.named_parameters(recurse=False)):
                 gain = name in ("gamma", "weight", "scale")
