@@ -20,6 +20,10 @@ Nothing in the package imports this file.
     MeanPatchPooling                 pooling     a patch's vector is the mean of its bytes
     own_patch_mask                   patch_mask  byte i reads the slot of its own patch
     PositionlessSteps                decoding    cached steps embedded at position 0
+
+Further down: ONE_BUG and VALID (more slips, each with the check that must fail and its words); STUDY_BUGS,
+STUDY_VALID and FLOAT64_WARNED (the user study's mistakes, each with the causes its message must not name, and the
+unusual right parts that pass with a WARN or a note). tests/check_counts.py counts catches over all of them.
 """
 
 from __future__ import annotations

@@ -10,6 +10,15 @@ projection), then checks causality, permutation, padding, RoPE and the
 KV cache. When a layer differs, :func:`mha_variant` runs each of :data:`MHA_MISTAKES` (the reference with
 one mistake, written here independently of cipherlab's layer) with the layer's own weights, and names
 the one it agrees with.
+
+A layer is built with exactly the arguments train passes (:func:`cipherlab.student.adapters.build_own_attention`:
+dropout=p, n_kv_heads= in GQA, rope= with RoPE), so one train refuses fails here the same way; a stub written
+without dropout= is still NotWritten. Every check calls it on copies of its inputs (:class:`~cipherlab.student.
+check.compare.Guarded`): an input changed in place is the 'inputs' check's alone, and an exception is one line
+naming the call. A cause is named only where a test of it passes (the reference with that mistake gives the
+student's output, or the cache's own length shows it); otherwise the message says where the outputs differ. Heads
+that take feature f into head f % H pass with a note (the projections permuted into the reference); a layer
+without ``cache=`` gets a SKIP, a static cache never filled a WARN with its cost.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 ``patcher``: where source patches begin, against ByteEntropyModel.patch_boundaries on a real entropy
 curve and a grid of them, with the usual wrong patchers named (>= for >, the forced starts at multiples
 of max_patch, ...). ``pooling``: one vector per patch from its own bytes only and their order, zeros for
-an empty patch, and cipherlab's PatchPooling with the same weights, forward and backward. ``patch_mask``: which
+an empty patch, and cipherlab's PatchPooling with the same weights, forward and backward, every norm inside
+given a random gain and shift first (so a patch zeroed before the norm, which then adds its shift, shows). ``patch_mask``: which
 global slots each target byte may read, against ``patch_causal_mask`` and inside a tiny BLT, where a
 leak shows as logits that change with the byte they predict.
 """

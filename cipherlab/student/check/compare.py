@@ -5,7 +5,12 @@ BF16_TOL. The small sizes (Lq != Lk, dv != d) make a swapped axis show in a shap
 here are the checks several parts share: two calls in eval mode give the same output
 (:func:`_deterministic`), the part moved with ``.to(torch.float64)`` (:func:`_in_float64`,
 :func:`_float64_verdict`), bfloat16 in and out (:func:`_bf16_verdict`), no NaN on ordinary inputs
-(:func:`_finite`), and the name of the known mistake an output matches (:func:`_name_the_bug`).
+(:func:`_finite`), and the name of the known mistake an output matches (:func:`_name_the_bug`). Beyond PASS
+and FAIL a check may return a :class:`Verdict`, WARN (passed, with a cost or caveat: a float32 output for float64
+inputs, a complex buffer .to(float64) drops) or SKIP (could not run; passed or not as the part needs), its word
+first in the message. :class:`Guarded` calls a student's part on copies of its inputs and names the call that
+raised; :func:`_changed_inputs` is the check that the caller's inputs come back unchanged; :func:`_rows_differ` and
+:func:`_wrap_period` say where outputs differ without naming a cause.
 """
 
 from __future__ import annotations

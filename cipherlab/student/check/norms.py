@@ -1,7 +1,9 @@
 """The checks of a LayerNorm or RMSNorm class (``norm``): cipherlab's own and PyTorch's with the same gain.
 
-The student's gain (gamma, weight or scale) and LayerNorm's shift (beta, bias or shift) are set to
-random values and copied into cipherlab's module and nn.LayerNorm or nn.RMSNorm; the checks then try
+The class is built as train builds it, ``cls(d_model, eps=1e-5)``, and called on copies of its input (an input
+changed in place is the 'inputs' check's). Its parameters are named ('parameters': a gain, LayerNorm's shift,
+nothing else; buffers and extra parameters such as an RMSNorm bias are named). Every parameter is set to random
+values, and the student's gain (gamma, weight or scale) and LayerNorm's shift (beta, bias or shift) copied into cipherlab's module and nn.LayerNorm or nn.RMSNorm; the checks then try
 the norm as built (ones and zeros), its invariances (LayerNorm: adding a constant; RMSNorm: scaling),
 statistics per token, all-zero and constant tokens, bfloat16 and float64, and the backward pass (the
 gradients of x, the gain and the shift; a gain registered as a buffer is named). An unbiased variance, a

@@ -1,8 +1,13 @@
 """The checks of sinusoidal positions and rotary position embedding (``positional``, "sinusoidal" or "rope").
 
+Each class is built with exactly the arguments train passes (``cls(d_model, max_len=MAX_LEN, dropout=p)``,
+``cls(head_dim, max_len=MAX_LEN)``) and called on copies of its inputs (an input changed in place is the 'inputs'
+check's; an exception names the call). Positions run up to LONG, the corpus's longest line plus BOS and EOS (angles
+rounded to bfloat16, or positions that wrap around at n rows, are named only when the module reproduces them), and
+a module built with max_len=SHORT must grow its table or raise past it ('past max_len').
 Sinusoidal: the table added to x against cipherlab's SinusoidalPositionalEncoding (a [sin | cos] layout
-passes with a note), rows at an offset, the gradient of x, positions up to 200 (angles rounded to bfloat16 are named),
-float64. RoPE: a pure rotation that leaves position 0 alone, scores that depend on the offset between
+passes with a note), rows at an offset, the gradient of x, long positions, past max_len, float64 (a WARN where only
+float64 differs). RoPE: a pure rotation that leaves position 0 alone, scores that depend on the offset between
 positions only, cipherlab's RotaryPositionalEmbedding (interleaved pairs pass with a note), the gradients
 of q and k, the keys it
 returns (GQA keys with fewer heads too) at an offset, cached steps one position at a time, long

@@ -7,7 +7,10 @@ order; give every text back; fill the vocabulary asked for; learn runs of one sy
 right; and encode within 50 times cipherlab's time. A wrong merge is explained by the pair counts it was
 chosen from; a wrong learner or encoder is named when one of the variants below gives what it gives
 (:data:`PAIR_COUNTS`: overlapping pairs counted once, pairs counted once per pre-token; :data:`MERGES`:
-merging right to left, the first occurrence only), each the naive learner with one mistake.
+merging right to left, the first occurrence only), each the naive learner with one mistake. ``decode``
+is checked first (each id one non-empty string, decode(ids) their join): the encoder's checks read tokens through
+decode([id]), so a wrong decode stops them rather than be blamed on encode, and the round trip shows the
+characters and ids where the text comes back different.
 """
 
 from __future__ import annotations
