@@ -218,10 +218,16 @@ def _sdpa_scaling(fn) -> tuple[bool, str]:
     seen = f"largest weight {ours:.2f} at d = {SCALING_D} where the reference gives {ref:.2f}"
     if abs(ours - ref) <= 0.05:
         return True, f"scores divided by sqrt(d_k): largest weight {ours:.2f} at d = {SCALING_D}, as the reference"
-    if ours > ref:
-        return False, (f"scores are not divided by sqrt(d_k): {seen} (the softmax saturates to one-hot rows and "
-                       "passes almost no gradient); divide q k^T by math.sqrt(q.size(-1))")
-    return False, f"scores are shrunk by more than sqrt(d_k) (divided by d_k?): {seen}; divide by math.sqrt(d_k)"
+    scores = q @ k.transpose(-2, -1)
+    unscaled, by_d = (scores.softmax(-1).amax(-1).mean().item(),
+                      (scores / SCALING_D).softmax(-1).amax(-1).mean().item())  # the two usual wrong scalings
+    if abs(ours - unscaled) <= 0.05:
+        return False, (f"scores are not divided by sqrt(d_k): {seen}, as unscaled scores give (the softmax "
+                       "saturates to one-hot rows and passes almost no gradient); divide q k^T by math.sqrt(q.size(-1))")
+    if abs(ours - by_d) <= 0.05:
+        return False, f"scores are divided by d_k, not sqrt(d_k): {seen}, as scores / d_k give; divide by math.sqrt(d_k)"
+    return False, (f"the scores are scaled otherwise than by 1/sqrt(d_k): {seen} ("
+                   + ("sharper" if ours > ref else "flatter") + " rows than the reference's)")
 
 
 def _sdpa_suspects(q, k, v) -> dict[str, torch.Tensor]:

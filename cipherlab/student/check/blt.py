@@ -26,7 +26,7 @@ from torch import nn
 from cipherlab.models.blt import BLTArgs, BLTModel, ByteEntropyModel, PatchPooling, patch_causal_mask, patch_membership
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.student.check.cached_decoding import BLT_SIZES, _decoding_batch
-from cipherlab.student.check.compare import D_MODEL, FLOAT32_TOL, N_HEADS, _close, _gap
+from cipherlab.student.check.compare import D_MODEL, FLOAT32_TOL, N_HEADS, Guarded, _changed_inputs, _close, _gap
 from cipherlab.student.check.gradients import gradients
 from cipherlab.student.check.report import Report, _interface, _interface_build, _interface_value, _label, _run
 from cipherlab.student.check.tokenizer import BPE_CORPUS, BPE_UNSEEN
@@ -216,13 +216,16 @@ def pooling(cls) -> Report:
     _interface_value(lambda: module(x, member), f"{build}(x, member)", POOLING_INTERFACE,
                      lambda out: isinstance(out, tuple) and all(isinstance(t, torch.Tensor) for t in out)
                      and len(out) == 2, "a pair of tensors (pooled, empty)")
+    raw, module = module, Guarded(module, "forward")  # the checks call it on copies; 'inputs' on the tensors
     return _run("pooling", _label(cls), [
         ("shape", partial(_pooling_shape, module)),
+        ("inputs", lambda: _changed_inputs(lambda x, member: raw(x, member), dict(zip(("x", "member"),
+                                                                                        _pooling_input())))),
         ("empty patches", partial(_pooling_empty, module)),
         ("own bytes", partial(_pooling_own_bytes, module)),
         ("order", partial(_pooling_order, module)),
         ("reference", partial(_pooling_reference, module)),
-        ("gradients", partial(_pooling_gradients, module)),
+        ("gradients", partial(_pooling_gradients, raw)),
     ])
 
 

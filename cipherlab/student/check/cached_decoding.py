@@ -18,7 +18,7 @@ from torch import nn
 from cipherlab.data.tokenizers.bytes import BOS_ID, SPECIAL_IDS, VOCAB_SIZE
 from cipherlab.models.blt import BLTArgs, BLTModel, patch_membership
 from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
-from cipherlab.student.check.compare import _close, _finite, _gap
+from cipherlab.student.check.compare import Guarded, _close, _finite, _gap
 from cipherlab.student.check.report import Report, _interface, _interface_build, _label, _run, _takes
 from cipherlab.student.trials import randn
 
@@ -57,6 +57,7 @@ def decoding(obj) -> Report:
                DECODING_INTERFACE)
     _interface(lambda: model.decode_step(model.begin_decoding(*head), tgt_in[:, 0]),
                f"model.decode_step(model.begin_decoding(src{', src_member' * blt}), tokens)", DECODING_INTERFACE)
+    model = Guarded(model, "model", methods=("begin_decoding", "decode_step"))  # an exception names the call
     return _run("decoding", _label(obj), [
         ("shape", partial(_decoding_shape, model, head, tgt_in)),
         ("causality", partial(_decoding_causality, model, head, tgt_in)),

@@ -185,15 +185,16 @@ class Guarded:
     """A student's module or function, called on copies of its tensor inputs (an in-place change of an input
     cannot reach the caller's tensors, which the reference then reads: the 'inputs' check names it alone),
     with an exception turned into Unfit naming the call: ``forward(q (2, 1, 32) float32, ...) raised ...``.
-    Attributes are the student's object's."""
+    Attributes are the student's object's; those named in ``methods`` are guarded too (``model.decode_step``)."""
 
-    def __init__(self, obj, name: str):
-        self.__dict__["_obj"], self.__dict__["_name"] = obj, name
+    def __init__(self, obj, name: str, methods: tuple[str, ...] = ()):
+        self.__dict__["_obj"], self.__dict__["_name"], self.__dict__["_methods"] = obj, name, methods
 
     def __getattr__(self, attr):
         if attr.startswith("__"):
             raise AttributeError(attr)
-        return getattr(self.__dict__["_obj"], attr)
+        value = getattr(self.__dict__["_obj"], attr)
+        return Guarded(value, f"{self._name}.{attr}") if attr in self.__dict__["_methods"] else value
 
     def __call__(self, *args, **kwargs):
         copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]

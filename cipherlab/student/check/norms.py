@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from cipherlab.models.norm import NORMS
+from cipherlab.student.adapters import NORM_EPS, build_own_norm
 from cipherlab.student.check.compare import (BF16_TOL, FLOAT32_TOL, Guarded, _bf16_verdict, _changed_inputs, _close,
                                              _deterministic, _finite, _float64_verdict, _gap, _in_float64,
                                              _name_the_bug, _rows_differ)
@@ -42,7 +43,7 @@ def norm(cls, kind: str) -> Report:
     if kind not in NORMS:
         raise ValueError(f"check.norm: unknown kind {kind!r}; expected one of {sorted(NORMS)}")
     _refuse_internals(cls)
-    fresh = _interface_build(lambda: cls(16, eps=1e-5), f"{_label(cls)}(16, eps=1e-5)", NORM_INTERFACE)
+    fresh = _interface_build(lambda: build_own_norm(cls, 16), f"{_label(cls)}(16, eps={NORM_EPS:g})", NORM_INTERFACE)
     _refuse_internals(cls, fresh)
     x = _norm_input()
     _interface(lambda: fresh(x), f"{_label(cls)}(16, eps=1e-5)(x)", NORM_INTERFACE)

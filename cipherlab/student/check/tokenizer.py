@@ -28,6 +28,7 @@ from itertools import islice
 from cipherlab.data.tokenizers.bpe import BPETokenizer
 from cipherlab.data.tokenizers.bpe.naive import Pair, apply_merges, best_pair, merge_symbols, naive_merges, pair_counts
 from cipherlab.data.tokenizers.pretokenize import split_plaintext
+from cipherlab.student.check.compare import Guarded
 from cipherlab.student.check.report import Report, _interface_build, _interface_value, _label, _run
 from cipherlab.student.trials import Unfit
 
@@ -82,6 +83,7 @@ def bpe(obj) -> Report:
                            "a sequence of int ids")
     _interface_value(lambda: tok.decode([int(i) for i in ids]), f"{call}.decode(ids)", BPE_INTERFACE,
                      lambda out: isinstance(out, str), "a str")
+    tok = Guarded(tok, "tokenizer", methods=("encode", "decode"))  # an exception inside a check names the call
     return _run("bpe", _label(obj), [
         ("merges", partial(_bpe_merges, tok)),
         ("pre-token boundaries", partial(_bpe_boundaries, tok)),
