@@ -72,7 +72,7 @@ def test_the_mistakes_each_say_what_differs():
         ("layernorm", mistakes.LayerNormBufferGainShift, "parameters"): "`g`, `b` are buffers",
         ("rmsnorm", mistakes.RMSNormWithBias, "parameters"): "RMSNorm has a gain and no shift (no bias): yours also "
                                                              "has `bias`",
-        ("bpe", mistakes.DropLastIdBPE, "decode"): "decode([id]) gives ''",
+        ("bpe", mistakes.DropLastIdBPE, "decode"): "decode([id]) gives '' for every one of the",
         ("pooling", mistakes.PoolingZeroedBeforeNorm, "empty patches"): "an empty patch gives values up to",
     }
     for (part, obj, name), words in said.items():

@@ -186,8 +186,8 @@ def _norm_parameters(module, kind: str) -> tuple[bool, str]:
         has = ", ".join(f"`{n}`" for n in extra)
         what = "RMSNorm has a gain and no shift (no bias)" if kind == "rmsnorm" else "LayerNorm has a gain and a shift"
         return False, f"{what}: yours also has {has}; remove {'it' if len(extra) == 1 else 'them'}"
-    return True, f"{wanted.replace('a gain', 'its gain').replace('a shift', 'its shift')}: `{gain}`" + \
-        (f" and `{shift}`" if kind == "layernorm" else "") + ", nothing else"
+    return True, (f"a gain `{gain}`" + (f" and a shift `{shift}`" if kind == "layernorm" else "")
+                  + ", parameters of shape (D,), and nothing else")
 
 
 def _name_of(module, names: tuple[str, ...]) -> str | None:

@@ -174,7 +174,7 @@ def _long_verdict(error: torch.Tensor, rounded: bool, period: int | None) -> tup
     span = f"positions 0..{LONG - 1} (the corpus's longest line plus BOS and EOS), built with max_len={MAX_LEN}"
     gap = error.max().item()
     if gap <= 1e-3:
-        return True, f"{span} agree with the reference (max difference {gap:.1e}, tolerance 1e-3)"
+        return True, f"{span}, agree with the reference (max difference {gap:.1e}, tolerance 1e-3)"
     first, where = int((error > 1e-3).nonzero()[0]), int(error.argmax())
     said = f"{span}: from position {first} on, off by up to {gap:.2g} (at position {where})"
     if rounded:

@@ -245,14 +245,13 @@ def _bpe_boundaries(tok) -> tuple[bool, str]:
 
 def _decode_problem(tok, text: str = BPE_UNSEEN) -> str:
     """What is wrong with ``tok.decode`` on the ids of ``text`` ("" if nothing): decode(ids) must join the
-    strings of the ids one at a time, and no id may decode to ''. The encoder's checks read tokens through
+    strings of the ids one at a time, and not every id may decode to ''. The encoder's checks read tokens through
     decode([id]), so they stop at a problem here rather than blame encode."""
     ids = [int(i) for i in tok.encode(text)]
     alone = [tok.decode([i]) for i in ids]
     joined = tok.decode(ids)
-    empty = [i for i, t in zip(ids, alone) if t == ""]
-    if empty:
-        return (f"decode([id]) gives '' for id {empty[0]} ({len(empty)} of the {len(ids)} ids of {text!r}): decode "
+    if ids and not any(alone):  # a special (BOS, EOS) may decode to '', not every id of a text
+        return (f"decode([id]) gives '' for every one of the {len(ids)} ids of {text!r} (the first {ids[:6]}): decode "
                 "of one id must give that id's token string")
     if joined != "".join(alone):
         at = next((k for k, (a, b) in enumerate(zip(joined, "".join(alone))) if a != b), min(len(joined),
@@ -269,7 +268,7 @@ def _bpe_decode(tok) -> tuple[bool, str]:
         problem = _decode_problem(tok, text)
         if problem:
             return False, problem
-    return True, "decode(ids) joins the token strings of the ids, each id one non-empty string"
+    return True, "decode(ids) joins the token strings of the ids, decoded one at a time"
 
 
 def _bpe_encode(tok) -> tuple[bool, str]:
