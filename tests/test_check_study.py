@@ -113,3 +113,8 @@ def test_the_counts_over_every_set():
     assert not counts.misdiagnosed, counts.misdiagnosed
     assert not counts.false_alarms, counts.false_alarms
     assert not counts.bare, counts.bare
+
+
+def test_cipherlabs_own_parts_are_still_recognised_through_the_guarded_calls():
+    from cipherlab.data.tokenizers import BPETokenizer
+    assert "this is cipherlab's own BPETokenizer, the yardstick" in check.bpe(BPETokenizer)["speed"].message
