@@ -69,7 +69,7 @@ def test_the_mistakes_each_say_what_differs():
         ("sinusoidal", mistakes.WrappingSinusoidal512, "long positions"): "wrap around at 512",
         ("sinusoidal", mistakes.SinusoidalSliceToLength, "offset"): "offset=7) raised RuntimeError",
         ("rope", mistakes.RoPEPositionsWrap32, "relative"): "the positions wrap around at 32",
-        ("layernorm", mistakes.LayerNormBufferGainShift, "parameters"): "`g`, `b` are buffers",
+        ("layernorm", mistakes.LayerNormBufferGainShift, "parameters"): "it holds buffers `g`, `b`, which get no",
         ("rmsnorm", mistakes.RMSNormWithBias, "parameters"): "RMSNorm has a gain and no shift (no bias): yours also "
                                                              "has `bias`",
         ("bpe", mistakes.DropLastIdBPE, "decode"): "decode([id]) gives '' for every one of the",

@@ -171,16 +171,18 @@ def _norm_parameters(module, kind: str) -> tuple[bool, str]:
     wanted = "a gain gamma (D,)" + (" and a shift beta (D,)" if kind == "layernorm" else "")
     listed = ", ".join(f"`{n}` {tuple(p.shape)}" for n, p in params.items()) or "none"
     if not params:
-        tensors = list(buffers) + [n for n, v in vars(module).items() if isinstance(v, torch.Tensor)]
-        return False, (f"it has no parameters, so nothing in it trains"
-                       + (f": {', '.join(f'`{n}`' for n in tensors)} {'is a buffer or plain tensor' if len(tensors) == 1 else 'are buffers or plain tensors'}, "
-                          "which get no gradient" if tensors else "")
+        plain = [n for n, v in vars(module).items() if isinstance(v, torch.Tensor)]
+        held = [f"buffer{'s' * (len(buffers) > 1)} {', '.join(f'`{n}`' for n in buffers)}"] if buffers else []
+        held += [f"plain tensor{'s' * (len(plain) > 1)} {', '.join(f'`{n}`' for n in plain)}"] if plain else []
+        return False, ("it has no parameters, so nothing in it trains"
+                       + (f": it holds {' and '.join(held)}, which get no gradient" if held else "")
                        + f"; make {wanted} nn.Parameter(...)")
     if gain is None:
         return False, (f"no gain parameter named {' or '.join(GAINS)}: its parameters are {listed}; name the gain "
                        "gamma (or weight), shape (D,), so it can be copied into the reference")
     if kind == "layernorm" and shift is None:
-        return False, f"no shift parameter named {' or '.join(SHIFTS)}: its parameters are {listed}; LayerNorm has beta (D,)"
+        return False, (f"no shift parameter named {' or '.join(SHIFTS)}: its parameters are {listed}; LayerNorm has "
+                       "beta (D,)")
     extra = [n for n in params if n not in (gain, shift if kind == "layernorm" else None)]
     if extra:
         has = ", ".join(f"`{n}`" for n in extra)
