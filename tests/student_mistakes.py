@@ -1092,6 +1092,13 @@ class MHAHeadsStrided(StudyMHA):
         return out.permute(0, 2, 3, 1).reshape(out.size(0), out.size(2), -1)
 
 
+class MHAWithoutRope(StudyMHA):
+    """Right for C1, C3 and C4, which build their attention without rope=: it takes none (C2 could not use it)."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, dropout=0.0):
+        super().__init__(d_model, n_heads, n_kv_heads, None, dropout)
+
+
 class MHANoCacheArgument(StudyMHA):
     """Right, without a cache= argument: cached decoding cannot be checked (train never needs it)."""
 
@@ -1255,5 +1262,6 @@ STUDY_VALID = [  # (part, a right but unusual implementation): passes, perhaps w
     ("gqa", MHAHeadsStrided),
     ("mha", MHAStaticCacheNeverFilled),
     ("mha", MHANoCacheArgument),
+    ("gqa", MHAWithoutRope),
     ("rope", RoPEComplex),
 ]

@@ -93,6 +93,8 @@ def test_the_valid_unusual_parts_say_so():
     assert "multiply-adds per step" in never_filled.message
     skipped = check.multi_head(mistakes.MHANoCacheArgument, "mha")["kv cache"]
     assert repr(skipped.passed) == "SKIP" and "no cache=" in skipped.message
+    without_rope = check.multi_head(mistakes.MHAWithoutRope, "gqa")["rope"]
+    assert repr(without_rope.passed) == "SKIP" and "train passes rope= only in C2" in without_rope.message
 
 
 def test_positions_reach_the_longest_line_of_the_corpus():

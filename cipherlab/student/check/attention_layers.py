@@ -383,7 +383,7 @@ def multi_head(cls, kind: str = "mha", kv_cache: bool = True) -> Report:
         ("causality", partial(_mha_causality, module)),
         ("permutation", partial(_mha_permutation, module)),
         ("padding", partial(_mha_padding, module)),
-        ("rope", partial(_mha_rope, build, kind)),
+        ("rope", partial(_mha_rope, build, kind, cls)),
         ("bfloat16", partial(_mha_bf16, module)),
         ("float64", partial(_mha_float64, module)),
     ]
@@ -408,6 +408,15 @@ def _build_mha(cls, kind: str, n_kv_heads: int = N_KV_HEADS, rope=None) -> nn.Mo
     with RoPE), in eval mode."""
     return build_own_attention(cls, D_MODEL, N_HEADS, dropout=DROPOUT, attn_type=kind, n_kv_heads=n_kv_heads,
                                rope=rope).eval()
+
+
+def _accepts(cls, name: str) -> bool:
+    """Whether ``cls(...)`` takes a keyword ``name`` (or **kwargs); True when its signature cannot be read."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _refuse_stub(cls, kind: str) -> None:
@@ -664,8 +673,12 @@ def _shift_gap(module) -> float:
     return _gap(module(later, later, later, blocked)[:, SHIFT:], module(x, x, x))
 
 
-def _mha_rope(build, kind: str) -> tuple[bool, str]:
+def _mha_rope(build, kind: str, cls=None) -> tuple[bool, str]:
     rope = RotaryPositionalEmbedding(D_MODEL // N_HEADS, max_len=64)
+    if cls is not None and not _accepts(cls, "rope"):
+        return skip("its constructor takes no rope=, so RoPE is not checked; train passes rope= only in C2 (C1, C3 "
+                    "and C4 build it without), so this layer cannot stand in C2's attention; accept rope=None and "
+                    "rotate q and k after the head split to use it there")
     try:
         module = build(rope=rope)
     except TypeError as e:
