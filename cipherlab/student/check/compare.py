@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -105,7 +106,9 @@ def _tensors(module) -> list[tuple[str, torch.Tensor]]:
 def _in_float64(module: nn.Module) -> nn.Module:
     """A copy of ``module`` moved with .to(torch.float64); Unfit naming the exception if the move fails."""
     try:
-        return copy.deepcopy(module).to(torch.float64)
+        with warnings.catch_warnings():  # a complex buffer cast to real: the float64 verdict says so in its line
+            warnings.filterwarnings("ignore", message="Casting complex values to real", category=UserWarning)
+            return copy.deepcopy(module).to(torch.float64)
     except Exception as e:
         raise Unfit(f"moving it with .to(torch.float64) raised {why(e)}; keep tensors in parameters and buffers "
                     "(register_buffer), which .to() moves") from None
