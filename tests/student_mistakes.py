@@ -20,6 +20,10 @@ Nothing in the package imports this file.
     MeanPatchPooling                 pooling     a patch's vector is the mean of its bytes
     own_patch_mask                   patch_mask  byte i reads the slot of its own patch
     PositionlessSteps                decoding    cached steps embedded at position 0
+
+Further down: ONE_BUG and VALID (more slips, each with the check that must fail and its words); STUDY_BUGS,
+STUDY_VALID and FLOAT64_WARNED (the user study's mistakes, each with the causes its message must not name, and the
+unusual right parts that pass with a WARN or a note). tests/check_counts.py counts catches over all of them.
 """
 
 from __future__ import annotations
@@ -363,9 +367,9 @@ class RoPEWithApply(MyRoPE):
 class MySinusoidal(nn.Module):
     """Right sinusoidal positions (interleaved sin/cos), the baseline of the slips below."""
 
-    def __init__(self, d_model, max_len=4096):
+    def __init__(self, d_model, max_len=4096, dropout=0.1):
         super().__init__()
-        self.drop = nn.Dropout(0.1)
+        self.drop = nn.Dropout(dropout)
         self.register_buffer("table", self.make(d_model, max_len), persistent=False)
 
     def make(self, d_model, max_len):
@@ -436,10 +440,13 @@ class MyLayerNorm(nn.Module):
         self.beta = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x):
+        return self.normalise(x, self.gamma, self.beta)
+
+    def normalise(self, x, gain, shift):
         x32 = x.float()
         mean = x32.mean(-1, keepdim=True)
         var = ((x32 - mean) ** 2).mean(-1, keepdim=True)
-        return ((x32 - mean) / torch.sqrt(var + self.eps) * self.gamma + self.beta).to(x.dtype)
+        return ((x32 - mean) / torch.sqrt(var + self.eps) * gain + shift).to(x.dtype)
 
 
 class RMSNormNoEps(MyRMSNorm):
@@ -636,7 +643,7 @@ def attention_float32(q, k, v, mask=None):
 class MyGQA(nn.Module):
     """A right grouped-query attention (MHA when n_kv_heads = n_heads), the baseline of the slips below."""
 
-    def __init__(self, d_model, n_heads, n_kv_heads=None, rope=None):
+    def __init__(self, d_model, n_heads, n_kv_heads=None, rope=None, dropout=0.0):
         super().__init__()
         self.h, self.kv = n_heads, n_kv_heads or n_heads
         self.d = d_model // n_heads
@@ -895,17 +902,14 @@ ONE_BUG = [  # (part, the variant, the check that must fail, words its message m
     ("rope", RoPEBf16Angles, "long positions", "angles rounded to bfloat16"),
     ("rope", RoPEBf16Product, "long positions", "angles rounded to bfloat16"),
     ("rope", RoPEKeysOtherWay, "keys", "keys are rotated the other way"),
-    ("rope", RoPEFloat32Out, "float64", "float64 inputs give a float32 output"),
     ("rope", RoPEWithApply, "module names", "_apply"),
     ("sinusoidal", SinusoidalDropoutAlwaysOn, "eval mode", "dropout active in eval mode"),
     ("sinusoidal", SinusoidalBf16Angles, "long positions", "angles rounded to bfloat16"),
-    ("sinusoidal", SinusoidalFloat32Out, "float64", "float64 inputs give a float32 output"),
     ("rmsnorm", RMSNormNoEps, "zero and constant tokens", "no eps"),
     ("layernorm", LayerNormNoEps, "zero and constant tokens", "no eps"),
     ("rmsnorm", RMSNormZeroGain, "at construction", "the gain gamma starts at 0"),
     ("layernorm", LayerNormRandomGain, "at construction", "the gain gamma starts at random values"),
     ("layernorm", LayerNormBetaOnes, "at construction", "the shift beta starts at 1"),
-    ("rmsnorm", RMSNormFloat32Out, "float64", "float64 inputs give a float32 output"),
     ("rmsnorm", RMSNormDropout, "eval mode", "dropout active in eval mode"),
     ("layernorm", LayerNormStatsWithoutGrad, "gradients", "the gradient of x differs from the reference's"),
     ("layernorm", LayerNormInPlaceDivide, "gradients", "modified by an in-place operation (/=, *=, +="),
@@ -914,7 +918,6 @@ ONE_BUG = [  # (part, the variant, the check that must fail, words its message m
     ("layernorm", LayerNormWithApply, "module names", "_apply"),
     ("attention", attention_naive_softmax, "large scores", "subtract each row's max"),
     ("attention", attention_dropout_on, "eval mode", "dropout active in eval mode"),
-    ("attention", attention_float32, "float64", "float64 inputs give a float32 output"),
     ("attention", attention_weights_detached, "gradients", "the gradients of q, k differ from the reference's"),
     ("gqa", GQARepeat, "reference", "use repeat_interleave"),
     ("gqa", GQAExpandWrongAxis, "reference", "use repeat_interleave"),
@@ -954,4 +957,311 @@ VALID = [  # (part, a right implementation or a convention the book allows)
     ("mha", MyGQA),
     ("gqa", MyGQA),
     ("bpe", ReplayBPE),
+]
+
+
+# =========================================================================== the user study's mistakes
+# A student wrote each part from scratch; these are the one-bug classes whose failure message used to name a
+# cause the code does not have, or that passed although training would break on them, each rewritten here in
+# our own words with one mistake. ``STUDY_BUGS`` lists (part, variant, the causes its message must NOT name);
+# ``STUDY_VALID`` the unusual but right implementations, which must pass (a WARN or a note is fine).
+# tests/check_counts.py counts, over ONE_BUG + STUDY_BUGS and VALID + STUDY_VALID, the mistakes caught, the false
+# alarms and the misdiagnoses; tests/test_check_study.py asserts them one by one.
+
+
+def attention_scales_q_in_place(q, k, v, mask=None):
+    """Right maths, but q is scaled in place: the caller's q is divided by sqrt(d) at every call."""
+    q.mul_(1 / math.sqrt(q.size(-1)))
+    scores = q @ k.transpose(-2, -1)
+    if mask is None:
+        return scores.softmax(-1) @ v
+    out = scores.masked_fill(mask, torch.finfo(scores.dtype).min).softmax(-1) @ v
+    return out.masked_fill(mask.expand(scores.shape).all(-1, keepdim=True), 0.0)
+
+
+def attention_zeroes_partly_blocked_rows(q, k, v, mask=None):
+    """Rows that see no key are meant to be zeroed, but the test is mask.any: every row with one blocked key is."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is None:
+        return scores.softmax(-1) @ v
+    out = scores.masked_fill(mask, torch.finfo(scores.dtype).min).softmax(-1) @ v
+    return out.masked_fill(mask.expand(scores.shape).any(-1, keepdim=True), 0.0)
+
+
+class StudyMHA(MyGQA):
+    """A right multi-head (grouped-query) attention with a KV cache and dropout, built as train builds it: the
+    baseline of the study's attention mistakes (MyGQA's projections, head split and merge)."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, rope=None, dropout=0.0):
+        super().__init__(d_model, n_heads, n_kv_heads, rope)
+        self.drop = nn.Dropout(dropout)
+
+    def project(self, query, key, value, cache):
+        q = self.heads(self.q_proj(query), self.h)
+        if self.reuses(cache):
+            return q, cache.k, cache.v, 0
+        k, v = self.heads(self.k_proj(key), self.kv), self.heads(self.v_proj(value), self.kv)
+        offset = cache.length if cache is not None and not cache.static else 0
+        if self.rope is not None:
+            q, k = self.rope(q, k, offset=offset)
+        if cache is not None:
+            k, v = cache.update(k, v)
+        return q, k, v, offset
+
+    def reuses(self, cache):
+        """Whether the keys and values are the static cache's, filled at the first step."""
+        return cache is not None and cache.static and cache.k is not None
+
+    def attend(self, q, k, v, mask):
+        g = self.h // self.kv
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d)
+        if mask is not None:
+            scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+        return self.drop(scores.softmax(-1)) @ v
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        q, k, v, _ = self.project(query, key, value, cache)
+        return self.o_proj(self.merge(self.attend(q, k, v, mask)))
+
+
+class MHAWithoutDropoutArgument(StudyMHA):
+    """No dropout= in the constructor: check built it without one, train passes dropout=p and refuses it."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, rope=None):
+        super().__init__(d_model, n_heads, n_kv_heads, rope)
+
+
+class MHAMaskDroppedWithCache(StudyMHA):
+    """The mask is left out whenever a cache is given ("the cache only ever holds the past")."""
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        return super().forward(query, key, value, None if cache is not None else mask, cache)
+
+
+class MHACacheUpdatedTwice(StudyMHA):
+    """The new keys are appended twice: once to read them, once more "to store them"."""
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        q, k, v, _ = self.project(query, key, value, cache)
+        if cache is not None and not cache.static:
+            cache.update(k[:, :, -query.size(1):], v[:, :, -query.size(1):])
+        return self.o_proj(self.merge(self.attend(q, k, v, mask)))
+
+
+class MHAStaticCacheAppends(StudyMHA):
+    """A static cache treated like a growing one: the memory is projected and appended at every step."""
+
+    def reuses(self, cache):
+        return False
+
+
+class MHARopeBeforeSplit(StudyMHA):
+    """RoPE applied to the projections (B, L, D) before the head split."""
+
+    def project(self, query, key, value, cache):
+        if self.reuses(cache):
+            return self.heads(self.q_proj(query), self.h), cache.k, cache.v, 0
+        qp, kp = self.q_proj(query), self.k_proj(key)
+        offset = cache.length if cache is not None and not cache.static else 0
+        if self.rope is not None:
+            qp, kp = self.rope(qp[:, None], kp[:, None], offset=offset)
+            qp, kp = qp[:, 0], kp[:, 0]
+        q, k, v = self.heads(qp, self.h), self.heads(kp, self.kv), self.heads(self.v_proj(value), self.kv)
+        if cache is not None:
+            k, v = cache.update(k, v)
+        return q, k, v, offset
+
+
+class MHAStaticCacheNeverFilled(StudyMHA):
+    """Right outputs, but a static cache is never filled: the memory is projected again at every step."""
+
+    def project(self, query, key, value, cache):
+        if cache is not None and cache.static:
+            cache = None
+        return super().project(query, key, value, cache)
+
+
+class MHAHeadsStrided(StudyMHA):
+    """A valid head layout of its own: feature f goes to head f % H (a fixed permutation of the projections)."""
+
+    def heads(self, x, n):
+        return x.view(x.size(0), x.size(1), self.d, n).permute(0, 3, 1, 2)
+
+    def merge(self, out):
+        return out.permute(0, 2, 3, 1).reshape(out.size(0), out.size(2), -1)
+
+
+class MHAWithoutRope(StudyMHA):
+    """Right for C1, C3 and C4, which build their attention without rope=: it takes none (C2 could not use it)."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, dropout=0.0):
+        super().__init__(d_model, n_heads, n_kv_heads, None, dropout)
+
+
+class MHANoCacheArgument(StudyMHA):
+    """Right, without a cache= argument: cached decoding cannot be checked (train never needs it)."""
+
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, key, value, mask)
+
+
+class WrappingSinusoidal(MySinusoidal):
+    """A table of ROWS rows whatever max_len says, indexed modulo its length ("positions repeat anyway")."""
+
+    ROWS = 128
+
+    def __init__(self, d_model, max_len=4096, dropout=0.0):
+        super().__init__(d_model, self.ROWS, dropout)
+
+    def forward(self, x, offset=0):
+        rows = torch.arange(offset, offset + x.size(1)) % self.table.size(0)
+        return self.drop(x + self.table[rows].to(x.dtype))
+
+
+class WrappingSinusoidal512(WrappingSinusoidal):
+    """The same, at 512 rows: right for every sentence, wrong past 512 positions."""
+
+    ROWS = 512
+
+
+class SinusoidalSliceToLength(MySinusoidal):
+    """table[offset:L] where table[offset:offset + L] is meant: at an offset, too few rows."""
+
+    def forward(self, x, offset=0):
+        return self.drop(x + self.table[offset:x.size(1)].to(x.dtype))
+
+
+class SinusoidalTableOfFirstCall(nn.Module):
+    """Builds its table at the first call, as long as that call's input, and keeps it."""
+
+    def __init__(self, d_model, max_len=4096, dropout=0.0):
+        super().__init__()
+        self.d, self.table, self.drop = d_model, None, nn.Dropout(dropout)
+
+    def forward(self, x, offset=0):
+        if self.table is None:
+            self.table = MySinusoidal.make(self, self.d, offset + x.size(1))
+        return self.drop(x + self.table[offset:offset + x.size(1)].to(x.dtype))
+
+
+class RoPEPositionsWrap32(MyRoPE):
+    """Positions taken modulo 32 ("the table only needs 32 rows")."""
+
+    def rot(self, x, start):
+        rows = torch.arange(start, start + x.size(-2)) % 32
+        cos, sin = self.cos[rows], self.sin[rows]
+        return (x.float() * cos + _rotate_half(x.float()) * sin).to(x.dtype)
+
+
+class RoPEComplex(MyRoPE):
+    """A valid RoPE with complex numbers (pairs (x0, x1), (x2, x3), ...): the angles are a complex buffer,
+    which .to(torch.float64) casts to real, dropping the imaginary part (hence a WARN, not a FAIL)."""
+
+    def __init__(self, head_dim, max_len=4096):
+        nn.Module.__init__(self)
+        turns = torch.polar(torch.ones(max_len, head_dim // 2), self.angles(max_len, head_dim))
+        self.register_buffer("turn", turns, persistent=False)
+
+    def rot(self, x, start):
+        pairs = torch.view_as_complex(x.float().unflatten(-1, (-1, 2)).contiguous())
+        return torch.view_as_real(pairs * self.turn[start:start + x.size(-2)]).flatten(-2).to(x.dtype)
+
+
+class LayerNormBufferGainShift(nn.Module):
+    """The gain and shift as buffers named g and b: they never train."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("g", torch.ones(d_model))
+        self.register_buffer("b", torch.zeros(d_model))
+
+    def forward(self, x):
+        return MyLayerNorm.normalise(self, x, self.g, self.b)
+
+
+class RMSNormWithBias(MyRMSNorm):
+    """RMSNorm with a shift added, as LayerNorm has: RMSNorm has none."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        return super().forward(x) + self.bias.to(x.dtype)
+
+
+class LayerNormUpcast(MyLayerNorm):
+    """A valid LayerNorm computing in float32 with x.float() and returning float32 even for float64 inputs
+    (the assignment never trains in float64: a WARN, not a FAIL)."""
+
+    def forward(self, x):
+        out = super().forward(x.float())
+        return out if x.dtype == torch.float64 else out.to(x.dtype)
+
+
+class DropLastIdBPE(TextbookBPE):
+    """decode skips the last id (ids[:-1], from a loop that stopped one early)."""
+
+    def decode(self, ids):
+        return "".join(self.tokens[i] for i in ids[:-1])
+
+
+class PoolingZeroedBeforeNorm(nn.Module):
+    """Patch pooling as the BLT's, but empty patches are zeroed BEFORE the LayerNorm, which then adds beta."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        from cipherlab.models.attention import MultiHeadAttention
+        from cipherlab.models.norm import LayerNorm
+        self.query = nn.Parameter(torch.randn(d_model) * 0.02)
+        self.attn = MultiHeadAttention(d_model, n_heads, 0.0)
+        self.norm = LayerNorm(d_model)
+
+    def forward(self, x, member):
+        B, L, D = x.shape
+        K = member.size(1)
+        empty = member.sum(-1) == 0
+        q = self.query.expand(B, K, D)
+        pooled = self.attn(q, x, x, ~member[:, None])  # (B, K, D), each patch reads its own bytes
+        return self.norm(pooled.masked_fill(empty[..., None], 0.0)), empty
+
+
+STUDY_BUGS = [  # (part, the variant, the causes its message must not name)
+    ("attention", attention_scales_q_in_place, ("not divided by sqrt", "shrunk by more")),
+    ("attention", attention_zeroes_partly_blocked_rows, ("after the softmax", "True = keep", "not applied")),
+    ("mha", MHAWithoutDropoutArgument, ()),
+    ("mha", MHAMaskDroppedWithCache, ("never append",)),
+    ("mha", MHACacheUpdatedTwice, ()),
+    ("mha", MHAStaticCacheAppends, ()),
+    ("mha", MHARopeBeforeSplit, ()),
+    ("sinusoidal", WrappingSinusoidal, ("in float32", "bfloat16")),
+    ("sinusoidal", WrappingSinusoidal512, ("in float32", "bfloat16")),
+    ("sinusoidal", SinusoidalSliceToLength, ()),
+    ("sinusoidal", SinusoidalTableOfFirstCall, ()),
+    ("rope", RoPEPositionsWrap32, ("layout must match", "in float32", "bfloat16")),
+    ("layernorm", LayerNormBufferGainShift, ("name it gamma",)),
+    ("rmsnorm", RMSNormWithBias, ()),
+    ("bpe", DropLastIdBPE, ("encoding ", "replaying your merges", "longest known token")),
+    ("pooling", PoolingZeroedBeforeNorm, ()),
+]
+
+FLOAT64_WARNED = [  # (part, a part right in float32 and bfloat16 that returns float32 for float64 inputs): a WARN
+    ("rope", RoPEFloat32Out),
+    ("sinusoidal", SinusoidalFloat32Out),
+    ("rmsnorm", RMSNormFloat32Out),
+    ("attention", attention_float32),
+    ("layernorm", LayerNormUpcast),
+]
+
+STUDY_VALID = [  # (part, a right but unusual implementation): passes, perhaps with a WARN or a note
+    ("mha", StudyMHA),
+    ("gqa", StudyMHA),
+    ("mha", MHAHeadsStrided),
+    ("gqa", MHAHeadsStrided),
+    ("mha", MHAStaticCacheNeverFilled),
+    ("mha", MHANoCacheArgument),
+    ("gqa", MHAWithoutRope),
+    ("rope", RoPEComplex),
 ]

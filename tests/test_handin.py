@@ -42,7 +42,7 @@ class ScaledDotProductAttention(nn.Module):
 
 
 class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, n_heads, rope=None):
+    def __init__(self, d_model, n_heads, dropout=0.1, rope=None):  # dropout=: train passes it
         super().__init__()
         self.h, self.d = n_heads, d_model // n_heads
         self.rope = rope

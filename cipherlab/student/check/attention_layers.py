@@ -10,6 +10,15 @@ projection), then checks causality, permutation, padding, RoPE and the
 KV cache. When a layer differs, :func:`mha_variant` runs each of :data:`MHA_MISTAKES` (the reference with
 one mistake, written here independently of cipherlab's layer) with the layer's own weights, and names
 the one it agrees with.
+
+A layer is built with exactly the arguments train passes (:func:`cipherlab.student.adapters.build_own_attention`:
+dropout=p, n_kv_heads= in GQA, rope= with RoPE), so one train refuses fails here the same way; a stub written
+without dropout= is still NotWritten. Every check calls it on copies of its inputs (:class:`~cipherlab.student.
+check.compare.Guarded`): an input changed in place is the 'inputs' check's alone, and an exception is one line
+naming the call. A cause is named only where a test of it passes (the reference with that mistake gives the
+student's output, or the cache's own length shows it); otherwise the message says where the outputs differ. Heads
+that take feature f into head f % H pass with a note (the projections permuted into the reference); a layer
+without ``cache=`` gets a SKIP, a static cache never filled a WARN with its cost.
 """
 
 from __future__ import annotations
@@ -26,13 +35,16 @@ from torch import nn
 from cipherlab.base.errors import why
 from cipherlab.models.attention import (KVCache, MultiHeadAttention, ScaledDotProductAttention, causal_mask,
                                         padding_mask)
+from cipherlab.base.config import Config
 from cipherlab.models.positional import RotaryPositionalEmbedding
+from cipherlab.student.adapters import build_own_attention
 from cipherlab.student.check.compare import (B, D_MODEL, DK, DV, FLOAT32_TOL, H, L, LK, LQ, N_HEADS, N_KV_HEADS,
-                                             _bf16_verdict, _close, _deterministic, _finite, _float64_verdict, _gap,
-                                             _in_float64, _name_the_bug)
+                                             Guarded, _bf16_verdict, _changed_inputs, _close, _deterministic, _finite,
+                                             _float64_verdict, _gap, _in_float64, _name_the_bug, _rows_differ, skip,
+                                             warn)
 from cipherlab.student.check.gradients import gradients
-from cipherlab.student.check.report import (Report, _interface, _interface_build, _label, _refuse_internals, _run,
-                                            _takes)
+from cipherlab.student.check.report import (Report, _interface, _interface_build, _label, _raised, _refuse_internals,
+                                            _run, _takes)
 from cipherlab.student.trials import Unfit, randn
 
 SCALING_D, SCALING_L = 2048, 64  # where a missing 1/sqrt(d) saturates the softmax
@@ -99,6 +111,7 @@ def mha_variant(module: nn.Module, n_heads: int, mistake: str | None, query, key
 SDPA_INTERFACE = ("fn(q, k, v, mask=None) with q (B, H, Lq, d), k (B, H, Lk, d), v (B, H, Lk, dv), mask bool "
                   "broadcast to (B, H, Lq, Lk), True = blocked -> (B, H, Lq, dv); a class is built with no arguments")
 _REFERENCE_SDPA = ScaledDotProductAttention().eval()
+_PAD_MASK = padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0)  # (B, 1, 1, LK): row 0's last 3 keys PAD
 
 
 def attention(obj) -> Report:
@@ -122,13 +135,16 @@ def attention(obj) -> Report:
     note = ""
     if isinstance(out, tuple):  # (output, weights), as nn.MultiheadAttention returns: the output is checked
         fn, note = partial(_first, fn), "; it returns a tuple, (output, weights?): its first tensor is checked"
+    raw, fn = fn, Guarded(fn, _label(obj))  # the checks call it on copies of their inputs; 'inputs' on them
     return _run("attention", _label(obj), [
         ("shape", partial(_sdpa_shape, fn, note)),
+        ("inputs", lambda: _changed_inputs(lambda q, k, v, mask: raw(q, k, v, mask),
+                                           dict(zip("qkv", _qkv()), mask=_PAD_MASK.clone()))),
         ("eval mode", lambda: _deterministic(lambda: fn(*_qkv(), None))),
         ("weights", partial(_sdpa_rows, fn)),
         ("scaling", partial(_sdpa_scaling, fn)),
         ("reference", partial(_sdpa_reference, fn)),
-        ("gradients", partial(_sdpa_gradients, fn)),
+        ("gradients", partial(_sdpa_gradients, raw)),
         ("padding mask", partial(_sdpa_mask, fn, "padding")),
         ("causal mask", partial(_sdpa_mask, fn, "causal")),
         ("causality", partial(_sdpa_causality, fn)),
@@ -202,10 +218,16 @@ def _sdpa_scaling(fn) -> tuple[bool, str]:
     seen = f"largest weight {ours:.2f} at d = {SCALING_D} where the reference gives {ref:.2f}"
     if abs(ours - ref) <= 0.05:
         return True, f"scores divided by sqrt(d_k): largest weight {ours:.2f} at d = {SCALING_D}, as the reference"
-    if ours > ref:
-        return False, (f"scores are not divided by sqrt(d_k): {seen} (the softmax saturates to one-hot rows and "
-                       "passes almost no gradient); divide q k^T by math.sqrt(q.size(-1))")
-    return False, f"scores are shrunk by more than sqrt(d_k) (divided by d_k?): {seen}; divide by math.sqrt(d_k)"
+    scores = q @ k.transpose(-2, -1)
+    unscaled, by_d = (scores.softmax(-1).amax(-1).mean().item(),
+                      (scores / SCALING_D).softmax(-1).amax(-1).mean().item())  # the two usual wrong scalings
+    if abs(ours - unscaled) <= 0.05:
+        return False, (f"scores are not divided by sqrt(d_k): {seen}, as unscaled scores give (the softmax "
+                       "saturates to one-hot rows and passes almost no gradient); divide q k^T by math.sqrt(q.size(-1))")
+    if abs(ours - by_d) <= 0.05:
+        return False, f"scores are divided by d_k, not sqrt(d_k): {seen}, as scores / d_k give; divide by math.sqrt(d_k)"
+    return False, (f"the scores are scaled otherwise than by 1/sqrt(d_k): {seen} ("
+                   + ("sharper" if ours > ref else "flatter") + " rows than the reference's)")
 
 
 def _sdpa_suspects(q, k, v) -> dict[str, torch.Tensor]:
@@ -254,24 +276,28 @@ def _sdpa_mask(fn, kind: str) -> tuple[bool, str]:
     said = f"with a {kind} mask, differs from F.scaled_dot_product_attention by {gap:.2g}: "
     if _gap(fn(q, k, v, None), _REFERENCE_SDPA(q, k, v)) > FLOAT32_TOL:
         return False, said + "it differs without a mask too; fix that first (see 'reference')"
-    return False, said + _mask_diagnosis(_weights(fn, q, k, mask), mask.expand(B, H, q.size(-2), k.size(-2)))
+    return False, said + _mask_diagnosis(fn, q, k, v, mask)
 
 
-def _mask_diagnosis(w: torch.Tensor, mask: torch.Tensor) -> str:
-    """What the weights ``w`` (B, H, Lq, Lk) under ``mask`` (True = blocked) say about how the mask was used."""
-    blocked = w.masked_fill(~mask, 0).abs().max().item()
-    allowed = w.masked_fill(mask, 0).abs().max().item()
-    rows = w.sum(-1)  # (B, H, Lq)
+def _mask_diagnosis(fn, q, k, v, mask) -> str:
+    """What differs under ``mask`` (True = blocked), and its cause only where a test of it passes: the reference
+    run with that mistake gives the student's output (or its weights show it), else where the rows differ."""
+    out, ref = fn(q, k, v, mask), _REFERENCE_SDPA(q, k, v, mask)
+    w = _weights(fn, q, k, mask)
+    full = mask.expand(w.shape)
+    blocked, allowed = w.masked_fill(~full, 0).abs().max().item(), w.masked_fill(full, 0).abs().max().item()
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
     if blocked > 1e-6 and allowed < 1e-6:
         return ("only blocked keys get weight: the mask is read as True = keep; cipherlab's masks are True = "
                 "BLOCKED (F.scaled_dot_product_attention's are the opposite), so fill the scores where mask is True")
-    if blocked > 1e-6:
-        return (f"blocked keys get weights up to {blocked:.2f}: the mask is not applied; fill the blocked scores "
-                "with torch.finfo(scores.dtype).min before the softmax")
-    if rows.min().item() < 1 - 1e-4:
-        return (f"blocked keys get weight 0 but a query's weights sum to only {rows.min().item():.2f}: the mask "
-                "is applied after the softmax; fill the scores before it, so the allowed weights sum to 1")
-    return "the weights on blocked keys are 0 and rows sum to 1, so the difference is elsewhere (see 'reference')"
+    if _close(out, _REFERENCE_SDPA(q, k, v), 1e-4):
+        return (f"blocked keys get weights up to {blocked:.2f}, and the output is the unmasked one: the mask is not "
+                "applied; fill the blocked scores with torch.finfo(scores.dtype).min before the softmax")
+    if _close(out, scores.softmax(-1).masked_fill(full, 0) @ v, 1e-4):
+        return ("blocked keys get weight 0 but the allowed weights are those of the unmasked softmax (they no longer "
+                "sum to 1): the mask is applied after the softmax; fill the scores before it")
+    return _rows_differ(out, ref, "batch, head, query") + (f"; blocked keys get weights up to {blocked:.2f}"
+                                                            if blocked > 1e-6 else "; blocked keys get weight 0")
 
 
 def _sdpa_causality(fn) -> tuple[bool, str]:
@@ -311,7 +337,9 @@ def _sdpa_bf16(fn) -> tuple[bool, str]:
 # --------------------------------------------------------------------------- multi-head and grouped-query attention
 
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
-MHA_INTERFACE = ("cls(d_model, n_heads, n_kv_heads=..., rope=None) (n_kv_heads only for gqa) with nn.Linear "
+DROPOUT = Config.dropout  # the dropout= train passes (the configurations' default); the checks run in eval mode
+MHA_INTERFACE = ("cls(d_model, n_heads, dropout=p, n_kv_heads=..., rope=...) (n_kv_heads only for gqa, rope only "
+                 "with RoPE; as train builds it) with nn.Linear "
                  "q_proj, k_proj, v_proj, o_proj; forward(query (B, Lq, D), key (B, Lk, D), value (B, Lk, D), "
                  "mask=None) -> (B, Lq, D), mask bool True = blocked, broadcast to (B, H, Lq, Lk)")
 
@@ -335,38 +363,84 @@ def multi_head(cls, kind: str = "mha", kv_cache: bool = True) -> Report:
     if kind not in ("mha", "gqa"):
         raise ValueError(f"check.multi_head: unknown kind {kind!r}; expected 'mha' or 'gqa'")
     _refuse_internals(cls)
-    build = partial(_build_mha, cls, kind)
+    build = partial(_guarded_build, partial(_build_mha, cls, kind))
+    _refuse_stub(cls, kind)
     module = _interface_build(build, _build_call(cls, kind), MHA_INTERFACE)
-    _refuse_internals(cls, module)
+    _refuse_internals(cls, module._obj)
     x = randn(B, L, D_MODEL)
     _interface(lambda: module(x, x, x, None), f"{_build_call(cls, kind)}(x, x, x, mask=None)", MHA_INTERFACE)
+    raw = module._obj  # the checks call it on copies (Guarded); 'inputs' and 'gradients' on the tensors
+    memory = randn(B, LK, D_MODEL, seed=1)
     checks = [
         ("shape", partial(_mha_shape, module)),
+        ("inputs", lambda: _changed_inputs(lambda query, key, value, mask: raw(query, key, value, mask),
+                                           {"query": randn(B, LQ, D_MODEL), "key": memory, "value": memory.clone(),
+                                            "mask": _PAD_MASK.clone()})),
         ("projections", partial(_mha_projections, module, kind)),
         ("reference", partial(_mha_reference, module, kind)),
-        ("gradients", partial(_mha_gradients, module, kind)),
+        ("gradients", partial(_mha_gradients, raw, kind)),
         ("torch", partial(_mha_torch, build, kind)),
         ("causality", partial(_mha_causality, module)),
         ("permutation", partial(_mha_permutation, module)),
         ("padding", partial(_mha_padding, module)),
-        ("rope", partial(_mha_rope, build, kind)),
+        ("rope", partial(_mha_rope, build, kind, cls)),
         ("bfloat16", partial(_mha_bf16, module)),
         ("float64", partial(_mha_float64, module)),
     ]
-    if kv_cache and _takes(module.forward, "cache"):  # a KV cache is optional in a student's layer
+    if kv_cache and _takes(raw.forward, "cache"):  # a KV cache is optional in a student's layer
         checks.append(("kv cache", partial(_mha_cache, build, module)))
+    elif kv_cache:
+        checks.append(("kv cache", lambda: skip(
+            "forward takes no cache=, so cached decoding is not checked; train never gives your layer a cache (the "
+            "decoder runs it over the whole prefix at each step, PrefixAttention), so this is no fault; add "
+            "cache=None (cipherlab's KVCache) to have it checked")))
     return _run(kind, _label(cls), checks)
 
 
 def _build_call(cls, kind: str, **extra) -> str:
-    args = [str(D_MODEL), str(N_HEADS)] + ([f"n_kv_heads={N_KV_HEADS}"] if kind == "gqa" else [])
+    args = [str(D_MODEL), str(N_HEADS), f"dropout={DROPOUT}"] + ([f"n_kv_heads={N_KV_HEADS}"] if kind == "gqa" else [])
     return f"{_label(cls)}({', '.join(args + [f'{k}=...' for k in extra])})"
 
 
-def _build_mha(cls, kind: str, n_kv_heads: int = N_KV_HEADS, **extra) -> nn.Module:
-    """The student's layer at D_MODEL, N_HEADS (and n_kv_heads for gqa), in eval mode."""
-    kv = {"n_kv_heads": n_kv_heads} if kind == "gqa" else {}
-    return cls(D_MODEL, N_HEADS, **kv, **extra).eval()
+def _build_mha(cls, kind: str, n_kv_heads: int = N_KV_HEADS, rope=None) -> nn.Module:
+    """The student's layer at D_MODEL, N_HEADS (and n_kv_heads for gqa), built with exactly the arguments
+    train passes (:func:`cipherlab.student.adapters.build_own_attention`: dropout=p, n_kv_heads= in GQA, rope=
+    with RoPE), in eval mode."""
+    return build_own_attention(cls, D_MODEL, N_HEADS, dropout=DROPOUT, attn_type=kind, n_kv_heads=n_kv_heads,
+                               rope=rope).eval()
+
+
+def _accepts(cls, name: str) -> bool:
+    """Whether ``cls(...)`` takes a keyword ``name`` (or **kwargs); True when its signature cannot be read."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def _refuse_stub(cls, kind: str) -> None:
+    """NotWritten for a stub whose constructor raises NotImplementedError, even one written without the dropout=
+    train passes (a chapter's exercise before it is done), so that it reads as unwritten, not as unusable."""
+    try:
+        inspect.signature(cls).bind(D_MODEL, N_HEADS, dropout=DROPOUT)
+        return  # it takes dropout=: the build itself says whether it is a stub
+    except (TypeError, ValueError):
+        pass
+    kv = {"n_kv_heads": N_KV_HEADS} if kind == "gqa" else {}
+    try:
+        with torch.random.fork_rng(devices=[]):
+            cls(D_MODEL, N_HEADS, **kv)
+    except NotImplementedError as e:
+        raise _raised(e, f"{_label(cls)}({D_MODEL}, {N_HEADS}{', n_kv_heads=' + str(N_KV_HEADS) if kv else ''})",
+                      MHA_INTERFACE) from None
+    except Exception:
+        pass
+
+
+def _guarded_build(build, **options) -> Guarded:
+    """``build(**options)``, called through :class:`Guarded` (an exception names the call)."""
+    return Guarded(build(**options), "forward")
 
 
 def _n_kv(module: nn.Module, kind: str) -> int:
@@ -374,7 +448,28 @@ def _n_kv(module: nn.Module, kind: str) -> int:
 
 
 def _reference_mha(module: nn.Module, kind: str, rope=None) -> MultiHeadAttention:
-    """cipherlab's MultiHeadAttention with the student's projection weights copied in."""
+    """cipherlab's MultiHeadAttention with the student's projection weights copied in. A layer whose heads are laid
+    out another way, feature f of a projection in head f % H (a view as (B, L, d, H)), is a fixed permutation of
+    the book's (feature f in head f // d): when the copy with the projections permuted agrees with it and the
+    plain copy does not, that copy is returned, marked ``strided_layout``."""
+    ref = _copied_mha(module, kind, rope, strided=False)
+    x, mask = randn(B, L, D_MODEL, seed=7), causal_mask(L)
+    try:
+        out = module(x, x, x, mask)
+    except Exception:
+        return ref
+    if _close(out, ref(x, x, x, mask)):
+        return ref
+    strided = _copied_mha(module, kind, rope, strided=True)
+    return strided if _close(out, strided(x, x, x, mask)) else ref
+
+
+def _strided(n: int, d: int) -> torch.Tensor:
+    """The feature of a head-f % n layout at each place h * d + j of the book's layout: j * n + h."""
+    return torch.arange(n * d).view(d, n).T.flatten()
+
+
+def _copied_mha(module: nn.Module, kind: str, rope=None, strided: bool = False) -> MultiHeadAttention:
     missing = [n for n in PROJECTIONS if not isinstance(getattr(module, n, None), nn.Linear)]
     if missing:
         raise Unfit(f"cannot copy weights into the reference: no nn.Linear {', '.join(missing)}; name the "
@@ -383,6 +478,18 @@ def _reference_mha(module: nn.Module, kind: str, rope=None) -> MultiHeadAttentio
                              bias=module.q_proj.bias is not None).eval()
     for name in PROJECTIONS:
         getattr(ref, name).load_state_dict(getattr(module, name).state_dict())
+    if strided:
+        head_dim = D_MODEL // N_HEADS
+        with torch.no_grad():
+            for name in ("q_proj", "k_proj", "v_proj"):
+                proj = getattr(ref, name)
+                n = N_HEADS if name == "q_proj" else proj.out_features // head_dim
+                order = _strided(n, head_dim)
+                proj.weight.copy_(proj.weight[order])
+                if proj.bias is not None:
+                    proj.bias.copy_(proj.bias[order])
+            ref.o_proj.weight.copy_(ref.o_proj.weight[:, _strided(N_HEADS, head_dim)])
+        ref.strided_layout = True
     return ref
 
 
@@ -429,9 +536,15 @@ def _mha_reference(module, kind: str) -> tuple[bool, str]:
         bug = _mha_diagnosis(module)
         if not bug:
             raise
-        return False, f"{bug[2:]} (with the reference's inputs it raised {why(e)})"  # the mistake first
+        said = str(e) if isinstance(e, Unfit) else f"it raised {why(e)}"
+        return False, f"{bug[2:]} (with the reference's inputs, {said})"  # the mistake first
     what = "GroupedQueryAttention" if kind == "gqa" else "MultiHeadAttention"
     said = ", ".join(f"{k} {v:.1e}" for k, v in gaps.items())
+    if max(gaps.values()) <= FLOAT32_TOL and getattr(ref, "strided_layout", False):
+        return True, (f"with its weights copied and permuted, agrees with cipherlab's {what} ({said}; tolerance "
+                      f"{FLOAT32_TOL:g}): note that its heads take feature f of each projection into head f % H "
+                      "(a view as (B, L, head_dim, H)), where the book's take head f // head_dim ((B, L, H, head_dim)); "
+                      "a fixed permutation of the projections' rows, which training learns as well, so it is right")
     if max(gaps.values()) <= FLOAT32_TOL:
         return True, f"with its weights copied, agrees with cipherlab's {what} ({said}; tolerance {FLOAT32_TOL:g})"
     return False, (f"with its weights copied, differs from cipherlab's {what}: {said} (tolerance {FLOAT32_TOL:g})"
@@ -450,7 +563,8 @@ def _mha_gradients(module, kind: str) -> tuple[bool, str]:
         ref = _reference_mha(module, kind)
     except Unfit:
         ref = None  # the backward still runs: it must, and every parameter must get a gradient
-    shared = {n: n for n, _ in ref.named_parameters()} if ref is not None else {}
+    strided = getattr(ref, "strided_layout", False)  # its parameters' gradients are permuted: inputs' only
+    shared = {n: n for n, _ in ref.named_parameters()} if ref is not None and not strided else {}
     inputs = {"query": randn(B, L, D_MODEL), "memory": randn(B, LK, D_MODEL, seed=1)}
     return gradients(module, _mha_self_and_cross, ref, _mha_self_and_cross, inputs, shared)
 
@@ -559,8 +673,12 @@ def _shift_gap(module) -> float:
     return _gap(module(later, later, later, blocked)[:, SHIFT:], module(x, x, x))
 
 
-def _mha_rope(build, kind: str) -> tuple[bool, str]:
+def _mha_rope(build, kind: str, cls=None) -> tuple[bool, str]:
     rope = RotaryPositionalEmbedding(D_MODEL // N_HEADS, max_len=64)
+    if cls is not None and not _accepts(cls, "rope"):
+        return skip("its constructor takes no rope=, so RoPE is not checked; train passes rope= only in C2 (C1, C3 "
+                    "and C4 build it without), so this layer cannot stand in C2's attention; accept rope=None and "
+                    "rotate q and k after the head split to use it there")
     try:
         module = build(rope=rope)
     except TypeError as e:
@@ -601,48 +719,90 @@ def _with_rope(build, module: nn.Module, rope_cls) -> nn.Module:
     return other
 
 
-def _stepped(module, x: torch.Tensor, memory: torch.Tensor | None = None, mask=None) -> torch.Tensor:
-    """(B, L, D): ``x`` fed one position per call through one KVCache, as incremental decoding does.
-    Self-attention (``memory`` None) grows the cache; cross-attention fills a static cache once."""
+def _stepped(module, x: torch.Tensor, memory: torch.Tensor | None = None, mask=None) -> tuple[torch.Tensor, KVCache]:
+    """(B, L, D): ``x`` fed one position per call through one KVCache, as incremental decoding does, and the cache.
+    Self-attention (``memory`` None) grows the cache by one position a step; cross-attention fills a static cache
+    once (or never: the caller says so). A cache that grows otherwise is Unfit saying by how much, at which step."""
     cache = KVCache(static=memory is not None)
     steps = []
     for t in range(x.size(1)):
         q = x[:, t:t + 1]
-        if memory is None:
-            steps.append(module(q, q, q, causal_mask(1, offset=t), cache=cache))
-        else:
-            steps.append(module(q, memory, memory, mask, cache=cache))
-    return torch.cat(steps, dim=1)
+        try:
+            if memory is None:
+                steps.append(module(q, q, q, causal_mask(1, offset=t), cache=cache))
+            else:
+                steps.append(module(q, memory, memory, mask, cache=cache))
+        except Unfit as e:
+            raise Unfit(_cache_growth(cache, t, memory, after=True) or str(e)) from None
+        grown = _cache_growth(cache, t, memory)
+        if grown:
+            raise Unfit(grown)
+    return torch.cat(steps, dim=1), cache
+
+
+def _cache_growth(cache: KVCache, t: int, memory, after: bool = False) -> str:
+    """What is wrong with the cache's length after step ``t`` ("" if nothing): a self-attention cache holds
+    t + 1 positions, a static one the memory's length (or 0, never filled)."""
+    n = cache.length
+    when = f"at step {t} (its call raised)" if after else f"after step {t}"
+    if memory is None:
+        expected = t + 1
+        if n > expected:
+            return (f"the self-attention cache holds {n} positions {when}, where {expected} token{'s' * (expected > 1)} {'were' if expected > 1 else 'was'} fed: each "
+                    "step must append its new keys and values once (one cache.update per call)")
+        return ""
+    if n > memory.size(1):
+        return (f"the static cache (KVCache(static=True)) holds {n} positions {when}, where the memory has "
+                f"{memory.size(1)}: the memory is appended again at a later step; fill it on the first step only, "
+                "then reuse cache.k and cache.v")
+    return ""
 
 
 def _mha_cache(build, module) -> tuple[bool, str]:
     """Self-attention through a growing cache, cross-attention through a static one, then RoPE under the cache."""
     x, memory = randn(B, L, D_MODEL), randn(B, LK, D_MODEL, seed=1)
-    pad = padding_mask(torch.tensor([[1] * 4 + [0] * 3, [1] * LK]), 0)
-    fix = ("append each step's keys and values (cache.update(k, v)) and attend over all of them, "
-           "keys and values that are already cached included")
-    gap = _gap(_stepped(module, x), module(x, x, x, causal_mask(L)))
+    pad = _PAD_MASK
+    stepped, _ = _stepped(module, x)
+    full = module(x, x, x, causal_mask(L))
+    gap = _gap(stepped, full)
     if gap > 1e-5:
+        t = int((stepped - full).abs().amax((0, 2)).gt(1e-5).nonzero()[0])
         return False, (f"self-attention fed one position at a time through cache=KVCache() differs from the full "
-                       f"causal pass by up to {gap:.2g}: {fix}")
-    gap = _gap(_stepped(module, x, memory, pad), module(x, memory, memory, pad))
+                       f"causal pass by up to {gap:.2g}, first at step {t}; step t must give what the full pass gives "
+                       "position t, attending over the cached keys and values of positions 0..t")
+    stepped, cache = _stepped(module, x, memory, pad)
+    recomputed = module(x, memory, memory, pad)
+    gap = _gap(stepped, recomputed)
     if gap > 1e-5:
-        return False, (f"cross-attention with a static cache (KVCache(static=True)) differs from recomputing it by "
-                       f"up to {gap:.2g}: project the memory into the cache on the first step only, then reuse "
-                       "cache.k and cache.v (never append the memory again)")
+        said = (f"cross-attention with a static cache (KVCache(static=True)) differs from recomputing it by up to "
+                f"{gap:.2g}")
+        if _close(stepped, module(x, memory, memory, None)):
+            return False, (said + ": the steps give what cross-attention gives without its mask, so the padding mask "
+                           "is not applied when a cache is given; apply mask whether or not there is a cache")
+        return False, said + "; " + _rows_differ(stepped, recomputed, "batch, step")
+    if cache.length == 0:
+        head_dim = D_MODEL // N_HEADS
+        kv = module.k_proj.out_features // head_dim if isinstance(getattr(module, "k_proj", None), nn.Linear) else 0
+        return warn(f"right outputs, but the static cache is never filled (cache.length 0 after {L} steps): the memory "
+                    f"is projected again at every step, 2 x Lk x D x {kv} x {head_dim} multiply-adds per step and layer "
+                    f"(Lk the source length; {2 * LK * D_MODEL * kv * head_dim:,} here) that storing the projected "
+                    "memory with cache.update on the first step saves")
     try:
         roped = build(rope=RotaryPositionalEmbedding(D_MODEL // N_HEADS, max_len=64))
     except TypeError:
         return True, "a self-attention cache built step by step equals the full causal pass; a static "\
                      "cross-attention cache equals recomputing (no rope=, so RoPE under the cache is not checked)"
-    stepped = _stepped(roped, x)
+    try:
+        stepped, _ = _stepped(roped, x)
+    except Unfit as e:
+        raise Unfit(f"with rope=RotaryPositionalEmbedding(head_dim) (without RoPE the cache agrees): {e}") from None
     gap = _gap(stepped, roped(x, x, x, causal_mask(L)))
     if gap > 1e-5:
         said = (f"with RoPE, self-attention fed one position at a time through the cache differs from the full "
                 f"causal pass by up to {gap:.2g} (without RoPE it agrees)")
         if _shift_gap(roped) > 1e-4:
             return False, said + "; the layer with RoPE is wrong without a cache too (see 'rope'): fix that first"
-        if _close(stepped, _stepped(_with_rope(build, roped, _OffsetBlindRope), x), 1e-5):
+        if _close(stepped, _stepped(_with_rope(build, roped, _OffsetBlindRope), x)[0], 1e-5):
             return False, (said + ": the cache ignores the position offset, every step is rotated as position 0; "
                            "rotate the new q and k at offset = cache.length, the position of the new token")
         return False, said + "; rotate the new q and k at offset = cache.length and cache the rotated k"

@@ -3,7 +3,8 @@
 ``patcher``: where source patches begin, against ByteEntropyModel.patch_boundaries on a real entropy
 curve and a grid of them, with the usual wrong patchers named (>= for >, the forced starts at multiples
 of max_patch, ...). ``pooling``: one vector per patch from its own bytes only and their order, zeros for
-an empty patch, and cipherlab's PatchPooling with the same weights, forward and backward. ``patch_mask``: which
+an empty patch, and cipherlab's PatchPooling with the same weights, forward and backward, every norm inside
+given a random gain and shift first (so a patch zeroed before the norm, which then adds its shift, shows). ``patch_mask``: which
 global slots each target byte may read, against ``patch_causal_mask`` and inside a tiny BLT, where a
 leak shows as logits that change with the byte they predict.
 """
@@ -25,7 +26,7 @@ from torch import nn
 from cipherlab.models.blt import BLTArgs, BLTModel, ByteEntropyModel, PatchPooling, patch_causal_mask, patch_membership
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.student.check.cached_decoding import BLT_SIZES, _decoding_batch
-from cipherlab.student.check.compare import D_MODEL, FLOAT32_TOL, N_HEADS, _close, _gap
+from cipherlab.student.check.compare import D_MODEL, FLOAT32_TOL, N_HEADS, Guarded, _changed_inputs, _close, _gap
 from cipherlab.student.check.gradients import gradients
 from cipherlab.student.check.report import Report, _interface, _interface_build, _interface_value, _label, _run
 from cipherlab.student.check.tokenizer import BPE_CORPUS, BPE_UNSEEN
@@ -210,18 +211,36 @@ def pooling(cls) -> Report:
     module = _interface_build(lambda: cls(D_MODEL, N_HEADS), build, POOLING_INTERFACE)
     if isinstance(module, nn.Module):
         module.eval()
+        _randomise_norms(module)
     x, member = _pooling_input()
     _interface_value(lambda: module(x, member), f"{build}(x, member)", POOLING_INTERFACE,
                      lambda out: isinstance(out, tuple) and all(isinstance(t, torch.Tensor) for t in out)
                      and len(out) == 2, "a pair of tensors (pooled, empty)")
+    raw, module = module, Guarded(module, "forward")  # the checks call it on copies; 'inputs' on the tensors
     return _run("pooling", _label(cls), [
         ("shape", partial(_pooling_shape, module)),
+        ("inputs", lambda: _changed_inputs(lambda x, member: raw(x, member), dict(zip(("x", "member"),
+                                                                                        _pooling_input())))),
         ("empty patches", partial(_pooling_empty, module)),
         ("own bytes", partial(_pooling_own_bytes, module)),
         ("order", partial(_pooling_order, module)),
         ("reference", partial(_pooling_reference, module)),
-        ("gradients", partial(_pooling_gradients, module)),
+        ("gradients", partial(_pooling_gradients, raw)),
     ])
+
+
+def _randomise_norms(module: nn.Module) -> None:
+    """Random gain (about 1) and shift (about 0) in every norm inside ``module`` (a submodule whose class or
+    attribute name holds "norm"), as a trained model has them: a norm's output at construction (gain 1, shift 0) hides where a vector
+    is zeroed, before the norm (which then adds the shift) or after it."""
+    gen = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        for path, sub in sorted(module.named_modules(), key=lambda item: item[0]):
+            if "norm" not in type(sub).__name__.lower() and "norm" not in path.rsplit(".", 1)[-1].lower():
+                continue
+            for name, p in sorted(sub.named_parameters(recurse=False)):
+                gain = name in ("gamma", "weight", "scale")
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.5 + (1.0 if gain else 0.0))
 
 
 def _pooling_input(content: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -284,7 +303,11 @@ def _pooling_order(module) -> tuple[bool, str]:
     x, member = _pooling_input(content)
     mean = member.float() @ x / member.sum(-1, keepdim=True).clamp(min=1)
     pooled = _pooling_out(module, content)[0]
-    is_mean = any(_close(pooled, m[0], 1e-4) for m in (mean, F.layer_norm(mean, (D_MODEL,), eps=1e-5)))
+    norms = [mean, F.layer_norm(mean, (D_MODEL,), eps=1e-5)]
+    own = getattr(module, "norm", None)
+    if callable(own):
+        norms.append(own(mean))  # the mean through the module's own (randomised) norm
+    is_mean = any(_close(pooled, m[0], 1e-4) for m in norms)
     return False, ("swapping two bytes inside a patch leaves its vector unchanged: "
                    + ("it is the mean of its bytes' vectors, " if is_mean else "")
                    + "blind to their order, as a mean of (content + position) vectors is (the 'bag of bits' bug); "

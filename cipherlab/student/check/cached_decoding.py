@@ -18,7 +18,7 @@ from torch import nn
 from cipherlab.data.tokenizers.bytes import BOS_ID, SPECIAL_IDS, VOCAB_SIZE
 from cipherlab.models.blt import BLTArgs, BLTModel, patch_membership
 from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
-from cipherlab.student.check.compare import _close, _finite, _gap
+from cipherlab.student.check.compare import Guarded, _close, _finite, _gap, skip
 from cipherlab.student.check.report import Report, _interface, _interface_build, _label, _run, _takes
 from cipherlab.student.trials import randn
 
@@ -57,13 +57,16 @@ def decoding(obj) -> Report:
                DECODING_INTERFACE)
     _interface(lambda: model.decode_step(model.begin_decoding(*head), tgt_in[:, 0]),
                f"model.decode_step(model.begin_decoding(src{', src_member' * blt}), tokens)", DECODING_INTERFACE)
+    model = Guarded(model, "model", methods=("begin_decoding", "decode_step"))  # an exception names the call
     return _run("decoding", _label(obj), [
         ("shape", partial(_decoding_shape, model, head, tgt_in)),
         ("causality", partial(_decoding_causality, model, head, tgt_in)),
         ("cache", partial(_decoding_cache, model, head, tgt_in)),
         ("greedy", partial(_decoding_greedy, model, head, tgt_in)),
         ("batch rows", partial(_decoding_rows, model, head, tgt_in)),
-        *([] if blt else [("source padding", partial(_decoding_padding, model, src, tgt_in))]),
+        ("source padding", partial(_decoding_padding, model, src, tgt_in) if not blt else lambda: skip(
+            "a BLT's source is whole patches of bytes (src_member says which), with no PAD ids to append; its "
+            "pooling of empty patches is `check pooling`'s")),
     ])
 
 
@@ -158,7 +161,9 @@ def _decoding_cache(model, head, tgt_in) -> tuple[bool, str]:
     if not _decoding_causality(model, head, tgt_in)[0]:
         return False, said + "; the full pass is not causal (see 'causality'), so no cache can match it"
     if t == 0:
-        return False, said + ": already the first step differs; begin_decoding must encode the source as forward does"
+        return False, (said + ": already the first step differs, where no cached key is read yet: what begin_decoding "
+                       "and the first decode_step compute differs from the full pass at position 0 (the encoding of "
+                       "the source, or the first token's embedding and position)")
     ignored = _offset_ignored(model, head, tgt_in)
     if ignored:
         return False, (said + f" (position 0 agrees): the cache ignores the position offset: {ignored}; a step at "

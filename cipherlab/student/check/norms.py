@@ -1,7 +1,9 @@
 """The checks of a LayerNorm or RMSNorm class (``norm``): cipherlab's own and PyTorch's with the same gain.
 
-The student's gain (gamma, weight or scale) and LayerNorm's shift (beta, bias or shift) are set to
-random values and copied into cipherlab's module and nn.LayerNorm or nn.RMSNorm; the checks then try
+The class is built as train builds it, ``cls(d_model, eps=1e-5)``, and called on copies of its input (an input
+changed in place is the 'inputs' check's). Its parameters are named ('parameters': a gain, LayerNorm's shift,
+nothing else; buffers and extra parameters such as an RMSNorm bias are named). Every parameter is set to random
+values, and the student's gain (gamma, weight or scale) and LayerNorm's shift (beta, bias or shift) copied into cipherlab's module and nn.LayerNorm or nn.RMSNorm; the checks then try
 the norm as built (ones and zeros), its invariances (LayerNorm: adding a constant; RMSNorm: scaling),
 statistics per token, all-zero and constant tokens, bfloat16 and float64, and the backward pass (the
 gradients of x, the gain and the shift; a gain registered as a buffer is named). An unbiased variance, a
@@ -18,8 +20,10 @@ import torch
 from torch import nn
 
 from cipherlab.models.norm import NORMS
-from cipherlab.student.check.compare import (BF16_TOL, FLOAT32_TOL, _bf16_verdict, _close, _deterministic, _finite,
-                                             _float64_verdict, _gap, _in_float64, _name_the_bug)
+from cipherlab.student.adapters import NORM_EPS, build_own_norm
+from cipherlab.student.check.compare import (BF16_TOL, FLOAT32_TOL, Guarded, _bf16_verdict, _changed_inputs, _close,
+                                             _deterministic, _finite, _float64_verdict, _gap, _in_float64,
+                                             _name_the_bug, _rows_differ)
 from cipherlab.student.check.gradients import gradients
 from cipherlab.student.check.report import Report, _interface, _interface_build, _label, _refuse_internals, _run
 from cipherlab.student.trials import Unfit, randn
@@ -39,23 +43,26 @@ def norm(cls, kind: str) -> Report:
     if kind not in NORMS:
         raise ValueError(f"check.norm: unknown kind {kind!r}; expected one of {sorted(NORMS)}")
     _refuse_internals(cls)
-    fresh = _interface_build(lambda: cls(16, eps=1e-5), f"{_label(cls)}(16, eps=1e-5)", NORM_INTERFACE)
+    fresh = _interface_build(lambda: build_own_norm(cls, 16), f"{_label(cls)}(16, eps={NORM_EPS:g})", NORM_INTERFACE)
     _refuse_internals(cls, fresh)
     x = _norm_input()
     _interface(lambda: fresh(x), f"{_label(cls)}(16, eps=1e-5)(x)", NORM_INTERFACE)
-    module, ref = _randomised_pair(fresh, kind)
+    raw, ref = _randomised_pair(fresh, kind)
+    module = Guarded(raw, "forward")  # the checks call it on copies; 'inputs' and 'gradients' on the tensors
     expected = partial(_norm_expected, module, ref, kind)
     return _run(kind, _label(cls), [
         ("shape", partial(_norm_shape, module)),
+        ("inputs", lambda: _changed_inputs(lambda x: raw(x), {"x": _norm_input()})),
+        ("parameters", partial(_norm_parameters, raw, kind)),
         ("eval mode", lambda: _deterministic(lambda: module(_norm_input()))),
         ("at construction", partial(_norm_initial, fresh, kind)),
         ("reference", partial(_norm_reference, module, ref, kind)),
-        ("gradients", partial(_norm_gradients, module, ref, kind)),
+        ("gradients", partial(_norm_gradients, raw, ref, kind)),
         ("invariance", partial(_norm_invariance, module, kind)),
         ("per token", partial(_norm_per_token, module)),
         ("zero and constant tokens", partial(_norm_flat, module, expected, kind)),
         ("bfloat16", partial(_norm_bf16, module, expected)),
-        ("float64", lambda: _float64_verdict(_in_float64(module)(_norm_input().double()), expected(_norm_input()))),
+        ("float64", lambda: _float64_verdict(_in_float64(raw)(_norm_input().double()), expected(_norm_input()), raw)),
     ])
 
 
@@ -119,7 +126,12 @@ def _norm_flat(module, expected, kind: str) -> tuple[bool, str]:
         return False, f"{what} gives NaN or inf: no eps where the {spread} is 0, so it divides 0 by 0; divide by {stat}"
     gap = _gap(out, expected(x))
     if gap > 1e-4:
-        return False, f"on all-zero and constant tokens, differs from the reference by {gap:.2g}; divide by {stat}"
+        ordinary = _norm_input()
+        if _gap(module(ordinary), expected(ordinary)) > 1e-4:
+            return False, (f"on all-zero and constant tokens, differs from the reference by {gap:.2g}, as it does on "
+                           "ordinary tokens (see 'reference'): fix that first")
+        return False, (f"on all-zero and constant tokens, differs from the reference by {gap:.2g} (ordinary tokens "
+                       f"agree): {_rows_differ(out, expected(x), 'token')}; the reference divides by {stat}")
     return True, "all-zero and constant tokens give finite outputs, as the reference: eps keeps 0 / 0 away"
 
 
@@ -133,16 +145,55 @@ def _parameter(module: nn.Module, names: tuple[str, ...]) -> nn.Parameter | None
 
 
 def _randomised_pair(module: nn.Module, kind: str) -> tuple[nn.Module, nn.Module]:
-    """A copy of the student's norm with random gain (and shift), and cipherlab's with the same values."""
+    """A copy of the student's norm with every parameter random (the gain about 1, the rest about 0: a shift
+    RMSNorm should not have shows), and cipherlab's with the same gain (and shift)."""
     module, ref = copy.deepcopy(module).eval(), NORMS[kind](16, eps=1e-5)
     gen = torch.Generator().manual_seed(3)
+    gain, shift = _parameter(module, GAINS), _parameter(module, SHIFTS)
+    others = [p for _, p in sorted(module.named_parameters()) if p is not gain and p is not shift
+              and p.is_floating_point()] if isinstance(module, nn.Module) else []
     with torch.no_grad():
-        for names, theirs in ((GAINS, ref.gamma), (SHIFTS, getattr(ref, "beta", None))):
-            mine = _parameter(module, names)
+        for mine, start in ((gain, 1.0), (shift, 0.0), *((p, 0.0) for p in others)):
+            if mine is not None:
+                mine.copy_(torch.randn(mine.shape, generator=gen) + start)
+        for mine, theirs in ((gain, ref.gamma), (shift, getattr(ref, "beta", None))):
             if mine is not None and theirs is not None and mine.shape == theirs.shape:
-                mine.copy_(torch.randn(mine.shape, generator=gen) + (1.0 if names is GAINS else 0.0))
                 theirs.copy_(mine)
     return module, ref
+
+
+def _norm_parameters(module, kind: str) -> tuple[bool, str]:
+    """The parameters a norm has: a gain (D,) and, for LayerNorm, a shift (D,), nothing else; what it has
+    instead is named (buffers and plain tensors never train)."""
+    params = dict(module.named_parameters()) if isinstance(module, nn.Module) else {}
+    buffers = dict(module.named_buffers()) if isinstance(module, nn.Module) else {}
+    gain, shift = _name_of(module, GAINS), _name_of(module, SHIFTS)
+    wanted = "a gain gamma (D,)" + (" and a shift beta (D,)" if kind == "layernorm" else "")
+    listed = ", ".join(f"`{n}` {tuple(p.shape)}" for n, p in params.items()) or "none"
+    if not params:
+        plain = [n for n, v in vars(module).items() if isinstance(v, torch.Tensor)]
+        held = [f"buffer{'s' * (len(buffers) > 1)} {', '.join(f'`{n}`' for n in buffers)}"] if buffers else []
+        held += [f"plain tensor{'s' * (len(plain) > 1)} {', '.join(f'`{n}`' for n in plain)}"] if plain else []
+        return False, ("it has no parameters, so nothing in it trains"
+                       + (f": it holds {' and '.join(held)}, which get no gradient" if held else "")
+                       + f"; make {wanted} nn.Parameter(...)")
+    if gain is None:
+        return False, (f"no gain parameter named {' or '.join(GAINS)}: its parameters are {listed}; name the gain "
+                       "gamma (or weight), shape (D,), so it can be copied into the reference")
+    if kind == "layernorm" and shift is None:
+        return False, (f"no shift parameter named {' or '.join(SHIFTS)}: its parameters are {listed}; LayerNorm has "
+                       "beta (D,)")
+    extra = [n for n in params if n not in (gain, shift if kind == "layernorm" else None)]
+    if extra:
+        has = ", ".join(f"`{n}`" for n in extra)
+        what = "RMSNorm has a gain and no shift (no bias)" if kind == "rmsnorm" else "LayerNorm has a gain and a shift"
+        return False, f"{what}: yours also has {has}; remove {'it' if len(extra) == 1 else 'them'}"
+    return True, (f"a gain `{gain}`" + (f" and a shift `{shift}`" if kind == "layernorm" else "")
+                  + ", parameters of shape (D,), and nothing else")
+
+
+def _name_of(module, names: tuple[str, ...]) -> str | None:
+    return next((n for n in names if isinstance(getattr(module, n, None), nn.Parameter)), None)
 
 
 def _norm_shape(module) -> tuple[bool, str]:
@@ -174,11 +225,8 @@ def _norm_reference(module, ref, kind: str) -> tuple[bool, str]:
     if gain is None and buffer is not None:
         raise Unfit(f"the gain `{buffer}` is a buffer (register_buffer), not a parameter, so it never trains and "
                     f"cannot be copied into the reference; make it nn.Parameter(torch.ones(d_model))")
-    if gain is None:
-        raise Unfit(f"no gain parameter named {' or '.join(GAINS)}; name it gamma, shape (D,), "
-                    "so it can be copied into the reference")
-    if kind == "layernorm" and _parameter(module, SHIFTS) is None:
-        raise Unfit(f"no shift parameter named {' or '.join(SHIFTS)}; LayerNorm has beta, shape (D,)")
+    if gain is None or (kind == "layernorm" and _parameter(module, SHIFTS) is None):
+        raise Unfit("cannot copy its gain and shift into the reference (see 'parameters')")
     theirs = nn.LayerNorm(16, eps=1e-5) if kind == "layernorm" else nn.RMSNorm(16, eps=1e-5)
     with torch.no_grad():
         theirs.weight.copy_(ref.gamma)

@@ -1,8 +1,13 @@
 """The checks of sinusoidal positions and rotary position embedding (``positional``, "sinusoidal" or "rope").
 
+Each class is built with exactly the arguments train passes (``cls(d_model, max_len=MAX_LEN, dropout=p)``,
+``cls(head_dim, max_len=MAX_LEN)``) and called on copies of its inputs (an input changed in place is the 'inputs'
+check's; an exception names the call). Positions run up to LONG, the corpus's longest line plus BOS and EOS (angles
+rounded to bfloat16, or positions that wrap around at n rows, are named only when the module reproduces them), and
+a module built with max_len=SHORT must grow its table or raise past it ('past max_len').
 Sinusoidal: the table added to x against cipherlab's SinusoidalPositionalEncoding (a [sin | cos] layout
-passes with a note), rows at an offset, the gradient of x, positions up to 200 (angles rounded to bfloat16 are named),
-float64. RoPE: a pure rotation that leaves position 0 alone, scores that depend on the offset between
+passes with a note), rows at an offset, the gradient of x, long positions, past max_len, float64 (a WARN where only
+float64 differs). RoPE: a pure rotation that leaves position 0 alone, scores that depend on the offset between
 positions only, cipherlab's RotaryPositionalEmbedding (interleaved pairs pass with a note), the gradients
 of q and k, the keys it
 returns (GQA keys with fewer heads too) at an offset, cached steps one position at a time, long
@@ -11,25 +16,48 @@ positions and float64.
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 
 import torch
 from torch import nn
 
+from cipherlab.base.config import Config
 from cipherlab.base.errors import why
+from cipherlab.data.corpus import PLAIN_FILE, read_lines, resolve_data_dir
 from cipherlab.models.positional import (RotaryPositionalEmbedding, SinusoidalPositionalEncoding,
                                          inverse_frequencies, rotate_half)
-from cipherlab.student.check.compare import (B, DK, FLOAT32_TOL, H, L, _close, _deterministic, _finite,
-                                             _float64_verdict, _gap, _in_float64, _name_the_bug)
+from cipherlab.student.adapters import MAX_LEN, build_own_positional, build_own_rope
+from cipherlab.student.check.compare import (B, DK, FLOAT32_TOL, H, L, Guarded, _changed_inputs, _close,
+                                             _deterministic, _finite, _float64_verdict, _gap, _in_float64,
+                                             _name_the_bug, _wrap_period)
 from cipherlab.student.check.gradients import gradients
 from cipherlab.student.check.report import Report, _interface, _interface_build, _label, _refuse_internals, _run
 from cipherlab.student.trials import Unfit, randn
 
 POSITION_INTERFACES = {
-    "sinusoidal": "cls(d_model, max_len=64) with forward(x (B, L, D), offset=0) -> x + table[offset:offset+L]",
-    "rope": "cls(head_dim, max_len=64) with forward(q (B, H, L, d), k (B, Hkv, L, d), offset=0) -> (q, k) rotated "
-            "at positions offset..offset+L-1",
+    "sinusoidal": f"cls(d_model, max_len={MAX_LEN}, dropout=p) with forward(x (B, L, D), offset=0) -> x + "
+                  "table[offset:offset+L] (as train builds it)",
+    "rope": f"cls(head_dim, max_len={MAX_LEN}) with forward(q (B, H, L, d), k (B, Hkv, L, d), offset=0) -> (q, k) "
+            "rotated at positions offset..offset+L-1 (as train builds it)",
 }
+SHORT = 64  # the max_len of the check 'past max_len': a table that short, called on longer inputs
+DROPOUT = Config.dropout  # the dropout= train passes (the configurations' default); the checks run in eval mode
+
+
+@functools.cache
+def longest_sequence() -> int:
+    """The most positions the assignment's models are ever given: the longest line of the corpus, in characters
+    (a position per character at most: a source byte or a target character), plus BOS and EOS; MAX_LEN, the
+    positions every model is built for, when the corpus cannot be read."""
+    try:
+        lines = read_lines(resolve_data_dir() / PLAIN_FILE)
+    except Exception:
+        return MAX_LEN
+    return min(max(map(len, lines), default=0) + 2, MAX_LEN)
+
+
+LONG = longest_sequence()  # positions 0..LONG-1: a rounded angle, or a table that wraps, shows there
 
 
 def positional(cls, kind: str) -> Report:
@@ -45,51 +73,92 @@ def positional(cls, kind: str) -> Report:
     if kind not in POSITION_INTERFACES:
         raise ValueError(f"check.positional: unknown kind {kind!r}; expected one of {sorted(POSITION_INTERFACES)}")
     interface, size = POSITION_INTERFACES[kind], 16 if kind == "sinusoidal" else DK
-    built = f"{_label(cls)}({size}, max_len=64)"
+    built = (f"{_label(cls)}({size}, max_len={MAX_LEN}, dropout={DROPOUT})" if kind == "sinusoidal"
+             else f"{_label(cls)}({size}, max_len={MAX_LEN})")
     _refuse_internals(cls)
-    module = _interface_build(lambda: cls(size, max_len=64), built, interface)
+    make = partial(_build, cls, kind, size)
+    module = _interface_build(make, built, interface)
     _refuse_internals(cls, module)
     if isinstance(module, nn.Module):
         module.eval()
-    longer = partial(_build_long, cls, size)
+    raw, module = module, Guarded(module, "forward")  # the checks call it on copies; 'inputs' on the tensors
     if kind == "sinusoidal":
         x = randn(B, L, 16)
-        _interface(lambda: module(x), f"{built}(x)", interface)
+        _interface(lambda: raw(x), f"{built}(x)", interface)
         return _run(kind, _label(cls), [
             ("shape", partial(_sinusoidal_shape, module)),
+            ("inputs", lambda: _changed_inputs(lambda x: raw(x), {"x": randn(B, L, 16)})),
             ("eval mode", lambda: _deterministic(lambda: module(randn(B, L, 16)))),
             ("table", partial(_sinusoidal_table, module)),
-            ("gradients", partial(_sinusoidal_gradients, module)),
+            ("gradients", partial(_sinusoidal_gradients, raw)),
             ("offset", partial(_sinusoidal_offset, module)),
-            ("long positions", partial(_sinusoidal_long, longer)),
+            ("long positions", partial(_sinusoidal_long, module)),
+            ("past max_len", partial(_past_max_len, make, kind)),
             ("float64", partial(_sinusoidal_float64, module)),
         ])
     q, k = randn(B, H, L, DK), randn(B, 1, L, DK, seed=1)
-    _interface(lambda: module(q, k), f"{built}(q, k)", interface)
+    _interface(lambda: raw(q, k), f"{built}(q, k)", interface)
     return _run(kind, _label(cls), [
         ("shape", partial(_rope_shape, module)),
+        ("inputs", lambda: _changed_inputs(lambda q, k: raw(q, k), {"q": randn(B, H, L, DK), "k": randn(B, 1, L, DK)})),
         ("rotation", partial(_rope_rotation, module)),
         ("relative", partial(_rope_relative, module)),
         ("reference", partial(_rope_reference, module)),
-        ("gradients", partial(_rope_gradients, module)),
+        ("gradients", partial(_rope_gradients, raw)),
         ("keys", partial(_rope_keys, module)),
         ("offset", partial(_rope_offset, module)),
         ("cached steps", partial(_rope_steps, module)),
-        ("long positions", partial(_rope_long, module, longer)),
+        ("long positions", partial(_rope_long, module)),
+        ("past max_len", partial(_past_max_len, make, kind)),
         ("float64", partial(_rope_float64, module)),
     ])
 
 
-LONG = 200  # positions 0..LONG-1, far past the 64 of the other checks: a rounded angle shows there
+def _build(cls, kind: str, size: int, max_len: int = MAX_LEN):
+    """The student's module built with exactly the arguments train passes (:mod:`cipherlab.student.adapters`:
+    dropout=p for sinusoidal positions), at ``max_len`` (train's MAX_LEN unless told)."""
+    if kind == "sinusoidal":
+        return build_own_positional(cls, size, max_len, DROPOUT)
+    return build_own_rope(cls, size, max_len).inner
 
 
-def _build_long(cls, size: int) -> nn.Module:
-    """The student's module with max_len = 256, in eval mode; Unfit if it cannot be built so."""
+def _past_max_len(make, kind: str) -> tuple[bool, str]:
+    """Built with max_len = SHORT and called on SHORT + 16 positions, a module must give the right values (its
+    table grows) or raise (it refuses): a table that silently gives other rows there is a FAIL."""
+    n = SHORT + 16
     try:
-        module = cls(size, max_len=256)
+        module = make(max_len=SHORT)
     except Exception as e:
-        raise Unfit(f"{_label(cls)}({size}, max_len=256) raised {why(e)}; build the table for max_len positions")
-    return module.eval() if isinstance(module, nn.Module) else module
+        raise Unfit(f"built with max_len={SHORT} it raised {why(e)}") from None
+    if isinstance(module, nn.Module):
+        module.eval()
+    try:
+        if kind == "sinusoidal":
+            values = module(torch.zeros(1, n, 16))[0]
+            expected = _sinusoid_like(values, n)
+        else:
+            q = randn(1, 1, n, DK, seed=6)
+            values, expected = module(q, q)[0][0, 0], _rope_rotate(module, max_len=n)(q)[0, 0]
+    except Exception as e:
+        return True, (f"built with max_len={SHORT}, {n} positions raise ({why(e)}): it refuses positions past its "
+                      "table, as it should rather than give wrong ones (train builds it with max_len = "
+                      f"{MAX_LEN})")
+    error = (values - expected).abs().amax(-1)  # (n,)
+    if error.max() <= 1e-4:
+        return True, f"built with max_len={SHORT}, positions {SHORT}..{n - 1} come back right: the table grows"
+    first = int((error > 1e-4).nonzero()[0])
+    period = _wrap_period(values, expected)
+    return False, (f"built with max_len={SHORT}, called on {n} positions it raises nothing but gives other values from "
+                   f"position {first} on (off by up to {error.max():.2g})"
+                   + (f": rows {period}.. repeat rows 0.., the table wraps around at {period} rows" if period else "")
+                   + f"; past max_len, grow the table or raise an error that says max_len={SHORT} is too short")
+
+
+def _sinusoid_like(values: torch.Tensor, n: int) -> torch.Tensor:
+    """The reference's table (n, 16), in the layout of ``values`` (interleaved, or [sin | cos])."""
+    expected = SinusoidalPositionalEncoding(16, max_len=n, dropout=0.0).table
+    concatenated = torch.cat((expected[:, 0::2], expected[:, 1::2]), dim=-1)
+    return concatenated if _close(values[:8], concatenated[:8], 1e-3) else expected
 
 
 def _rounded_angles(angles: torch.Tensor) -> list[torch.Tensor]:
@@ -100,13 +169,21 @@ def _rounded_angles(angles: torch.Tensor) -> list[torch.Tensor]:
             torch.outer(positions.bfloat16(), theta.bfloat16()).float()]
 
 
-def _long_verdict(gap: float, where: int, rounded: bool) -> tuple[bool, str]:
+def _long_verdict(error: torch.Tensor, rounded: bool, period: int | None) -> tuple[bool, str]:
+    """The verdict on positions 0..LONG-1 from ``error`` (LONG,), the largest difference at each position."""
+    span = f"positions 0..{LONG - 1} (the corpus's longest line plus BOS and EOS), built with max_len={MAX_LEN}"
+    gap = error.max().item()
     if gap <= 1e-3:
-        return True, f"positions 0..{LONG - 1} agree with the reference (max difference {gap:.1e}, tolerance 1e-3)"
-    return False, (f"at position {where} the rotation is off by up to {gap:.2g} (positions 0..{LONG - 1}, max_len 256)"
-                   + ("; the angles rounded to bfloat16 (8 significant bits: steps of 1 radian past position 128); "
-                      "build positions, frequencies and their product in float32" if rounded else
-                      "; build the angles p theta_i = p * 10000^(-2i/d) in float32"))
+        return True, f"{span}, agree with the reference (max difference {gap:.1e}, tolerance 1e-3)"
+    first, where = int((error > 1e-3).nonzero()[0]), int(error.argmax())
+    said = f"{span}: from position {first} on, off by up to {gap:.2g} (at position {where})"
+    if rounded:
+        return False, (said + "; the angles rounded to bfloat16 give these values (8 significant bits: steps of 1 "
+                       "radian past position 128); build positions, frequencies and their product in float32")
+    if period:
+        return False, (said + f"; rows {period}.. repeat rows 0..: the positions wrap around at {period}, whatever "
+                       f"max_len={MAX_LEN} says; build the table (or the angles) for max_len positions")
+    return False, said
 
 
 def _sinusoidal_shape(module) -> tuple[bool, str]:
@@ -165,22 +242,25 @@ def _sinusoidal_offset(module) -> tuple[bool, str]:
     return False, f"forward(x, offset=7) differs from rows 7.. of a full pass by {gap:.2g}: add table[offset:offset+L]"
 
 
-def _sinusoidal_long(build) -> tuple[bool, str]:
-    module = build()
+def _sinusoidal_long(module) -> tuple[bool, str]:
     table = module(torch.zeros(1, LONG, 16))[0]  # (LONG, 16)
-    expected = SinusoidalPositionalEncoding(16, max_len=LONG, dropout=0.0).table
-    if not _close(table[:40], expected[:40], 1e-3):  # another layout: the table check names it
-        expected = torch.cat((expected[:, 0::2], expected[:, 1::2]), dim=-1)
-    error = (table - expected).abs()
+    expected = _sinusoid_like(table, LONG)
+    error = (table - expected).abs().amax(-1)
     angles = torch.outer(torch.arange(LONG, dtype=torch.float32), inverse_frequencies(16))
-    rounded = any(_close(table[:, 0::2], a.sin(), 1e-4) or _close(table[:, :8], a.sin(), 1e-4)
-                  for a in _rounded_angles(angles))
-    return _long_verdict(error.max().item(), int(error.amax(-1).argmax()), rounded)
+    rounded = any(_mostly(table[:, 0::2], a.sin()) or _mostly(table[:, :8], a.sin()) for a in _rounded_angles(angles))
+    return _long_verdict(error, rounded, _wrap_period(table, expected))
+
+
+def _mostly(values: torch.Tensor, expected: torch.Tensor, tol: float = 1e-3) -> bool:
+    """Whether 90% of the positions (the first axis but one, ..., L, d) agree: bfloat16's rounding of a product
+    may fall the other way where the two frequency formulas differ in their last bit."""
+    agree = torch.isclose(values, expected, rtol=tol, atol=tol).all(-1).float()
+    return agree.mean().item() >= 0.9
 
 
 def _sinusoidal_float64(module) -> tuple[bool, str]:
     x = randn(B, L, 16)
-    return _float64_verdict(_in_float64(module)(x.double()), module(x))
+    return _float64_verdict(_in_float64(module)(x.double()), module(x), module._obj)
 
 
 def _rope_shape(module) -> tuple[bool, str]:
@@ -213,11 +293,31 @@ def _rope_relative(module) -> tuple[bool, str]:
     scores = rq[0, 0] @ rk[0, 0].T  # (n, n): q at position m against k at position n
     gap = _gap(scores[1:, 1:], scores[:-1, :-1])
     if gap > 1e-4:
-        return False, (f"q.k changes by up to {gap:.2g} when q and k both move one position: RoPE scores must depend "
-                       "on the offset n - m only; the cos/sin table's layout must match the pairs rotate_half makes")
+        said = (f"q.k changes by up to {gap:.2g} when q and k both move one position (first from position "
+                f"{_first_moved(scores)} on): RoPE scores must depend on the offset n - m only")
+        period = _rope_wrap(module, n)
+        if period:
+            return False, said + f"; rows {period}.. are rotated as rows 0..: the positions wrap around at {period}"
+        if _close(rq, _mismatched_rope(q.contiguous()), 1e-4):
+            return False, (said + "; it rotates interleaved pairs (x0, x1), (x2, x3) ... with a cos/sin table laid out "
+                           "for half-split pairs (cat(angles, angles)): the table's layout must match the pairs")
+        return False, said
     if _gap(scores[0, 0:1], scores[0, 5:6]) < 1e-4:
         return False, "scores do not depend on positions at all: nothing is rotated"
     return True, "q.k depends on the offset between the positions only"
+
+
+def _first_moved(scores: torch.Tensor) -> int:
+    """The first position m at which scores[m + 1, n + 1] differs from scores[m, n] for some n."""
+    moved = ((scores[1:, 1:] - scores[:-1, :-1]).abs() > 1e-4).any(-1)
+    return int(moved.nonzero()[0]) + 1 if moved.any() else 0
+
+
+def _mismatched_rope(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (..., L, d) rotated with interleaved pairs but a half-split table (cat(angles, angles))."""
+    ref = RotaryPositionalEmbedding(DK, max_len=x.size(-2))
+    pairs = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+    return x * ref.cos[:x.size(-2)] + pairs * ref.sin[:x.size(-2)]
 
 
 def _rope_reference(module) -> tuple[bool, str]:
@@ -309,21 +409,29 @@ def _rope_steps(module) -> tuple[bool, str]:
     return True, "12 cached steps, one position per call at offset = cached length, score as the full pass"
 
 
-def _rope_long(module, build) -> tuple[bool, str]:
-    long = build()
-    rotate = _rope_rotate(module, max_len=256)
+def _rope_long(module) -> tuple[bool, str]:
+    rotate = _rope_rotate(module, max_len=LONG)
     q, k = randn(1, 2, LONG, DK, seed=6), randn(1, 1, LONG, DK, seed=7)
-    rq, rk = long(q, k)
+    rq, rk = module(q, k)
     error = torch.maximum((rq - rotate(q)).abs().amax((0, 1, 3)), (rk - rotate(k)).abs().amax((0, 1, 3)))  # (LONG,)
     angles = torch.outer(torch.arange(LONG, dtype=torch.float32), inverse_frequencies(DK))
     rounded = False
     for a in _rounded_angles(angles):
         table = torch.cat((a, a), dim=-1)
-        rounded |= _close(rq, q * table.cos() + rotate_half(q) * table.sin(), 1e-3)
+        rounded |= _mostly(rq, q * table.cos() + rotate_half(q) * table.sin())
         cos, sin = a.cos(), a.sin()
         even, odd = q[..., 0::2], q[..., 1::2]
-        rounded |= _close(rq, torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1).flatten(-2), 1e-3)
-    return _long_verdict(error.max().item(), int(error.argmax()), rounded)
+        rounded |= _mostly(rq, torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1).flatten(-2))
+    return _long_verdict(error, rounded, _rope_wrap(module, LONG))
+
+
+def _rope_wrap(module, n: int) -> int | None:
+    """The period at which ``module``'s rotation of positions 0..n-1 wraps around (see _wrap_period), or None:
+    read off as the rotation of the identity basis at every position."""
+    eye = torch.eye(DK).expand(1, n, DK, DK).transpose(1, 2).contiguous()  # (1, d, n, d): e_j at every position
+    mine = module(eye, eye)[0].transpose(0, 1)[0].transpose(0, 1)  # (n, d, d)
+    theirs = _rope_rotate(module, max_len=n)(eye).transpose(0, 1)[0].transpose(0, 1)
+    return _wrap_period(mine.flatten(1), theirs.flatten(1))
 
 
 def _rope_float64(module) -> tuple[bool, str]:
@@ -332,7 +440,7 @@ def _rope_float64(module) -> tuple[bool, str]:
     if rq.dtype != torch.float64 or rk.dtype != torch.float64:
         return _float64_verdict(rq if rq.dtype != torch.float64 else rk, rotate_half(q))
     rotate = _rope_rotate(module)
-    return _float64_verdict(torch.cat((rq, rk), dim=1), torch.cat((rotate(q), rotate(k)), dim=1))
+    return _float64_verdict(torch.cat((rq, rk), dim=1), torch.cat((rotate(q), rotate(k)), dim=1), module._obj)
 
 
 def _rope_offset(module) -> tuple[bool, str]:

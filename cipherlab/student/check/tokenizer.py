@@ -7,7 +7,10 @@ order; give every text back; fill the vocabulary asked for; learn runs of one sy
 right; and encode within 50 times cipherlab's time. A wrong merge is explained by the pair counts it was
 chosen from; a wrong learner or encoder is named when one of the variants below gives what it gives
 (:data:`PAIR_COUNTS`: overlapping pairs counted once, pairs counted once per pre-token; :data:`MERGES`:
-merging right to left, the first occurrence only), each the naive learner with one mistake.
+merging right to left, the first occurrence only), each the naive learner with one mistake. ``decode``
+is checked first (each id one non-empty string, decode(ids) their join): the encoder's checks read tokens through
+decode([id]), so a wrong decode stops them rather than be blamed on encode, and the round trip shows the
+characters and ids where the text comes back different.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from itertools import islice
 from cipherlab.data.tokenizers.bpe import BPETokenizer
 from cipherlab.data.tokenizers.bpe.naive import Pair, apply_merges, best_pair, merge_symbols, naive_merges, pair_counts
 from cipherlab.data.tokenizers.pretokenize import split_plaintext
+from cipherlab.student.check.compare import Guarded
 from cipherlab.student.check.report import Report, _interface_build, _interface_value, _label, _run
 from cipherlab.student.trials import Unfit
 
@@ -79,14 +83,16 @@ def bpe(obj) -> Report:
                            "a sequence of int ids")
     _interface_value(lambda: tok.decode([int(i) for i in ids]), f"{call}.decode(ids)", BPE_INTERFACE,
                      lambda out: isinstance(out, str), "a str")
+    raw, tok = tok, Guarded(tok, "tokenizer", methods=("encode", "decode"))  # an exception in a check names the call
     return _run("bpe", _label(obj), [
         ("merges", partial(_bpe_merges, tok)),
         ("pre-token boundaries", partial(_bpe_boundaries, tok)),
+        ("decode", partial(_bpe_decode, tok)),
         ("encode", partial(_bpe_encode, tok)),
         ("round trip", partial(_bpe_round_trip, tok)),
         ("vocabulary size", partial(_bpe_vocab, tok)),
         ("runs and bit strings", partial(_bpe_runs, obj)),
-        ("speed", partial(_bpe_speed, tok)),
+        ("speed", partial(_bpe_speed, raw)),  # timed as it is
     ])
 
 
@@ -107,6 +113,8 @@ def _bpe_runs(obj) -> tuple[bool, str]:
                            if bpe_merges(pieces, len(mine), merge=merge) == mine), "")
         theirs = repr(right[i]) if i < len(right) else "none (the corpus runs out of pairs)"
         return False, f"trained on {corpus}, merge {i} is {mine[i]!r} where the textbook loop learns {theirs}{bug}"
+    if _decode_problem(tok, RUNS_UNSEEN[0]):
+        raise Unfit("the encoder is read through decode([id]), which is wrong (see 'decode'): fix that first")
     alphabet = sorted(set("".join(RUNS_CORPUS)))
     ref = BPETokenizer(mine, alphabet, unk=True)
     for text in RUNS_UNSEEN:
@@ -235,7 +243,37 @@ def _bpe_boundaries(tok) -> tuple[bool, str]:
                   "a pre-token")
 
 
+def _decode_problem(tok, text: str = BPE_UNSEEN) -> str:
+    """What is wrong with ``tok.decode`` on the ids of ``text`` ("" if nothing): decode(ids) must join the
+    strings of the ids one at a time, and not every id may decode to ''. The encoder's checks read tokens through
+    decode([id]), so they stop at a problem here rather than blame encode."""
+    ids = [int(i) for i in tok.encode(text)]
+    alone = [tok.decode([i]) for i in ids]
+    joined = tok.decode(ids)
+    if ids and not any(alone):  # a special (BOS, EOS) may decode to '', not every id of a text
+        return (f"decode([id]) gives '' for every one of the {len(ids)} ids of {text!r} (the first {ids[:6]}): decode "
+                "of one id must give that id's token string")
+    if joined != "".join(alone):
+        at = next((k for k, (a, b) in enumerate(zip(joined, "".join(alone))) if a != b), min(len(joined),
+                                                                                            len("".join(alone))))
+        return (f"decode(ids) for the {len(ids)} ids {ids[:6]}{' ...' if len(ids) > 6 else ''} of {text!r} gives "
+                f"{len(joined)} characters, ending {joined[-12:]!r}, where their tokens one at a time join to "
+                f"{len(''.join(alone))}, ending {''.join(alone)[-12:]!r} (first difference at character {at}); "
+                "decode must join the token string of every id it is given, the last one included")
+    return ""
+
+
+def _bpe_decode(tok) -> tuple[bool, str]:
+    for text in (BPE_UNSEEN, "t", _random_text(40, seed=2)):
+        problem = _decode_problem(tok, text)
+        if problem:
+            return False, problem
+    return True, "decode(ids) joins the token strings of the ids, decoded one at a time"
+
+
 def _bpe_encode(tok) -> tuple[bool, str]:
+    if _decode_problem(tok):
+        raise Unfit("encode is read through decode([id]), which is wrong (see 'decode'): fix that first")
     merges = _pairs(tok)
     for text in (BPE_UNSEEN, _random_text(60, seed=1)):
         mine, expected = _tokens(tok, text), _replay(text, merges)
@@ -278,10 +316,15 @@ def _random_text(n: int, seed: int) -> str:
 def _bpe_round_trip(tok) -> tuple[bool, str]:
     texts = [BPE_UNSEEN, "  the   cat ", "t", "", *(_random_text(40 + 10 * k, seed=k) for k in range(3))]
     for text in texts:
-        out = tok.decode([int(i) for i in tok.encode(text)])
+        ids = [int(i) for i in tok.encode(text)]
+        out = tok.decode(ids)
         if out != text:
-            return False, (f"decode(encode({text!r})) gives {out!r}: every character, spaces included, must come "
-                           "back (pre-tokens concatenate to the text; decode joins the token strings)")
+            at = next((k for k, (a, b) in enumerate(zip(out, text)) if a != b), min(len(out), len(text)))
+            return False, (f"decode(encode({text!r})) gives {out!r}: {len(out)} characters for {len(text)}, first "
+                           f"different at character {at} ({text[at:at + 1]!r} expected, {out[at:at + 1]!r} given); "
+                           f"the ids were {ids[:8]}{' ...' if len(ids) > 8 else ''}"
+                           + ("; decode is wrong too (see 'decode')" if _decode_problem(tok, text or "t") else
+                              "; every character, spaces included, must come back"))
     return True, f"decode(encode(text)) gives text back for {len(texts)} unseen texts (random strings and '' too)"
 
 
