@@ -28,17 +28,21 @@ float32; bfloat16 outputs are compared to BF16_TOL. The BPE check compares with 
 cipherlab's naive learner (:mod:`cipherlab.data.tokenizers.bpe.naive`), as well as with cipherlab's
 BPETokenizer; its speed check is the one timing, and fails only an encoder grossly slower than cipherlab's.
 
-Beyond the main output, the checks try what training does to a part: one backward pass against the
-reference's with the same weights and inputs (:mod:`~cipherlab.student.check.gradients`: the gradients of the
-inputs and of every parameter, a parameter that gets none named, a backward that raises a FAIL naming the
-operation's error), two calls in eval mode (dropout
-left on is named as such, and stops the checks it would confuse), the part moved with
-``.to(torch.float64)``, stress inputs (scores of 1e4, all-zero and constant tokens, positions up to
-200), a norm's gain and shift as built, RoPE's returned keys at an offset and under a cache, BPE on
-runs of one symbol and bit strings. When a part differs from the reference, the known mistakes (each the
-reference with one mistake: MHA_MISTAKES, PAIR_COUNTS, MERGES) are run on the same inputs and the one it
-agrees with is named. A class defining a name nn.Module already has (``_apply``, ``train``, ...) is
-refused before any check.
+A part is built with exactly the arguments ``train`` passes (an MHA gets ``dropout=``), and called on copies
+of its inputs: an in-place change to the caller's tensors is its own FAIL (``inputs``). Beyond the main output,
+the checks try what training does to a part: one backward pass against the reference's with the same weights
+and inputs (:mod:`~cipherlab.student.check.gradients`: the gradients of the inputs and of every parameter, a
+parameter that gets none named, a backward that raises a FAIL naming the operation's error), two calls in eval
+mode (dropout left on is named as such, and stops the checks it would confuse), stress inputs (scores of 1e4,
+all-zero and constant tokens, positions up to the corpus's longest line and past a table's ``max_len``), a
+norm's randomised gain and shift and its parameters by name, RoPE's returned keys at an offset and under a
+cache, BPE's decode on its own, then on runs of one symbol and bit strings. An exception inside a check is one
+line naming the call that raised. A cause is named only when it is tested: the reference with that one mistake
+(MHA_MISTAKES, PAIR_COUNTS, MERGES) reproduces the part's output; otherwise the line says where the outputs
+differ. Beyond PASS and FAIL, WARN passes with a caveat (float64 inputs computed in float32, a complex buffer
+that ``.to(torch.float64)`` drops, a static cross-attention cache never filled: the assignment never trains in
+float64) and SKIP says why a check could not run (a layer with no ``cache=``, which train never gives one). A
+class defining a name nn.Module already has (``_apply``, ``train``, ...) is refused before any check.
 The conventions the book allows pass with a note: interleaved RoPE pairs, [sin | cos] sinusoids, eps
 outside the square root, an attention that also returns its weights.
 

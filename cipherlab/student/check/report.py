@@ -29,8 +29,14 @@ class Finding:
     passed: bool
     message: str
 
+    @property
+    def word(self) -> str:
+        """PASS or FAIL, or the verdict's own word (WARN, SKIP) when a check returned one."""
+        return getattr(self.passed, "word", None) or ("PASS" if self.passed else "FAIL")
+
     def __str__(self) -> str:
-        return f"{'PASS' if self.passed else 'FAIL'}  {self.name}: {self.message}"
+        message = self.message.removeprefix(f"{self.word}: ")
+        return f"{self.word}  {self.name}: {message}"
 
 
 @dataclass
@@ -53,9 +59,11 @@ class Report:
         return found
 
     def __str__(self) -> str:
-        n = sum(f.passed for f in self.findings)
+        n = sum(bool(f.passed) for f in self.findings)
+        others = [w for w in ("WARN", "SKIP") if any(f.word == w for f in self.findings)]
+        said = "".join(f", {sum(f.word == w for f in self.findings)} {w}" for w in others)
         lines = [f"check {self.part}: {self.subject}", *(f"  {f}" for f in self.findings),
-                 f"{n} of {len(self.findings)} checks pass"]
+                 f"{n} of {len(self.findings)} checks pass{said}"]
         return "\n".join(lines)
 
 
