@@ -1,0 +1,320 @@
+"""Holes in the fault tests (issue 54): data lost, silent wrong numbers, false reasons, security, and where a
+student's machine differs from CI's. Each test tries one class of ``tests/fault_classes.py``.
+
+Before: ``train --resume`` on a folder whose last.pt was gone started again and overwrote best.pt and the
+log; ``data export-split`` overwrote a student's own file; ``data verify`` said OK on splits sharing lines;
+``score`` gave 0 % for NFD text without a word; ``report`` trusted a record whose lines contradicted its totals;
+``--set warmup_steps=-5`` ran as 1; ``plan --tflops nan`` printed ``nan h``; ``decrypt --input -`` said
+"no such input file"; the book unpacked ``../escaped.txt`` outside its folder on Python 3.11.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pathlib import Path
+
+from cipherlab.__main__ import main
+from cipherlab.data.cipher import encrypt
+from cipherlab.data.corpus import CIPHER_FILE, PLAIN_FILE
+from samples import SAMPLE_LINES
+from test_faults_runs import _no_debug, _one_line, _train_argv  # noqa: F401 - _no_debug: a fixture, used here too
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _write_data(folder: Path, lines=SAMPLE_LINES) -> Path:
+    """A data folder of ``lines`` and their cipher."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / PLAIN_FILE).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    (folder / CIPHER_FILE).write_text("".join(encrypt(x) + "\n" for x in lines), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def data(tmp_path):
+    return _write_data(tmp_path / "data")
+
+
+# --------------------------------------------------------------------------- data lost
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One finished smoke run (best.pt, last.pt, log.jsonl), copied by the tests that damage it."""
+    tmp = tmp_path_factory.mktemp("trained")
+    folder = _write_data(tmp / "data")
+    assert main(_train_argv(folder, tmp)) == 0
+    return tmp
+
+
+def _copy_run(trained, tmp_path):
+    import shutil
+
+    shutil.copytree(trained / "out", tmp_path / "out")
+    shutil.copytree(trained / "data", tmp_path / "data")
+    return tmp_path / "out"
+
+
+def test_resume_without_last_pt_is_refused_and_keeps_best_and_the_log(trained, tmp_path, capsys):
+    out = _copy_run(trained, tmp_path)
+    (out / "last.pt").unlink()
+    best, log = (out / "best.pt").read_bytes(), (out / "log.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(_train_argv(tmp_path / "data", tmp_path, "--resume")) == 1
+    _one_line(capsys.readouterr().err, f"{out / 'last.pt'}: not found, but {out} holds a training run")
+    assert (out / "best.pt").read_bytes() == best and (out / "log.jsonl").read_bytes() == log
+
+
+def test_resume_without_best_pt_names_it_not_a_time_budget(trained, tmp_path, capsys):
+    out = _copy_run(trained, tmp_path)
+    (out / "best.pt").unlink()
+    capsys.readouterr()
+    assert main(_train_argv(tmp_path / "data", tmp_path, "--resume")) == 1
+    captured = capsys.readouterr()
+    _one_line(captured.err, f"{out / 'best.pt'}: not found, but {out / 'last.pt'} says epoch 1 was the best")
+    assert "time budget" not in captured.out + captured.err
+
+
+def test_export_split_keeps_a_students_own_file_unless_forced(data, tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "test_plain.txt").write_text("my own notes\n", encoding="utf-8")
+    argv = ["data", "export-split", "test", "--data-dir", str(data), "--out", str(out)]
+    assert main(argv) == 1
+    _one_line(capsys.readouterr().err, f"{out / 'test_plain.txt'}: already exists with other lines; pass --force")
+    assert (out / "test_plain.txt").read_text(encoding="utf-8") == "my own notes\n"
+    assert not (out / "test_cipher.txt").exists()  # neither file written
+    assert main([*argv, "--force"]) == 0
+    exported = (out / "test_plain.txt").read_text(encoding="utf-8")
+    assert exported != "my own notes\n" and exported.splitlines()[0] in SAMPLE_LINES
+    assert main(argv) == 0  # the same split again loses nothing: no --force needed
+
+
+def _fake_checkout(root):
+    """A cipherlab checkout as `git clone` leaves one: results/, cipherlab/ and its pyproject.toml."""
+    for folder in ("results/smoke", "cipherlab"):
+        (root / folder).mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "cipherlab"\nversion = "0.1.0"\n', encoding="utf-8")
+    return root
+
+
+def test_the_results_guard_finds_a_checkouts_results_from_the_target(data, tmp_path, capsys):
+    """An installed cipherlab (a wheel: the package's own path is in site-packages) still keeps out of the
+    results/ of a checkout it is run in: the guard looks up from the target too."""
+    from cipherlab.base.errors import outside_results
+
+    checkout = _fake_checkout(tmp_path / "my clone")
+    with pytest.raises(ValueError, match=r"--out .*committed results folder"):
+        outside_results(checkout / "results" / "smoke" / "x", "--out")
+    assert outside_results(checkout / "runs", "--out") == checkout / "runs"  # beside results/: fine
+    assert outside_results(checkout / "results", "--results-dir", "--results-dir results") == checkout / "results"
+    stranger = tmp_path / "other"  # results/ of a project that is not cipherlab
+    (stranger / "results").mkdir(parents=True)
+    (stranger / "cipherlab").mkdir()
+    (stranger / "pyproject.toml").write_text('[project]\nname = "other"\n', encoding="utf-8")
+    assert outside_results(stranger / "results" / "x", "--out") == stranger / "results" / "x"
+    target = checkout / "results" / "smoke"
+    assert main(["data", "export-split", "test", "--data-dir", str(data), "--out", str(target)]) == 1
+    _one_line(capsys.readouterr().err, f"--out {target}: inside the repository's committed results folder")
+    assert list(target.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- silent wrong numbers
+
+
+def test_data_verify_refuses_splits_that_share_lines(tmp_path, capsys):
+    folder = _write_data(tmp_path / "dup", [*SAMPLE_LINES, *SAMPLE_LINES[:30]])  # 30 lines twice: some in two splits
+    assert main(["data", "verify", "--data-dir", str(folder)]) == 1
+    captured = capsys.readouterr()
+    _one_line(captured.err, f"{folder / PLAIN_FILE}: the same line is in more than one split")
+    assert "OK" not in captured.out and "train/" in captured.err
+
+
+def test_data_verify_still_passes_splits_of_distinct_lines(data, capsys):
+    assert main(["data", "verify", "--data-dir", str(data)]) == 0
+    assert capsys.readouterr().out.startswith("OK: ")
+
+
+def test_score_composes_nfd_predictions_and_says_so(tmp_path, capsys):
+    import unicodedata
+
+    lines = ["Café au lait à la crème", "naïve façade", "plain ascii line"]
+    plain = tmp_path / "plain.txt"
+    plain.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    pred = tmp_path / "pred.txt"  # what a Mac editor may save: e + combining acute
+    pred.write_text("".join(unicodedata.normalize("NFD", x) + "\n" for x in lines), encoding="utf-8")
+    assert main(["score", "--pred", str(pred), "--plain", str(plain)]) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if "NFD" in line]
+    assert len(notes) == 1 and notes[0].startswith(f"cipherlab: note: {pred}: 2 of 3 lines")
+    assert "exact lines         100.00 %" in captured.out
+
+
+def _record_with(trained, tmp_path, change):
+    """The trained run's record, changed by ``change(its test set)``, alone in a folder of tmp_path."""
+    import json
+
+    from cipherlab.pipeline.record import read_record
+
+    source = trained / "res" / "smoke" / "c1.json"
+    record = read_record(source)  # a good record to start from
+    change(record["sets"]["test"])
+    folder = tmp_path / "records"
+    folder.mkdir(exist_ok=True)
+    path = folder / source.name
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return path
+
+
+def test_report_refuses_a_record_whose_lines_contradict_its_totals(trained, tmp_path, capsys):
+    from cipherlab.pipeline.record import read_record
+
+    def flip_one(test):
+        outcomes = test["exact_by_line"]
+        test["exact_by_line"] = ("1" if outcomes[0] == "0" else "0") + outcomes[1:]
+
+    path = _record_with(trained, tmp_path, flip_one)
+    with pytest.raises(ValueError, match=rf"{path}: sets.test: exact_by_line marks \d+ exact lines but exact_lines "
+                                         r"says \d+"):
+        read_record(path)
+    assert main(["report", str(path.parent), "--out", str(tmp_path / "report")]) == 1
+    _one_line(capsys.readouterr().err, f"{path}: sets.test: exact_by_line marks")
+
+    def other_accuracy(test):
+        test["sequence_accuracy"] = (test["exact_lines"] + 1) / test["lines"]
+
+    path = _record_with(trained, tmp_path, other_accuracy)
+    with pytest.raises(ValueError, match=r"sequence_accuracy is .* but exact_lines says"):
+        read_record(path)
+
+
+def test_report_advice_for_a_newer_schema_is_to_update_not_to_migrate(trained, tmp_path):
+    import json
+
+    from cipherlab.pipeline.record import SCHEMA, read_record
+
+    path = _record_with(trained, tmp_path, lambda test: None)
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["schema"] = "cipherlab-record/9"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    with pytest.raises(ValueError, match="written by a newer cipherlab") as e:
+        read_record(path)
+    assert "migrate_records" not in str(e.value) and SCHEMA in str(e.value)
+    older = {"config": "c1", "components": {}, "test": {"lines": 1}}  # the train layout migrate_records converts
+    path.write_text(json.dumps(older), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"migrate_records.py --write {path}"):
+        read_record(path)
+    path.write_text(json.dumps({"schema": "someone-else/1"}), encoding="utf-8")
+    with pytest.raises(ValueError, match="nor an older layout cipherlab can convert; move it out") as e:
+        read_record(path)
+    assert "migrate_records" not in str(e.value)
+
+
+SETTINGS = [  # (--set FIELD=VALUE, words of the range the one line must give)
+    ("warmup_steps=-5", "0 (none) or more"),
+    ("betas=1.5,0.9", "each 0 or more and below 1"),
+    ("betas=0.9,nan", "each 0 or more and below 1"),
+    ("blt_entropy_percentile=150", "0 to 100"),
+    ("blt_entropy_percentile=nan", "0 to 100"),
+    ("src_vocab=0", "1 or more"),
+    ("tgt_vocab=-3", "1 or more"),
+]
+
+
+@pytest.mark.parametrize("setting, allowed", SETTINGS, ids=[setting for setting, _ in SETTINGS])
+def test_a_setting_once_unchecked_is_one_line_naming_the_flag(setting, allowed, tmp_path, capsys):
+    code = main(["train", "--config", "c1", "--preset", "smoke", "--set", setting, "--data-dir",
+                 str(tmp_path / "no-data"), "--out", str(tmp_path / "run"), "--results-dir", str(tmp_path / "res")])
+    assert code == 1
+    err = capsys.readouterr().err
+    _one_line(err, f"cipherlab: error: --set {setting}: ")
+    assert allowed in err
+
+
+def test_a_vocabulary_below_the_base_symbols_names_the_flag(data, tmp_path, capsys):
+    argv = _train_argv(data, tmp_path, "--set", "source_mode=bits", "--set", "target_tokens=bpe", "--set",
+                       "tgt_vocab=5")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    _one_line(err, "--set tgt_vocab=5: smaller than the")
+    assert "--set tgt_vocab=null" in err and "vocab_size" not in err
+
+
+PLAN_NUMBERS = [("--tflops", "nan"), ("--tflops", "inf"), ("--memory-gb", "nan"), ("--hours", "inf"),
+                ("--hours", "nan"), ("--mfu", "nan"), ("--launch-us", "nan"), ("--launch-us", "inf")]
+
+
+@pytest.mark.parametrize("flag, value", PLAN_NUMBERS, ids=[f"{flag} {value}" for flag, value in PLAN_NUMBERS])
+def test_plan_refuses_a_number_that_is_not_finite(flag, value, capsys):
+    extra = ["--gpu", "mine", "--tflops", "50", "--memory-gb", "16"] if flag in ("--tflops", "--memory-gb") else []
+    argv = ["plan", "--preset", "smoke", *extra, flag, value]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    _one_line(err, f"cipherlab: error: {flag} {float(value)}: ")
+    assert "convert" not in err
+
+
+def test_decrypt_warns_when_the_cipher_is_another_keys(trained, tmp_path, capsys):
+    best = trained / "out" / "best.pt"
+    own = tmp_path / "own.txt"
+    own.write_text("".join(encrypt(x) + "\n" for x in SAMPLE_LINES[:4]), encoding="utf-8")
+    assert main(["decrypt", "--checkpoint", str(best), "--input", str(own), "--device", "cpu"]) == 0
+    assert "another key" not in capsys.readouterr().err  # its own key's cipher: nothing to say
+    key = b"SECRETKY"
+    other = tmp_path / "other_key.txt"
+    other.write_text("".join("".join(format(ord(c) ^ key[i % 8], "08b") for i, c in enumerate(line)) + "\n"
+                             for line in SAMPLE_LINES[:4]), encoding="utf-8")
+    assert main(["decrypt", "--checkpoint", str(best), "--input", str(other), "--device", "cpu"]) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if "another key" in line]
+    assert len(notes) == 1 and notes[0].startswith(f"cipherlab: note: --input {other}: ")
+    assert len(captured.out.splitlines()) == 4  # the lines are still decrypted: a note, not a refusal
+
+
+def test_evaluate_warns_when_the_plaintext_is_outside_the_training_alphabet(trained, tmp_path, capsys):
+    foreign = _write_data(tmp_path / "foreign", ["ÀÉÎÕÜ ÿþ ßæø " * 3 + str(n) for n in range(12)])
+    best = trained / "out" / "best.pt"
+    assert main(["evaluate", "--checkpoint", str(best), "--data-dir", str(foreign), "--split", "all",
+                 "--device", "cpu"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "never saw" in line]
+    assert len(notes) == 1 and notes[0].startswith(f"cipherlab: note: {foreign} (all lines): ")
+    assert main(["evaluate", "--checkpoint", str(best), "--data-dir", str(trained / "data"), "--device", "cpu"]) == 0
+    assert "never saw" not in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- false reasons
+
+
+def test_decrypt_reads_stdin_for_input_dash(trained, tmp_path):
+    import subprocess
+    import sys
+
+    lines = "".join(encrypt(x) + "\n" for x in SAMPLE_LINES[:3])
+    done = subprocess.run([sys.executable, "-m", "cipherlab", "decrypt", "--checkpoint",
+                           str(trained / "out" / "best.pt"), "--input", "-", "--device", "cpu"],
+                          input=lines, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'book'}"})
+    assert done.returncode == 0, done.stderr
+    assert "no such" not in done.stderr and len(done.stdout.splitlines()) == 3
+    done = subprocess.run([sys.executable, "-m", "cipherlab", "decrypt", "--checkpoint",
+                           str(trained / "out" / "best.pt"), "--input", "-", "--device", "cpu"],
+                          input="0101x\n", capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'book'}"})
+    assert done.returncode == 1
+    _one_line(done.stderr, "<stdin>, line 1")
+
+
+# --------------------------------------------------------------------------- minor
+
+
+def test_an_export_is_as_readable_as_any_other_file(trained, tmp_path):
+    import os
+    import stat
+
+    out = tmp_path / "c1.safetensors"
+    assert main(["export", "--checkpoint", str(trained / "out" / "best.pt"), "--out", str(out)]) == 0
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
+    assert stat.S_IMODE(out.stat().st_mode) == stat.S_IMODE((trained / "out" / "best.pt").stat().st_mode)
