@@ -249,4 +249,8 @@ FAULT_CLASSES: list[FaultClass] = [
            HOLES + "test_an_export_is_as_readable_as_any_other_file"),
     _fault("newer record schema", "a record of a newer cipherlab was told to run migrate_records.py (0 converted)",
            HOLES + "test_report_advice_for_a_newer_schema_is_to_update_not_to_migrate"),
+    # --------------------------------------------------------------- holes: security
+    _fault("archive member outside its folder", "the setup cell unpacking an upload holding ../escaped.txt (3.11)",
+           HOLES + "test_the_setup_cell_writes_no_archive_member_outside_its_folder[data_filter]",
+           HOLES + "test_the_setup_cell_writes_no_archive_member_outside_its_folder[no filter]"),
 ]

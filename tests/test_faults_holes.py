@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import pytest
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from cipherlab.__main__ import main
@@ -153,7 +157,6 @@ def test_score_composes_nfd_predictions_and_says_so(tmp_path, capsys):
 
 def _record_with(trained, tmp_path, change):
     """The trained run's record, changed by ``change(its test set)``, alone in a folder of tmp_path."""
-    import json
 
     from cipherlab.pipeline.record import read_record
 
@@ -190,7 +193,6 @@ def test_report_refuses_a_record_whose_lines_contradict_its_totals(trained, tmp_
 
 
 def test_report_advice_for_a_newer_schema_is_to_update_not_to_migrate(trained, tmp_path):
-    import json
 
     from cipherlab.pipeline.record import SCHEMA, read_record
 
@@ -286,21 +288,18 @@ def test_evaluate_warns_when_the_plaintext_is_outside_the_training_alphabet(trai
 # --------------------------------------------------------------------------- false reasons
 
 
-def test_decrypt_reads_stdin_for_input_dash(trained, tmp_path):
-    import subprocess
-    import sys
+def _decrypt_stdin(trained, text: str) -> subprocess.CompletedProcess:
+    """``decrypt --input -`` in a real process, ``text`` piped into it."""
+    return subprocess.run([sys.executable, "-m", "cipherlab", "decrypt", "--checkpoint", str(trained / "out" / "best.pt"),
+                           "--input", "-", "--device", "cpu"], input=text, capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'book'}"})
 
-    lines = "".join(encrypt(x) + "\n" for x in SAMPLE_LINES[:3])
-    done = subprocess.run([sys.executable, "-m", "cipherlab", "decrypt", "--checkpoint",
-                           str(trained / "out" / "best.pt"), "--input", "-", "--device", "cpu"],
-                          input=lines, capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'book'}"})
+
+def test_decrypt_reads_stdin_for_input_dash(trained):
+    done = _decrypt_stdin(trained, "".join(encrypt(x) + "\n" for x in SAMPLE_LINES[:3]))
     assert done.returncode == 0, done.stderr
     assert "no such" not in done.stderr and len(done.stdout.splitlines()) == 3
-    done = subprocess.run([sys.executable, "-m", "cipherlab", "decrypt", "--checkpoint",
-                           str(trained / "out" / "best.pt"), "--input", "-", "--device", "cpu"],
-                          input="0101x\n", capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'book'}"})
+    done = _decrypt_stdin(trained, "0101x\n")
     assert done.returncode == 1
     _one_line(done.stderr, "<stdin>, line 1")
 
@@ -309,7 +308,6 @@ def test_decrypt_reads_stdin_for_input_dash(trained, tmp_path):
 
 
 def test_an_export_is_as_readable_as_any_other_file(trained, tmp_path):
-    import os
     import stat
 
     out = tmp_path / "c1.safetensors"
@@ -318,3 +316,45 @@ def test_an_export_is_as_readable_as_any_other_file(trained, tmp_path):
     os.umask(mask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
     assert stat.S_IMODE(out.stat().st_mode) == stat.S_IMODE((trained / "out" / "best.pt").stat().st_mode)
+
+
+# --------------------------------------------------------------------------- security
+
+
+def _escaping_archive(tmp_path) -> Path:
+    """An upload whose member ../escaped.txt would land beside the folder it is unpacked into."""
+    import io
+    import tarfile
+
+    archive = tmp_path / "upload.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in (("notes/README.md", b"not the repository"), ("../escaped.txt", b"written outside")):
+            info = tarfile.TarInfo(name)
+            info.size = len(text)
+            tar.addfile(info, io.BytesIO(text))
+    return archive
+
+
+@pytest.mark.parametrize("tarfile_filter", ["data_filter", "no filter"])
+def test_the_setup_cell_writes_no_archive_member_outside_its_folder(tmp_path, tarfile_filter):
+    """The book's setup cell unpacks a student's upload: with tarfile's data filter where it exists (Python 3.12,
+    and 3.11.4 on: 3.11 once wrote ../escaped.txt), and refusing such a member where it does not."""
+
+    from cipherbook.viva import setup_cell_source
+    from test_setup_cell import HARNESS, failure_line
+
+    archive = _escaping_archive(tmp_path)
+    work = tmp_path / "content"
+    work.mkdir()
+    cell = setup_cell_source().replace('CIPHERLAB_SOURCE = ""', f"CIPHERLAB_SOURCE = {str(archive)!r}", 1)
+    if tarfile_filter == "no filter":  # a Python before PEP 706's filters (3.11.3 and older)
+        cell = "import tarfile\ndel tarfile.data_filter\n" + cell
+    (tmp_path / "cell.py").write_text(cell, encoding="utf-8")
+    (tmp_path / "harness.py").write_text(HARNESS, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(tmp_path / "harness.py"), "missing", str(tmp_path / "cell.py"),
+                           str(tmp_path / "calls.json")], cwd=work, capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "CIPHERLAB_SOURCE"})
+    line = failure_line(done.stdout + done.stderr)
+    assert "escaped.txt" in line and str(archive) in line
+    assert not (work / "escaped.txt").exists() and not (tmp_path / "escaped.txt").exists()
+    assert json.loads((tmp_path / "calls.json").read_text()) == []  # no pip, no git
