@@ -253,4 +253,13 @@ FAULT_CLASSES: list[FaultClass] = [
     _fault("archive member outside its folder", "the setup cell unpacking an upload holding ../escaped.txt (3.11)",
            HOLES + "test_the_setup_cell_writes_no_archive_member_outside_its_folder[data_filter]",
            HOLES + "test_the_setup_cell_writes_no_archive_member_outside_its_folder[no filter]"),
+    # --------------------------------------------------------------- holes: a student's machine is not CI's
+    _fault("read-only checkout, uncached tokenizers", "train on a read-only data folder (the cache could not be made)",
+           HOLES + "test_a_read_only_checkout_still_trains_with_notes"),
+    _fault("Drive path with spaces and accents", "train --resume, decrypt, export under 'My Drive/Übung ç/'",
+           HOLES + "test_a_drive_folder_with_spaces_and_accents_works_throughout"),
+    _fault("kernel restarted mid-run", "a run SIGKILLed with its kernel leaves its record's lock file behind",
+           HOLES + "test_a_run_killed_with_its_kernel_leaves_no_lock_that_stops_the_next"),
+    _fault("two chapters, one tokenizer cache", "two processes fitting the same tokenizer into one cache at once",
+           HOLES + "test_two_chapters_fitting_one_tokenizer_at_once_share_the_cache"),
 ]

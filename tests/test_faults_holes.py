@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from cipherlab.__main__ import main
@@ -358,3 +359,102 @@ def test_the_setup_cell_writes_no_archive_member_outside_its_folder(tmp_path, ta
     assert "escaped.txt" in line and str(archive) in line
     assert not (work / "escaped.txt").exists() and not (tmp_path / "escaped.txt").exists()
     assert json.loads((tmp_path / "calls.json").read_text()) == []  # no pip, no git
+
+
+# --------------------------------------------------------------------------- a student's machine is not CI's
+
+
+def test_a_read_only_checkout_still_trains_with_notes(tmp_path, monkeypatch, capsys):
+    """A course folder shared read-only (or a checkout on a read-only mount): the split and the tokenizers
+    cannot be cached there; training goes on, with a note for each, and writes nothing into the data folder."""
+    import errno
+
+    from cipherlab.data.tokenizers.bpe import BPETokenizer
+
+    data = _write_data(tmp_path / "shared data")
+    before = sorted(p.name for p in data.iterdir())
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    real_mkdir = os.mkdir
+    monkeypatch.setattr(os, "mkdir", lambda path, *a, **k: refuse() if str(path).startswith(str(data))
+                        else real_mkdir(path, *a, **k))
+    monkeypatch.setattr(BPETokenizer, "save", refuse)
+    real_mkstemp = tempfile.mkstemp
+    monkeypatch.setattr(tempfile, "mkstemp", lambda *a, dir=None, **k: refuse() if str(dir).startswith(str(data))
+                        else real_mkstemp(*a, dir=dir, **k))
+    assert main(_train_argv(data, tmp_path)) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error" not in err
+    assert f"cannot save the split to {data / 'splits.json'} (Read-only file system)" in err
+    assert f"tokenizer in {data / 'cache'} (Read-only file system)" in err
+    assert sorted(p.name for p in data.iterdir()) == before
+    assert (tmp_path / "out" / "best.pt").is_file()
+
+
+def test_a_drive_folder_with_spaces_and_accents_works_throughout(trained, tmp_path, capsys):
+    """Google Drive's "My Drive", a course name with accents: every command takes such paths as they are."""
+    import shutil
+
+    drive = tmp_path / "My Drive" / "Übung Kryptografie ç"
+    shutil.copytree(trained / "out", drive / "run c1")
+    shutil.copytree(trained / "data", drive / "données")
+    argv = ["train", "--config", "c1", "--preset", "smoke", "--data-dir", str(drive / "données"), "--device", "cpu",
+            "--out", str(drive / "run c1"), "--results-dir", str(drive / "résultats"), "--set", "max_epochs=2",
+            "--resume"]
+    assert main(argv) == 0
+    (drive / "chiffre lines.txt").write_text("".join(encrypt(x) + "\n" for x in SAMPLE_LINES[:2]), encoding="utf-8")
+    assert main(["decrypt", "--checkpoint", str(drive / "run c1" / "best.pt"), "--input",
+                 str(drive / "chiffre lines.txt"), "--device", "cpu"]) == 0
+    assert main(["export", "--checkpoint", str(drive / "run c1" / "best.pt"), "--out",
+                 str(drive / "modèle c1.safetensors")]) == 0
+    captured = capsys.readouterr()
+    assert "error" not in captured.err and "Traceback" not in captured.err
+    assert (drive / "résultats" / "smoke" / "c1.json").is_file() and (drive / "modèle c1.safetensors").is_file()
+    assert [json.loads(line)["epoch"] for line in (drive / "run c1" / "log.jsonl").read_text().splitlines()] == [1, 2]
+
+
+def test_a_run_killed_with_its_kernel_leaves_no_lock_that_stops_the_next(data, tmp_path, capsys):
+    """A notebook kernel restarted mid-run (SIGKILL) leaves the results record's lock file behind; the next
+    run into the same folders is not refused for it, and removes it when it ends."""
+    out, record = tmp_path / "out", tmp_path / "res" / "smoke" / "c1.json"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom cipherlab.pipeline.train import own_folder, own_record\n"
+         "with own_folder(sys.argv[1]), own_record(sys.argv[2]):\n    print('held', flush=True)\n    time.sleep(60)",
+         str(out), str(record)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+    finally:
+        holder.kill()  # what a kernel restart does to the run in it
+        holder.wait()
+    lock = record.with_name(".c1.json.lock")
+    assert lock.exists()  # left behind
+    assert main(_train_argv(data, tmp_path)) == 0
+    assert "another cipherlab run" not in capsys.readouterr().err
+    assert record.is_file() and not lock.exists()
+
+
+def test_two_chapters_fitting_one_tokenizer_at_once_share_the_cache(data, tmp_path):
+    """Two notebooks open at once, both fitting the same tokenizer into the data folder's cache: each gets a
+    whole tokenizer, the cache holds one readable file, and no temporary file is left."""
+    script = ("import sys\nfrom cipherlab.data.corpus import load_corpus\n"
+              "from cipherlab.data.tokenizers.cipher_task import get_tokenizers\n"
+              "src, tgt = get_tokenizers(load_corpus(sys.argv[1]), 'bits', 300, 120)\n"
+              "print(src.vocab_size, tgt.vocab_size)")
+    load_corpus_first = subprocess.run([sys.executable, "-c", "import sys\nfrom cipherlab.data.corpus import "
+                                        "load_corpus\nload_corpus(sys.argv[1])", str(data)],
+                                       env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert load_corpus_first.returncode == 0  # the split, written once
+    runs = [subprocess.Popen([sys.executable, "-c", script, str(data)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            for _ in range(2)]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    assert outputs[0][0] == outputs[1][0] == "300 120\n"
+    from cipherlab.data.tokenizers.bpe import BPETokenizer
+
+    cached = sorted((data / "cache").glob("bpe_*.json"))
+    assert len(cached) == 2 and all(BPETokenizer.load(path).vocab_size in (300, 120) for path in cached)
+    assert [p.name for p in (data / "cache").iterdir() if p.name.startswith(".")] == []

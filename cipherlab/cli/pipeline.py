@@ -345,7 +345,7 @@ def _cmd_decrypt(args) -> int:
     print(f"cipherlab: {decoding_name(args.beam, length_aware)} decoding ({_DECODING_NOTES[length_aware]})",
           file=sys.stderr)  # stdout holds the plaintext lines alone
     note = foreign_note([decrypt_with_key(bits) for bits in lines], trained_alphabet(codec), _source_name(args),
-                        f"it holds decrypt to with cipherlab's key ({KEY.decode()})")
+                        f"its cipher lines decrypt to with cipherlab's key ({KEY.decode()})")
     if note:  # the model answers anything in its alphabet: a cipher of another key gets fluent nonsense
         print(note, file=sys.stderr)
     device = next(model.parameters()).device

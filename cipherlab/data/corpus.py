@@ -20,6 +20,7 @@ a specific failure:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -160,7 +161,8 @@ class Corpus:
     def cache_dir(self) -> Path:
         """Where derived artefacts (tokenizers, entropy tables) are cached for this data."""
         path = self._cache_dir or self.data_dir / "cache"
-        path.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):  # a read-only data folder: what is cached is read, nothing written
+            path.mkdir(parents=True, exist_ok=True)
         return path
 
     def lines(self, split: str) -> tuple[list[str], list[str]]:

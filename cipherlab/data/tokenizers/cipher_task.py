@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sys
 from collections.abc import Iterable
 
 from cipherlab.data.cipher import BITS_PER_CHAR
@@ -58,8 +59,14 @@ def _cached_tokenizer(corpus, name: str, texts: list[str], vocab_size: int | Non
         return tokenizer
     tokenizer = BPETokenizer.train(texts, vocab_size, **settings)
     tokenizer.metadata = {"cache_key": key, **description}
-    corpus.cache_dir.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(path)
+    try:
+        corpus.cache_dir.mkdir(parents=True, exist_ok=True)
+        tokenizer.save(path)
+    except OSError as e:  # a read-only checkout or a shared course folder: train on, uncached
+        reason = e.strerror or str(e)
+        print(f"cipherlab: note: cannot cache the {name} tokenizer in {corpus.cache_dir} ({reason}); it was learned "
+              "for this run only, and is learned again next time: to keep it, copy the data folder somewhere you can "
+              "write and pass that with --data-dir", file=sys.stderr)
     return tokenizer
 
 
