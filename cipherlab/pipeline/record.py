@@ -204,6 +204,9 @@ def _schema_problem(record: dict, path) -> str:
     if older:
         return (f"{path}: no schema field, a record of an older layout; convert it to {SCHEMA} with "
                 f"python results/migrate_records.py --write {path}, or move it out of the folder")
+    if "schema" not in record and all(key in record for key in RECORD_FIELDS if key != "schema"):
+        return (f'{path}: no schema field, not a {SCHEMA} record; convert it with "schema": "{SCHEMA}" added, as its '
+                "other fields are that layout's, or move it out of the folder")
     prefix, _, version = str(schema).rpartition("/")
     if prefix == SCHEMA.rpartition("/")[0] and version.isdigit() and int(version) > int(SCHEMA.rpartition("/")[2]):
         return (f"{path}: schema {schema!r}, written by a newer cipherlab than this one (which reads {SCHEMA}); "
