@@ -202,8 +202,9 @@ def _schema_problem(record: dict, path) -> str:
     older = "schema" not in record and (isinstance(record.get("test"), dict) and "components" in record
                                         or isinstance(record.get("brown_test"), dict))  # migrate_records.py's layouts
     if older:
-        return (f"{path}: no schema field, a record of an older layout; convert it to {SCHEMA} with "
-                f"python results/migrate_records.py --write {path}, or move it out of the folder")
+        return (f"{path}: no schema field, not a {SCHEMA} record; convert it with "
+                f"python results/migrate_records.py --write {path} (it is of an older layout), or move it out of "
+                "the folder")
     if "schema" not in record and all(key in record for key in RECORD_FIELDS if key != "schema"):
         return (f'{path}: no schema field, not a {SCHEMA} record; convert it with "schema": "{SCHEMA}" added, as its '
                 "other fields are that layout's, or move it out of the folder")
