@@ -262,4 +262,7 @@ FAULT_CLASSES: list[FaultClass] = [
            HOLES + "test_a_run_killed_with_its_kernel_leaves_no_lock_that_stops_the_next"),
     _fault("two chapters, one tokenizer cache", "two processes fitting the same tokenizer into one cache at once",
            HOLES + "test_two_chapters_fitting_one_tokenizer_at_once_share_the_cache"),
+    _fault("console that is not UTF-8", "an ASCII locale or a Windows code page: printing 'Übung' failed after the work",
+           HOLES + "test_a_console_that_is_not_utf8_shows_an_accented_path_escaped",
+           HOLES + "test_decrypt_refuses_a_line_its_console_cannot_write_rather_than_escape_it"),
 ]

@@ -458,3 +458,34 @@ def test_two_chapters_fitting_one_tokenizer_at_once_share_the_cache(data, tmp_pa
     cached = sorted((data / "cache").glob("bpe_*.json"))
     assert len(cached) == 2 and all(BPETokenizer.load(path).vocab_size in (300, 120) for path in cached)
     assert [p.name for p in (data / "cache").iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_console_that_is_not_utf8_shows_an_accented_path_escaped(data, tmp_path):
+    """An ASCII locale or a Windows code page: the files were written, then printing 'Übung' failed the command
+    with "'ascii' codec can't encode"; now the path is shown escaped and the command succeeds."""
+    out = tmp_path / "Übung"
+    done = subprocess.run([sys.executable, "-m", "cipherlab", "data", "export-split", "test", "--data-dir", str(data),
+                           "--out", str(out), "--first", "3"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr
+    assert "\\xdcbung" in done.stdout and "codec" not in done.stderr
+    assert len((out / "test_plain.txt").read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_decrypt_refuses_a_line_its_console_cannot_write_rather_than_escape_it(trained, monkeypatch, capsys):
+    import io
+
+    import cipherlab.cli.pipeline as cli
+
+    monkeypatch.setattr(cli, "decrypt_lines", lambda *args, **kwargs: iter(["Café au lait"]))
+    ascii_out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", ascii_out)
+    code = main(["decrypt", "--checkpoint", str(trained / "out" / "best.pt"), encrypt("Cafe au lait"),
+                 "--device", "cpu"])
+    assert code == 1
+    err = capsys.readouterr().err  # the decoding's name, then the one error line
+    assert "Traceback" not in err and err.count("error") == 1
+    assert err.splitlines()[-1].startswith("cipherlab: error: a decrypted line holds 'é', which this output's "
+                                           "encoding (ascii) cannot write; set PYTHONIOENCODING=utf-8")
+    ascii_out.flush()
+    assert b"\\xe9" not in ascii_out.buffer.getvalue()  # no escaped character passed off as the plaintext

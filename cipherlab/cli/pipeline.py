@@ -353,8 +353,22 @@ def _cmd_decrypt(args) -> int:
         model, codec, lines, chunk_chars=config.chunk_chars, device=device, beam_size=args.beam,
         length_aware=length_aware,
     ):
-        print(plain)
+        print(printable(plain))
     return 0
+
+
+def printable(text: str) -> str:
+    """``text`` if stdout's encoding can write it; else ValueError saying how to get it whole (an escape in a
+    decrypted line would be a wrong character in the file it is redirected to, without a word)."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError as e:
+        raise ValueError(f"a decrypted line holds {text[e.start]!r}, which this output's encoding ({encoding}) cannot "
+                         "write; set PYTHONIOENCODING=utf-8 (or PYTHONUTF8=1) and run decrypt again") from None
+    except LookupError:
+        pass
+    return text
 
 
 # --------------------------------------------------------------------------- ablate
