@@ -265,4 +265,6 @@ FAULT_CLASSES: list[FaultClass] = [
     _fault("console that is not UTF-8", "an ASCII locale or a Windows code page: printing 'Übung' failed after the work",
            HOLES + "test_a_console_that_is_not_utf8_shows_an_accented_path_escaped",
            HOLES + "test_decrypt_refuses_a_line_its_console_cannot_write_rather_than_escape_it"),
+    _fault("Python without fcntl", "Windows' Python: the run's locks cannot be taken; it trains unlocked",
+           HOLES + "test_a_python_without_fcntl_trains_unlocked"),
 ]

@@ -489,3 +489,15 @@ def test_decrypt_refuses_a_line_its_console_cannot_write_rather_than_escape_it(t
                                            "encoding (ascii) cannot write; set PYTHONIOENCODING=utf-8")
     ascii_out.flush()
     assert b"\\xe9" not in ascii_out.buffer.getvalue()  # no escaped character passed off as the plaintext
+
+
+def test_a_python_without_fcntl_trains_unlocked(data, tmp_path, monkeypatch, capsys):
+    """Windows' Python has no fcntl: the folder and record locks are skipped (the docstring's promise), not a crash,
+    and no lock file is left beside the record."""
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # `import fcntl` raises ImportError, as on Windows
+    with pytest.raises(ImportError):
+        import fcntl  # noqa: F401
+    assert main(_train_argv(data, tmp_path)) == 0
+    assert "error" not in capsys.readouterr().err
+    assert (tmp_path / "res" / "smoke" / "c1.json").is_file()
+    assert [p.name for p in (tmp_path / "res" / "smoke").iterdir() if p.name.endswith(".lock")] == []
