@@ -10,6 +10,7 @@ never a traceback (:func:`cipherlab.base.errors.run_command`); set CIPHERLAB_DEB
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from cipherlab.base.errors import run_command
@@ -33,10 +34,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _escape_what_the_console_cannot_show() -> None:
+    """A console that is not UTF-8 (an ASCII locale, a Windows code page) shows a character it lacks as an escape
+    (``\\xdc`` for the Ü of ``My Drive/Übung``) instead of failing the command after its work is done. What
+    ``decrypt`` prints is text to keep: it refuses such a line instead (:func:`cipherlab.cli.pipeline.printable`)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("-", "").replace("_", "")
+        if encoding != "utf8":
+            with contextlib.suppress(AttributeError, ValueError, OSError):
+                stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command ``argv`` (None: the process's own command line, and the process ends with it: a thread
     a student's part left running does not keep it alive)."""
     whole_process = argv is None
+    _escape_what_the_console_cannot_show()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv  # results record the command that made them

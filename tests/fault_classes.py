@@ -33,6 +33,7 @@ MORE = "tests/test_faults_more.py::"
 CONFIG = "tests/test_config.py::"
 TRAIN = "tests/test_train.py::"
 BLAME = "tests/test_part_blame.py::"
+HOLES = "tests/test_faults_holes.py::"
 
 _BAD_TABLE = BAD + "test_a_bad_input_is_one_line_naming_the_path"
 _EXPORT = FUZZ + "test_a_damaged_export_is_refused_in_one_line"
@@ -239,4 +240,63 @@ FAULT_CLASSES: list[FaultClass] = [
     _fault("grad_clip out of range", "grad_clip=-1 (gradient ascent) or 0 (no step moves)", *_RANGE),
     _fault("weight_decay out of range", "weight_decay=-1", *_RANGE),
     _fault("max_epochs zero", "max_epochs=0 trains nothing", *_RANGE),
+    # --------------------------------------------------------------- holes (issue 54): data lost
+    _fault("resume without last.pt", "train --resume where last.pt is gone (it started again over best.pt and the log)",
+           HOLES + "test_resume_without_last_pt_is_refused_and_keeps_best_and_the_log"),
+    _fault("resume without best.pt", "train --resume where best.pt is gone (it said 'time budget', for ever)",
+           HOLES + "test_resume_without_best_pt_names_it_not_a_time_budget"),
+    _fault("export-split over a student's file", "data export-split into a folder holding one's own test_plain.txt",
+           HOLES + "test_export_split_keeps_a_students_own_file_unless_forced"),
+    _fault("results/ of a checkout, installed cipherlab", "the guard found only the package's own results/",
+           HOLES + "test_the_results_guard_finds_a_checkouts_results_from_the_target"),
+    # --------------------------------------------------------------- holes: silent wrong numbers
+    _fault("splits sharing lines", "data verify on a file whose repeated lines land in two splits",
+           HOLES + "test_data_verify_refuses_splits_that_share_lines",
+           HOLES + "test_data_verify_still_passes_splits_of_distinct_lines"),
+    _fault("NFD predictions", "score of decomposed accents against composed references (0 % exact, no word)",
+           HOLES + "test_score_composes_nfd_predictions_and_says_so"),
+    _fault("record contradicting its totals", "exact_by_line against exact_lines, or sequence_accuracy against both",
+           HOLES + "test_report_refuses_a_record_whose_lines_contradict_its_totals"),
+    _fault("warmup_steps out of range", "--set warmup_steps=-5 ran as 1, the record saying -5",
+           HOLES + "test_a_setting_once_unchecked_is_one_line_naming_the_flag[warmup_steps=-5]"),
+    _fault("betas out of range", "--set betas=1.5,0.9 or a NaN beta (torch's message, no flag)",
+           HOLES + "test_a_setting_once_unchecked_is_one_line_naming_the_flag[betas=1.5,0.9]",
+           HOLES + "test_a_setting_once_unchecked_is_one_line_naming_the_flag[betas=0.9,nan]"),
+    _fault("blt_entropy_percentile out of range", "150 or NaN (found at C5's entropy model, no flag)",
+           HOLES + "test_a_setting_once_unchecked_is_one_line_naming_the_flag[blt_entropy_percentile=150]",
+           HOLES + "test_a_setting_once_unchecked_is_one_line_naming_the_flag[blt_entropy_percentile=nan]"),
+    _fault("vocabulary size out of range", "src_vocab=0, tgt_vocab=-3, or below the base symbols (named vocab_size)",
+           HOLES + "test_a_setting_once_unchecked_is_one_line_naming_the_flag[src_vocab=0]",
+           HOLES + "test_a_setting_once_unchecked_is_one_line_naming_the_flag[tgt_vocab=-3]",
+           HOLES + "test_a_vocabulary_below_the_base_symbols_names_the_flag"),
+    _fault("plan numbers not finite", "plan --tflops nan (tables of 'nan h'), --hours inf (NaN to integer)",
+           HOLES + "test_plan_refuses_a_number_that_is_not_finite"),
+    _fault("decrypt, cipher of another key", "decrypt of another key's cipher: fluent nonsense without a word",
+           HOLES + "test_decrypt_warns_when_the_cipher_is_another_keys"),
+    _fault("plaintext outside the training alphabet", "evaluate on text of characters the model never wrote",
+           HOLES + "test_evaluate_warns_when_the_plaintext_is_outside_the_training_alphabet"),
+    # --------------------------------------------------------------- holes: false reasons, minor
+    _fault("decrypt --input -", "a pipe into decrypt was 'no such input file'", HOLES + "test_decrypt_reads_stdin_for_input_dash"),
+    _fault("export mode 0600", "exports unreadable to others, every other file 0644",
+           HOLES + "test_an_export_is_as_readable_as_any_other_file"),
+    _fault("newer record schema", "a record of a newer cipherlab was told to run migrate_records.py (0 converted)",
+           HOLES + "test_report_advice_for_a_newer_schema_is_to_update_not_to_migrate"),
+    # --------------------------------------------------------------- holes: security
+    _fault("archive member outside its folder", "the setup cell unpacking an upload holding ../escaped.txt (3.11)",
+           HOLES + "test_the_setup_cell_writes_no_archive_member_outside_its_folder[data_filter]",
+           HOLES + "test_the_setup_cell_writes_no_archive_member_outside_its_folder[no filter]"),
+    # --------------------------------------------------------------- holes: a student's machine is not CI's
+    _fault("read-only checkout, uncached tokenizers", "train on a read-only data folder (the cache could not be made)",
+           HOLES + "test_a_read_only_checkout_still_trains_with_notes"),
+    _fault("Drive path with spaces and accents", "train --resume, decrypt, export under 'My Drive/Übung ç/'",
+           HOLES + "test_a_drive_folder_with_spaces_and_accents_works_throughout"),
+    _fault("kernel restarted mid-run", "a run SIGKILLed with its kernel leaves its record's lock file behind",
+           HOLES + "test_a_run_killed_with_its_kernel_leaves_no_lock_that_stops_the_next"),
+    _fault("two chapters, one tokenizer cache", "two processes fitting the same tokenizer into one cache at once",
+           HOLES + "test_two_chapters_fitting_one_tokenizer_at_once_share_the_cache"),
+    _fault("console that is not UTF-8", "an ASCII locale or a Windows code page: printing 'Übung' failed after the work",
+           HOLES + "test_a_console_that_is_not_utf8_shows_an_accented_path_escaped",
+           HOLES + "test_decrypt_refuses_a_line_its_console_cannot_write_rather_than_escape_it"),
+    _fault("Python without fcntl", "Windows' Python: the run's locks cannot be taken; it trains unlocked",
+           HOLES + "test_a_python_without_fcntl_trains_unlocked"),
 ]

@@ -285,7 +285,9 @@ def _smoke(name: str, record: dict) -> None:
 def _fewer_lines(name: str, record: dict) -> None:
     if name == "ref-c2-seed0.json":
         stdlib = record["sets"]["stdlib"]
-        stdlib.update(lines=499, exact_by_line=stdlib["exact_by_line"][:499])
+        outcomes = stdlib["exact_by_line"][:499]  # its totals agree with its lines: a record whole, only shorter
+        stdlib.update(lines=499, exact_by_line=outcomes, exact_lines=outcomes.count("1"),
+                      sequence_accuracy=outcomes.count("1") / 499)
 
 
 def _old_layout(name: str, record: dict) -> None:

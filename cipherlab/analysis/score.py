@@ -27,7 +27,7 @@ from cipherlab.data.cipher import DatasetError, encrypt
 from cipherlab.base.errors import require_file, strip_bom
 from cipherlab.pipeline.metrics import bit_accuracy, compute_metrics
 
-__all__ = ["control_share", "read_text_lines", "score_predictions"]
+__all__ = ["control_share", "read_text_lines", "score_predictions", "text_lines"]
 
 DEFAULT_FIRST = (256,)
 DEFAULT_CHUNKS = (32, 128)
@@ -46,7 +46,12 @@ def read_text_lines(path: str | Path, what: str = "file", holds: str = "one line
     ``holds`` says what the file should hold, for the messages.
     """
     path = require_file(path, what, f"pass a text file with {holds}")
-    data = strip_bom(path.read_bytes(), path)
+    return text_lines(path.read_bytes(), path, what, holds)
+
+
+def text_lines(data: bytes, path: str | Path, what: str = "file", holds: str = "one line per reference line") -> list[str]:
+    """The lines of ``data``, read from ``path`` (a file, or ``<stdin>``), as :func:`read_text_lines` reads a file's."""
+    data = strip_bom(data, path)
     if not data.strip(b"\r\n"):
         raise DatasetError(f"{path}: the {what} is empty; expected {holds}")
     if b"\0" in data:

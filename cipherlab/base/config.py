@@ -550,6 +550,15 @@ _RANGES = {
                   "moves; below 0 the step climbs the loss)"),
     "onset_accuracy": (lambda v: 0.0 < v < 1.0, "a share of the validation tokens, above 0 and below 1"),
     "seed": (lambda v: 0 <= v < 2**32, "0 or more and below 2**32 (NumPy's seeds)"),
+    "warmup_steps": (lambda v: v >= 0, "the optimiser steps of linear warm-up, 0 (none) or more"),
+    "betas": (lambda v: all(0.0 <= b < 1.0 for b in v), "AdamW's two moment decays, each 0 or more and below 1 "
+              "(e.g. 0.9,0.98)"),
+    "blt_entropy_percentile": (lambda v: 0.0 <= v <= 100.0, "the percentile of the training entropies above which "
+                               "a source patch starts, 0 to 100"),
+    "src_vocab": (lambda v: v >= 1, "the source BPE's vocabulary size, 1 or more (at least its specials and base "
+                  "symbols), or null for no merges"),
+    "tgt_vocab": (lambda v: v >= 1, "the target BPE's vocabulary size, 1 or more (at least its specials and "
+                  "characters), or null for no merges"),
 }
 
 
@@ -558,6 +567,8 @@ def _out_of_range(field: str, value) -> str | None:
     if field in _POSITIVE:
         return None if value is None or value > 0 else f"must be at least 1 (a run with {field} {value} trains nothing)"
     if field in _RANGES:
+        if value is None:
+            return None  # an optional field (src_vocab=null); _check_types refuses None elsewhere
         test, allowed = _RANGES[field]
         return None if test(value) else allowed
     return None
@@ -620,7 +631,7 @@ def parse_field(field: str, text: str):
             parts = [float(x) for x in raw.strip("()[]").split(",")]
             if len(parts) != 2:
                 raise ValueError
-            return tuple(parts)
+            value = tuple(parts)
         else:
             return raw
     except (KeyError, ValueError):

@@ -342,8 +342,9 @@ def outside_results(path: str | os.PathLike, option: str, on_purpose: str | None
     a link to it or into it, is then allowed. Without it, the way in is to write elsewhere and copy.
     """
     path = Path(path)
-    committed = REPO_RESULTS_DIR.resolve()
-    if not _inside(path.resolve(), committed):
+    committed = next((folder for folder in _committed_results(path.resolve())
+                      if _inside(path.resolve(), folder)), None)
+    if committed is None:
         return path
     entry = next((p for p in (*reversed(path.absolute().parents), path.absolute())
                   if _inside(p.resolve(), committed)), None)  # where the path, as written, enters results/
@@ -355,6 +356,31 @@ def outside_results(path: str | os.PathLike, option: str, on_purpose: str | None
            else "write it elsewhere (e.g. under runs/) and copy it in by hand")
     raise ValueError(f"{option} {path}: inside the repository's committed results folder ({committed}){via}, "
                      f"which no command overwrites unless asked; to change the committed results on purpose, {fix}")
+
+
+def _committed_results(target: Path) -> list[Path]:
+    """The committed ``results/`` folders a resolved ``target`` could lie in: this package's checkout's, and the
+    ``results/`` of any cipherlab checkout above ``target`` (one that holds ``results/``, ``cipherlab/`` and a
+    ``pyproject.toml`` naming the project cipherlab). The second matters where cipherlab is installed (a wheel,
+    ``pip install .``): then the package's own path is under site-packages, and only the target can tell."""
+    found = [REPO_RESULTS_DIR.resolve()]
+    for folder in (target, *target.parents):
+        if folder.name == "results" and folder not in found and _is_checkout(folder.parent):
+            found.append(folder)
+    return found
+
+
+def _is_checkout(folder: Path) -> bool:
+    """Whether ``folder`` is a cipherlab checkout: ``results/``, ``cipherlab/`` and a pyproject.toml naming it."""
+    import tomllib
+
+    try:
+        if not ((folder / "results").is_dir() and (folder / "cipherlab").is_dir()):
+            return False
+        with open(folder / "pyproject.toml", "rb") as f:
+            return tomllib.load(f).get("project", {}).get("name") == "cipherlab"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _inside(target: Path, folder: Path) -> bool:

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 from cipherlab.base.errors import outside_results, writable_file, writable_folder
+from cipherlab.data.cipher import DatasetError
 from cipherlab.data.corpus import (CIPHER_FILE, DATA_DIR_ENV, PLAIN_FILE, REPO_DATA_DIR, _atomic_write, corpus_stats,
-                                   load_corpus, read_lines, resolve_data_dir, write_cipher)
+                                   load_corpus, read_lines, resolve_data_dir, split_overlap, write_cipher)
 
 __all__ = ["register_cli"]
 
@@ -59,6 +60,13 @@ def _cmd_cipher(args) -> int:
 def _cmd_verify(args) -> int:
     corpus = load_corpus(args.data_dir)
     stats = corpus_stats(corpus)
+    shared = split_overlap(corpus)
+    if shared:  # every pair checks, yet the test scores would count lines the model trained on
+        sizes = ", ".join(f"{name} {len(ids)}" for name, ids in corpus.splits.items())
+        counts = ", ".join(f"{pair} {count}" for pair, count in shared.items())
+        raise DatasetError(f"{corpus.data_dir / PLAIN_FILE}: the same line is in more than one split (distinct lines "
+                           f"shared: {counts}; split sizes {sizes}): a test or validation line the model trained on "
+                           "scores what it learned by heart; remove the repeated lines and run `data verify` again")
     print(f"OK: {corpus.data_dir}: every cipher line decrypts to its plaintext line")
     for key, value in stats.items():
         print(f"{key}: {value!r}" if key == "alphabet" else f"{key}: {value}")
@@ -71,10 +79,25 @@ def _cmd_export_split(args) -> int:
     out = writable_folder(outside_results(args.out, "--out"), "--out")  # checked before the work
     corpus = load_corpus(args.data_dir)
     ids = corpus.splits[args.split][: args.first]
-    for kind, lines in (("plain", corpus.plain), ("cipher", corpus.cipher)):
-        _write_lines(out / f"{args.split}_{kind}.txt", [lines[i] for i in ids])
+    files = {out / f"{args.split}_{kind}.txt": "".join(lines[i] + "\n" for i in ids)
+             for kind, lines in (("plain", corpus.plain), ("cipher", corpus.cipher))}
+    if not args.force:  # a student's own file of that name (predictions, notes) is not overwritten unasked
+        other = next((path for path, text in files.items() if path.exists() and not _holds(path, text)), None)
+        if other is not None:
+            raise FileExistsError(f"{other}: already exists with other lines; pass --force to overwrite it, or "
+                                  "--out to write the split into another folder")
+    for path, text in files.items():
+        _atomic_write(path, text)
     print(f"wrote {len(ids)} {args.split} lines to {out / f'{args.split}_plain.txt'} and {out / f'{args.split}_cipher.txt'}")
     return 0
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether file ``path`` holds ``text`` already (exporting the same split again loses nothing)."""
+    try:
+        return path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
 
 
 def _cmd_stats(args) -> int:
@@ -141,6 +164,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("split", choices=["train", "val", "test"])
     p.add_argument("--out", required=True, help="folder to write the two files to (created if missing)")
     p.add_argument("--first", type=int, metavar="N", help="only the split's first N lines (default: all)")
+    p.add_argument("--force", action="store_true", help="overwrite files of those names that hold other lines")
     p.add_argument("--data-dir", help=dir_help)
     p.set_defaults(func=_cmd_export_split)
 

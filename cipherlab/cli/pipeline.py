@@ -52,10 +52,10 @@ import threading
 import time
 from pathlib import Path
 
-from cipherlab.data.cipher import check_bits
+from cipherlab.data.cipher import KEY, check_bits, decrypt as decrypt_with_key
 from cipherlab.base.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOKENIZATIONS, make_config, parse_field,
                               recipe_caveats)
-from cipherlab.pipeline.decode import decrypt_lines, length_aware_by_default
+from cipherlab.pipeline.decode import decrypt_lines, foreign_note, length_aware_by_default, trained_alphabet
 from cipherlab.student.check import load_target
 from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained
 from cipherlab.pipeline.hub import export_model_folder, push_model_folder, record_for
@@ -65,7 +65,7 @@ from cipherlab.pipeline.record import read_record
 from cipherlab.pipeline.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
                                 write_table)
 from cipherlab.student.parts import PARTS, PartError, import_parts, load_parts, parse_part, part_records, unused_parts
-from cipherlab.analysis.score import read_text_lines
+from cipherlab.analysis.score import read_text_lines, text_lines
 from cipherlab.pipeline.tracking import DEFAULT_PROJECT, check_wandb_dir, require_wandb, start_wandb
 from cipherlab.pipeline.train import NotLearning, TrainingDiverged, own_folder, own_record, train_config
 
@@ -181,7 +181,7 @@ def _train_and_score(args, config, parts: dict, out: Path, started: float, track
     if tracker is not None:
         tracker.cost(run)
     if not run.best_checkpoint.exists():
-        print(f"stopped by the time budget during epoch 1; continue with --resume (state in {out / 'last.pt'})")
+        print(f"stopped by the {fit.stopped} during epoch 1; continue with --resume (state in {out / 'last.pt'})")
         return 0
     print(
         f"{config.name} ({config.recipe} recipe): {fit.stopped} after {fit.epochs} epochs; best.pt is epoch "
@@ -317,11 +317,20 @@ def _read_cipher_lines(args) -> list[str]:
             raise ValueError("BITS: an empty cipher line; pass a string of 0s and 1s, 8 per character")
         check_bits(bits, path="BITS")
         return [bits]
-    path = Path(args.input)
-    lines = [line.strip() for line in read_text_lines(path, "input file", "one cipher line per line")]
+    if args.input == "-":  # a pipe: `... | python -m cipherlab decrypt --input -`
+        path = "<stdin>"
+        lines = text_lines(sys.stdin.buffer.read(), path, "input", "one cipher line per line")
+    else:
+        path = Path(args.input)
+        lines = read_text_lines(path, "input file", "one cipher line per line")
+    lines = [line.strip() for line in lines]
     for n, line in enumerate(lines, start=1):
         check_bits(line, path=str(path), line=n)
     return lines
+
+
+def _source_name(args) -> str:
+    return "BITS" if args.bits is not None else "<stdin>" if args.input == "-" else f"--input {args.input}"
 
 
 _DECODING_NOTES = {
@@ -336,13 +345,31 @@ def _cmd_decrypt(args) -> int:
     model, codec, config = load_trained(args.checkpoint, args.device, parts=_checkpoint_parts(args.part))
     print(f"cipherlab: {decoding_name(args.beam, length_aware)} decoding ({_DECODING_NOTES[length_aware]})",
           file=sys.stderr)  # stdout holds the plaintext lines alone
+    note = foreign_note([decrypt_with_key(bits) for bits in lines], trained_alphabet(codec), _source_name(args),
+                        f"its cipher lines decrypt to with cipherlab's key ({KEY.decode()})")
+    if note:  # the model answers anything in its alphabet: a cipher of another key gets fluent nonsense
+        print(note, file=sys.stderr)
     device = next(model.parameters()).device
     for plain in decrypt_lines(
         model, codec, lines, chunk_chars=config.chunk_chars, device=device, beam_size=args.beam,
         length_aware=length_aware,
     ):
-        print(plain)
+        print(printable(plain))
     return 0
+
+
+def printable(text: str) -> str:
+    """``text`` if stdout's encoding can write it; else ValueError saying how to get it whole (an escape in a
+    decrypted line would be a wrong character in the file it is redirected to, without a word)."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError as e:
+        raise ValueError(f"a decrypted line holds {text[e.start]!r}, which this output's encoding ({encoding}) cannot "
+                         "write; set PYTHONIOENCODING=utf-8 (or PYTHONUTF8=1) and run decrypt again") from None
+    except LookupError:
+        pass
+    return text
 
 
 # --------------------------------------------------------------------------- ablate
@@ -654,7 +681,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--checkpoint", required=True, help="a best.pt, last.pt, exported .safetensors or model folder (export --hub)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("bits", nargs="?", metavar="BITS", help="one cipher line")
-    source.add_argument("--input", metavar="FILE", help="a file with one cipher line per line")
+    source.add_argument("--input", metavar="FILE", help="a file with one cipher line per line; - reads them from stdin")
     p.add_argument("--beam", type=int, default=1, metavar="N", help=f"beam size, 1 to {MAX_BEAM}; 1 is greedy (default)")
     _add_free(p)
     _add_part(p, "load")

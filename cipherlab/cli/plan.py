@@ -8,6 +8,7 @@ then :func:`~cipherlab.analysis.plan.report`); here are its flags, their checks,
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from cipherlab.analysis.plan import DEFAULT_HOURS, DEFAULT_MFU, GPU, GPUS, plan_preset, report
@@ -19,6 +20,22 @@ from cipherlab.pipeline.train import StepBar
 __all__ = ["register_cli"]
 
 
+def _check_numbers(args) -> None:
+    """Each number flag finite and in its range, one line naming the flag: float() reads 'nan' and 'inf', which
+    printed tables of 'nan h' (--tflops nan) or failed converting NaN to an integer (--hours inf)."""
+    checks = (("--tflops", args.tflops, lambda v: v > 0, "a GPU's peak TFLOP/s, a number above 0 (e.g. 65)"),
+              ("--memory-gb", args.memory_gb, lambda v: v > 0, "a GPU's memory in GB, a number above 0 (e.g. 16)"),
+              ("--mfu", args.mfu, lambda v: 0 < v <= 1, "the utilisation is a share of the peak rate, above 0 and "
+                                                         "at most 1"),
+              ("--hours", args.hours, lambda v: v > 0, "must be positive: the length of the session in hours, "
+                                                       "a finite number (e.g. 12)"),
+              ("--launch-us", args.launch_us, lambda v: v >= 0, "a time per kernel launch cannot be negative: 0 or "
+                                                                "more microseconds, a finite number"))
+    for flag, value, test, allowed in checks:
+        if value is not None and not (math.isfinite(value) and test(value)):
+            raise ValueError(f"{flag} {value}: {allowed}")
+
+
 def _gpu(args) -> GPU:
     if args.tflops is not None or args.memory_gb is not None:
         known = GPUS.get(args.gpu.upper())
@@ -26,8 +43,6 @@ def _gpu(args) -> GPU:
         memory = args.memory_gb if args.memory_gb is not None else known.memory_gb if known else None
         if tflops is None or memory is None:
             raise ValueError(f"--gpu {args.gpu}: not in the table ({', '.join(GPUS)}); give both --tflops and --memory-gb")
-        if tflops <= 0 or memory <= 0:
-            raise ValueError("--tflops and --memory-gb must be positive")
         return GPU(args.gpu, tflops, memory, "user-supplied peak rate and memory")
     try:
         return GPUS[args.gpu.upper()]
@@ -37,13 +52,8 @@ def _gpu(args) -> GPU:
 
 
 def _cmd_plan(args) -> int:
+    _check_numbers(args)
     gpu = _gpu(args)
-    if not 0 < args.mfu <= 1:
-        raise ValueError(f"--mfu {args.mfu}: the utilisation is a share of the peak rate, above 0 and at most 1")
-    if args.hours <= 0:
-        raise ValueError(f"--hours {args.hours}: must be positive")
-    if args.launch_us is not None and args.launch_us < 0:
-        raise ValueError(f"--launch-us {args.launch_us}: a time per kernel launch cannot be negative")
     if args.preset.lower() not in PRESETS:
         raise ValueError(f"--preset {args.preset}: unknown preset; choose one of {', '.join(PRESETS)}")
     if args.json:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from collections.abc import Sequence
 
 from cipherlab.analysis.score import (CONTROL_WARNING, DEFAULT_CHUNKS, DEFAULT_FIRST, control_share, read_text_lines,
@@ -26,6 +27,19 @@ def _warn_if_noise(lines: Sequence[str], path, what: str, looks: str) -> None:
     if share > CONTROL_WARNING:
         print(f"cipherlab: note: {path}: {100 * share:.0f} % of the characters {what} are control characters, "
               f"which text has next to none of; {looks}", file=sys.stderr)
+
+
+def _nfc(lines: Sequence[str], path) -> list[str]:
+    """``lines`` in Unicode's composed form (NFC), with one note on stderr naming ``path`` and how many lines that
+    changed: an editor or a Mac may write an accent as a letter and a combining mark (NFD), which looks the same
+    but compares unequal, and the cipher's references are composed (Latin-1)."""
+    composed = [unicodedata.normalize("NFC", line) for line in lines]
+    changed = sum(a != b for a, b in zip(lines, composed))
+    if changed:
+        print(f"cipherlab: note: {path}: {changed} of {len(lines)} lines write accents as a letter and a combining "
+              "mark (Unicode NFD), which compares unequal to the references' composed letters; they were scored "
+              "composed (NFC)", file=sys.stderr)
+    return composed
 
 
 def _encodable(lines: Sequence[str], path) -> None:
@@ -121,6 +135,7 @@ def _cmd_score(args) -> int:
     predictions = read_text_lines(args.pred, "prediction file")
     _warn_if_noise(predictions, args.pred, "predicted",
                    "were they decrypted with another key, or is it not the file of predictions?")
+    predictions = _nfc(predictions, args.pred)
     plain, cipher, where = _references(args)
     if len(predictions) != len(plain):
         raise DatasetError(

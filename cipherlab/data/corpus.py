@@ -20,6 +20,7 @@ a specific failure:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -160,7 +161,8 @@ class Corpus:
     def cache_dir(self) -> Path:
         """Where derived artefacts (tokenizers, entropy tables) are cached for this data."""
         path = self._cache_dir or self.data_dir / "cache"
-        path.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):  # a read-only data folder: what is cached is read, nothing written
+            path.mkdir(parents=True, exist_ok=True)
         return path
 
     def lines(self, split: str) -> tuple[list[str], list[str]]:
@@ -582,3 +584,12 @@ def collate(
         src[row, : len(s)] = torch.as_tensor(s, dtype=torch.long)
         tgt[row, : len(t)] = torch.as_tensor(t, dtype=torch.long)
     return {"src": src, "tgt": tgt}
+
+
+def split_overlap(corpus: Corpus) -> dict[str, int]:
+    """How many distinct plaintext lines each pair of splits shares, for the pairs that share any
+    (``{"train/test": 3}``): a test line that is also a training line scores what the model learned by heart."""
+    texts = {name: {corpus.plain[i] for i in ids} for name, ids in corpus.splits.items()}
+    names = list(texts)
+    shared = {f"{a}/{b}": len(texts[a] & texts[b]) for n, a in enumerate(names) for b in names[n + 1:]}
+    return {pair: count for pair, count in shared.items() if count}

@@ -356,7 +356,15 @@ def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike, *, half: 
     except SafetensorError as e:  # e.g. a disk that is read-only or full
         raise CheckpointError(f"{out}: cannot write the export ({first_line(e)}); choose a location on a "
                               "writable disk with --out") from None
+    os.chmod(out, 0o666 & ~_umask())  # safetensors writes 0600; a model to share is as readable as any file
     return out
+
+
+def _umask() -> int:
+    """The process's file-mode mask (os.umask can only be read by setting it: set it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _read_export(path: Path) -> dict:

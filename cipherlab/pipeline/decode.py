@@ -48,8 +48,11 @@ __all__ = [
     "decode_step",
     "decrypt_chunks",
     "decrypt_lines",
+    "foreign_note",
+    "foreign_share",
     "greedy_decode",
     "length_aware_by_default",
+    "trained_alphabet",
 ]
 
 
@@ -379,3 +382,43 @@ def decrypt_lines(
         length_aware=length_aware,
     )
     return [lines[i] for i in range(len(cipher_lines))]
+
+
+# --------------------------------------------------------------------------- text the model never saw
+
+FOREIGN_WARNING = 0.10
+"""The share of characters outside the model's training alphabet above which decrypt and evaluate say so: English
+in the training alphabet has none; a cipher made with another key decrypts (with cipherlab's key) to bytes mostly
+outside it."""
+
+
+def trained_alphabet(codec: Codec) -> frozenset[str] | None:
+    """The characters the model's target side was trained on (its target tokenizer's base alphabet), or None where
+    it has no alphabet of characters (C5 writes any byte)."""
+    alphabet = getattr(getattr(codec, "tgt", None), "alphabet", None)
+    if not alphabet or any(len(symbol) != 1 for symbol in alphabet):
+        return None
+    return frozenset(alphabet)
+
+
+def foreign_share(lines: Sequence[str], alphabet: frozenset[str] | None) -> tuple[float, str]:
+    """(the share of the characters of ``lines`` outside ``alphabet``, a few of them as examples); with no alphabet,
+    the control characters (tab aside), which text has next to none of."""
+    chars = sum(map(len, lines))
+    outside = [c for line in lines for c in line
+               if (c not in alphabet if alphabet is not None else not c.isprintable() and c != "\t")]
+    examples = "".join(sorted(set(outside))[:5])
+    return (len(outside) / chars if chars else 0.0), examples
+
+
+def foreign_note(lines: Sequence[str], alphabet: frozenset[str] | None, where: str, what: str) -> str | None:
+    """One line for stderr when more than :data:`FOREIGN_WARNING` of the characters of ``lines`` (``what`` they
+    are, from ``where``) lie outside the training alphabet; None when they do not."""
+    share, examples = foreign_share(lines, alphabet)
+    if share <= FOREIGN_WARNING:
+        return None
+    known = (f"the {len(alphabet)} characters the model was trained on" if alphabet is not None
+             else "text (they are control characters)")
+    return (f"cipherlab: note: {where}: {100 * share:.0f} % of the characters {what} are outside {known} (e.g. "
+            f"{examples!r}); a cipher made with another key than cipherlab's, or text of characters the model never "
+            "saw, decrypts to nonsense, so its output cannot be trusted")

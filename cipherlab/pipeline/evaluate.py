@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -25,8 +26,8 @@ import torch
 from cipherlab.pipeline.checkpoint import check_data, model_from_payload, read_payload
 from cipherlab.pipeline.codec import select_lines
 from cipherlab.base.config import Config, change_from_c1
-from cipherlab.data.corpus import load_corpus, load_pairs
-from cipherlab.pipeline.decode import decrypt_lines, length_aware_by_default
+from cipherlab.data.corpus import load_corpus, load_pairs, resolve_data_dir
+from cipherlab.pipeline.decode import decrypt_lines, foreign_note, length_aware_by_default, trained_alphabet
 from cipherlab.base.device import pick_device
 from cipherlab.base.errors import write_text_atomic
 from cipherlab.pipeline.metrics import compute_metrics
@@ -79,6 +80,10 @@ def evaluate_checkpoint(
         plain, cipher = corpus.lines(split)
     if max_lines is not None:  # the first lines only (e.g. for slow beam search)
         plain, cipher = plain[:max_lines], cipher[:max_lines]
+    note = foreign_note(plain, trained_alphabet(codec), f"{resolve_data_dir(data_dir)} ({split} lines)",
+                        "of its plaintext lines")
+    if note:  # the numbers would measure text the model cannot write, not how well it learned the cipher
+        print(note, file=sys.stderr)
     started = time.perf_counter()
     predictions = decrypt_lines(
         model,

@@ -175,9 +175,7 @@ def check_record(record, path: str | os.PathLike) -> dict:
         raise ValueError(f"{path}: holds a JSON {type(record).__name__}, not a run record (a JSON object); "
                          "move it out of the folder")
     if record.get("schema") != SCHEMA:
-        found = f"schema {record['schema']!r}" if "schema" in record else "no schema field"
-        raise ValueError(f"{path}: {found}, not a {SCHEMA} record; convert it with "
-                         "python results/migrate_records.py --write FILE, or move it out of the folder")
+        raise ValueError(_schema_problem(record, path))
     missing = [key for key in RECORD_FIELDS if key not in record]
     if missing:
         raise ValueError(f"{path}: missing field(s) {', '.join(missing)}; write the record again with cipherlab")
@@ -192,9 +190,44 @@ def check_record(record, path: str | os.PathLike) -> dict:
                                      or set(outcomes) - {"0", "1"}):
             raise ValueError(f"{path}: sets.{name}.exact_by_line is not one 0/1 per line of its {scored['lines']} "
                              "lines; evaluate the model again")
+        _check_totals(scored, f"{path}: sets.{name}")
     if not isinstance(record["log"], list):
         raise ValueError(f"{path}: 'log' is not the list of the run's epochs; write the record again")
     return record
+
+
+def _schema_problem(record: dict, path) -> str:
+    """What to do with a record not of this layout: convert an older one, upgrade cipherlab for a newer one."""
+    schema = record.get("schema")
+    older = "schema" not in record and (isinstance(record.get("test"), dict) and "components" in record
+                                        or isinstance(record.get("brown_test"), dict))  # migrate_records.py's layouts
+    if older:
+        return (f"{path}: no schema field, not a {SCHEMA} record; convert it with "
+                f"python results/migrate_records.py --write {path} (it is of an older layout), or move it out of "
+                "the folder")
+    if "schema" not in record and all(key in record for key in RECORD_FIELDS if key != "schema"):
+        return (f'{path}: no schema field, not a {SCHEMA} record; convert it with "schema": "{SCHEMA}" added, as its '
+                "other fields are that layout's, or move it out of the folder")
+    prefix, _, version = str(schema).rpartition("/")
+    if prefix == SCHEMA.rpartition("/")[0] and version.isdigit() and int(version) > int(SCHEMA.rpartition("/")[2]):
+        return (f"{path}: schema {schema!r}, written by a newer cipherlab than this one (which reads {SCHEMA}); "
+                "update cipherlab (git pull, or pip install -U) to read it, or move it out of the folder")
+    found = f"schema {schema!r}" if "schema" in record else "no schema field"
+    return f"{path}: {found}, not a {SCHEMA} record nor an older layout cipherlab can convert; move it out of the folder"
+
+
+def _check_totals(scored: dict, where: str) -> None:
+    """Refuse a set whose per-line outcomes (``exact_by_line``) contradict its totals (``exact_lines``,
+    ``sequence_accuracy``): one of them was changed by hand or torn, and a table would print the wrong one."""
+    lines, exact, outcomes = scored.get("lines"), scored.get("exact_lines"), scored.get("exact_by_line")
+    if isinstance(outcomes, str) and isinstance(exact, int) and outcomes.count("1") != exact:
+        raise ValueError(f"{where}: exact_by_line marks {outcomes.count('1')} exact lines but exact_lines says "
+                         f"{exact}; one was changed after evaluation: evaluate the model again")
+    accuracy = scored.get("sequence_accuracy")
+    if (isinstance(exact, int) and isinstance(lines, int) and lines > 0 and isinstance(accuracy, (int, float))
+            and abs(accuracy - exact / lines) > 1e-9):
+        raise ValueError(f"{where}: sequence_accuracy is {accuracy} but exact_lines says {exact} of {lines} lines "
+                         f"({exact / lines}); one was changed after evaluation: evaluate the model again")
 
 
 def read_record(path: str | os.PathLike) -> dict:

@@ -360,6 +360,17 @@ class Trainer:
             kept = [r for r in read_log(self.curve_path, torn_ok=True) if r["step"] <= self.progress.step]
             write_text_atomic(self.curve_path, "".join(json.dumps(r) + "\n" for r in kept))
 
+    def _check_best_kept(self) -> None:
+        """Refuse to resume a run whose best.pt is gone after an epoch chose one: last.pt holds the latest
+        weights, not the best, so the best cannot be made again; the run would end without one."""
+        p = self.progress
+        if p.best_epoch > 0 and not self.best_path.exists():
+            raise CheckpointError(
+                f"{self.best_path}: not found, but {self.last_path} says epoch {p.best_epoch} was the best; "
+                "last.pt holds the latest weights, not the best, so --resume cannot make best.pt again: put best.pt "
+                "back, or pass --overwrite to train again from the start"
+            )
+
     def _check_parts(self, payload: dict) -> None:
         """Refuse to resume a run with other parts (``artifacts["parts"]``) than it was trained with."""
         problem = mismatch(payload["artifacts"].get("parts") or [], self.artifacts.get("parts") or [])
@@ -463,6 +474,14 @@ class Trainer:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         if resume and self.last_path.exists():
             self._restore()
+            self._check_best_kept()
+        elif resume and (traces := [f.name for f in (self.best_path, self.log_path) if f.exists()]):
+            # a run was here but its last.pt is gone: starting again would overwrite best.pt and the log
+            raise CheckpointError(
+                f"{self.last_path}: not found, but {self.out_dir} holds a training run ({', '.join(traces)}); "
+                "--resume continues only from last.pt: pass --overwrite to start again (best.pt and the log are "
+                "replaced), or --out to train somewhere else"
+            )
         else:
             self.log_path.unlink(missing_ok=True)
             self.curve_path.unlink(missing_ok=True)

@@ -154,8 +154,17 @@ def _install_cipherlab(source):
         base = path
     elif path.is_file():
         base = Path.cwd() / (path.name.split(".")[0] + "-unpacked")
+        import tarfile
+        filtered = hasattr(tarfile, "data_filter")  # Python 3.12, and 3.8-3.11 patch releases since June 2023
+        if not filtered and tarfile.is_tarfile(path):  # no filter: refuse what would land outside base
+            with tarfile.open(path) as archive:
+                for member in archive.getmembers():
+                    names = [member.name] + ([member.linkname] if member.issym() or member.islnk() else [])
+                    if member.isdev() or any(os.path.isabs(n) or ".." in Path(n).parts for n in names):
+                        fail(f"{path} holds {member.name!r}, which would be written outside {base}; unpack only "
+                             "an archive made from your copy of the repository")
         try:
-            shutil.unpack_archive(path, base, **({"filter": "data"} if sys.version_info >= (3, 12) else {}))
+            shutil.unpack_archive(path, base, **({"filter": "data"} if filtered else {}))
         except Exception as error:
             fail(f"could not unpack {path} ({error}); a .zip or .tar.gz is expected")
     elif "://" in source or source.startswith("git@") or source.endswith(".git"):

@@ -16,8 +16,10 @@ token i.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import sys
 from collections.abc import Iterable
 
 from cipherlab.data.cipher import BITS_PER_CHAR
@@ -57,8 +59,14 @@ def _cached_tokenizer(corpus, name: str, texts: list[str], vocab_size: int | Non
         return tokenizer
     tokenizer = BPETokenizer.train(texts, vocab_size, **settings)
     tokenizer.metadata = {"cache_key": key, **description}
-    corpus.cache_dir.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(path)
+    try:
+        corpus.cache_dir.mkdir(parents=True, exist_ok=True)
+        tokenizer.save(path)
+    except OSError as e:  # a read-only checkout or a shared course folder: train on, uncached
+        reason = e.strerror or str(e)
+        print(f"cipherlab: note: cannot cache the {name} tokenizer in {corpus.cache_dir} ({reason}); it was learned "
+              "for this run only, and is learned again next time: to keep it, copy the data folder somewhere you can "
+              "write and pass that with --data-dir", file=sys.stderr)
     return tokenizer
 
 
@@ -93,11 +101,29 @@ def get_tokenizers(corpus, mode: str = "bits", src_vocab: int | None = 1024, tgt
         raise ValueError(f"target='aligned' needs mode='phase' and tgt_vocab=None (got mode={mode!r}, "
                          f"tgt_vocab={tgt_vocab!r}): its tokens are the plaintext of phase-tagged source tokens")
     plain, cipher, learned_on = texts if texts is not None else (*corpus.lines("train"), "train")
-    src = _cached_tokenizer(corpus, f"source-{mode}", cipher, src_vocab, SOURCE_MODES[mode], learned_on)
+    with _naming_the_field("src_vocab", src_vocab):
+        src = _cached_tokenizer(corpus, f"source-{mode}", cipher, src_vocab, SOURCE_MODES[mode], learned_on)
     if target == "aligned":
         return src, aligned_target(src, plain, cipher)
-    tgt = _cached_tokenizer(corpus, "target", plain, tgt_vocab, TARGET_SETTINGS, learned_on)
+    with _naming_the_field("tgt_vocab", tgt_vocab):
+        tgt = _cached_tokenizer(corpus, "target", plain, tgt_vocab, TARGET_SETTINGS, learned_on)
     return src, tgt
+
+
+@contextlib.contextmanager
+def _naming_the_field(field: str, value):
+    """A vocabulary too small for its base symbols, said as the Config field (``--set src_vocab``) that set it:
+    the tokenizer knows only its own ``vocab_size``."""
+    try:
+        yield
+    except ValueError as e:
+        text = str(e)
+        if not text.startswith(f"vocab_size={value} is smaller"):
+            raise
+        need = text.rsplit(">= ", 1)[-1]
+        said = text.removeprefix(f"vocab_size={value} is ").split("; use vocab_size")[0]
+        raise ValueError(f"--set {field}={value}: {said}; pass "
+                         f"--set {field}={need} or more, or --set {field}=null for no merges") from None
 
 
 def aligned_target(src: BPETokenizer, plain_lines: Iterable[str], cipher_lines: Iterable[str]) -> BPETokenizer:
