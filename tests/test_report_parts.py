@@ -19,7 +19,9 @@ def _runs(tmp_path, parts_of):
     runs.mkdir(parents=True)
     for name in ("c1", "c2", "c3", "c4", "c5"):
         record = json.loads((NOTES / f"{name}.json").read_text(encoding="utf-8"))
-        record["sets"]["test"].update(lines=4, exact_by_line="1101" if name == "c1" else "0101")
+        outcomes = "1101" if name == "c1" else "0101"
+        record["sets"]["test"].update(lines=4, exact_by_line=outcomes, exact_lines=outcomes.count("1"),
+                                      sequence_accuracy=outcomes.count("1") / 4)
         if parts_of.get(name):
             record["parts"] = parts_of[name]
         (runs / f"{name}.json").write_text(json.dumps(record), encoding="utf-8")
