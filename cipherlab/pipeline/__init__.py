@@ -1,5 +1,5 @@
 """From data to a trained model and its scores: strings to tensors and the model built
-(``codec``), save and load with checksums (``checkpoint``), training (``train``), greedy and
+(``codec``), save and load with checksums (``checkpoint``), training (``train``; a run's progress, resuming and messages: ``runs``), greedy and
 beam decoding (``decode``), the metrics (``metrics``), a checkpoint scored on test lines
 (``evaluate``), the one record every run writes (``record``) and a run logged to Weights & Biases
 (``tracking``; wandb imported only when asked for).

@@ -42,6 +42,7 @@ from cipherlab.pipeline.codec import Codec, build_model, codec_from_artifacts
 from cipherlab.base.config import LEGACY_DEFAULTS, Config, config_from_dict
 from cipherlab.base.device import pick_device
 from cipherlab.base.errors import first_line, require_file, student_place, why, writable_file
+from cipherlab.base.files import write_atomic
 from cipherlab.student.parts import PartError, require_trained_parts, validate_parts
 
 __all__ = [
@@ -107,14 +108,9 @@ def save_checkpoint(path: str | os.PathLike, payload: dict) -> None:
     file or the new one, never half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
     payload = {**payload, "sha256": tensors_sha256(payload_tensors(payload))}
     payload["model_sha256"] = payload_sha256(payload, payload["sha256"])  # the config, tokenizers, ... too
-    with open(tmp, "wb") as f:
-        torch.save(payload, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, lambda tmp: torch.save(payload, tmp))
 
 
 def load_checkpoint(
@@ -351,20 +347,12 @@ def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike, *, half: 
         "sha256": tensors_sha256(tensors),
     }
     metadata["model_sha256"] = export_sha256(metadata, metadata["sha256"])  # configuration, codec, ... too
-    try:
-        save_file(tensors, str(out), metadata=metadata)
+    try:  # safetensors writes 0600; write_atomic makes a model to share as readable as any file
+        write_atomic(out, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
     except SafetensorError as e:  # e.g. a disk that is read-only or full
         raise CheckpointError(f"{out}: cannot write the export ({first_line(e)}); choose a location on a "
                               "writable disk with --out") from None
-    os.chmod(out, 0o666 & ~_umask())  # safetensors writes 0600; a model to share is as readable as any file
     return out
-
-
-def _umask() -> int:
-    """The process's file-mode mask (os.umask can only be read by setting it: set it back at once)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _read_export(path: Path) -> dict:
