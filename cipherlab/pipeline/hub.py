@@ -31,8 +31,8 @@ from cipherlab.base.config import config_from_dict
 from cipherlab.base.errors import first_line, outside_results, why, writable_folder
 from cipherlab.base.files import write_atomic
 from cipherlab.base.markdown import markdown_table
-from cipherlab.pipeline.checkpoint import (HUB_CONFIG_FILE, HUB_MODEL_FILE, _RUNTIME_FIELDS, export_checkpoint,
-                                           read_model_folder, read_payload)
+from cipherlab.pipeline.checkpoint import HUB_CONFIG_FILE, HUB_MODEL_FILE, export_checkpoint, read_model_folder, read_payload
+from cipherlab.pipeline.integrity import _RUNTIME_FIELDS
 
 __all__ = ["CARD_METRICS", "export_model_folder", "model_card", "push_model_folder", "record_for"]
 
