@@ -17,8 +17,8 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from cipherlab.pipeline.checkpoint import (_WHOLE_BY_TENSORS, EXPORT_FORMAT, CheckpointError, export_checkpoint,
-                                           load_trained)
+from cipherlab.pipeline.checkpoint import EXPORT_FORMAT, CheckpointError, export_checkpoint, load_trained
+from cipherlab.pipeline.integrity import _WHOLE_BY_TENSORS
 from cipherlab.pipeline.codec import select_lines
 from cipherlab.base.config import CONFIG_NAMES, config_from_dict, make_config
 from cipherlab.data.corpus import load_corpus

@@ -12,6 +12,7 @@ import pytest
 import cipherlab.cli.pipeline
 import cipherlab.student.parts
 from cipherlab.analysis import plan as planner
+from cipherlab.pipeline import runs
 from cipherlab.pipeline import train as training
 from cipherlab.__main__ import main
 
@@ -65,7 +66,7 @@ def test_where_no_bar_shows_a_progress_line_comes_every_heartbeat(capsys):
 
     progress = training.Progress()
     trainer = type("T", (), {"progress": progress, "config": type("C", (), {"name": "c1"})})()
-    beat = training._Heartbeat(Batches(), trainer, every_s=0.0)
+    beat = runs._Heartbeat(Batches(), trainer, every_s=0.0)
     batches = beat.epoch(0)
     assert beat.dataset == Batches.dataset  # everything else is the wrapped batches'
     beat.load(batches[0], "cpu")
@@ -73,7 +74,7 @@ def test_where_no_bar_shows_a_progress_line_comes_every_heartbeat(capsys):
     assert beat.load(batches[1], "cpu") == {"src": [1]}
     lines = capsys.readouterr().out.splitlines()
     assert lines == ["c1 epoch 1: batch 0/4", "c1 epoch 1: batch 1/4, train loss 5.000, about 1.5 min left in the epoch"]
-    quiet = training._Heartbeat(Batches(), trainer)  # every HEARTBEAT_S (60 s): nothing within the first minute
+    quiet = runs._Heartbeat(Batches(), trainer)  # every HEARTBEAT_S (60 s): nothing within the first minute
     quiet.epoch(0)
     quiet.load([0], "cpu")
     assert capsys.readouterr().out == ""

@@ -44,6 +44,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from cipherlab.base.files import write_atomic
+
 __all__ = [
     "DEBUG_ENV",
     "SIGPIPE_EXIT",
@@ -405,25 +407,9 @@ def _check_writable(folder: Path, label: str) -> None:
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` so that a reader sees the old file or the new one, never half, and
-    a full disk or a crash leaves the old file (or none), not a torn or empty one: a temporary file beside
-    it, flushed to disk, then ``os.replace``. The temporary file is removed whatever happens; an error of the
-    disk (a full one: ENOSPC while writing, which names no file) is an OSError naming ``path``."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per process: two writers never share it
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        if e.errno is None or not e.strerror or e.filename not in (None, str(tmp)):
-            raise
-        raise OSError(e.errno, e.strerror, str(path)) from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all: :func:`cipherlab.base.files.write_atomic`, the
+    package's one atomic writer (a full disk is an OSError naming ``path``, and no temporary file is left)."""
+    return write_atomic(path, text)
 
 
 # --------------------------------------------------------------------------- input quirks accepted with a note

@@ -12,15 +12,16 @@ import sys
 from pathlib import Path
 
 from cipherlab.base.errors import outside_results, writable_file, writable_folder
+from cipherlab.base.files import write_atomic
 from cipherlab.data.cipher import DatasetError
-from cipherlab.data.corpus import (CIPHER_FILE, DATA_DIR_ENV, PLAIN_FILE, REPO_DATA_DIR, _atomic_write, corpus_stats,
+from cipherlab.data.corpus import (CIPHER_FILE, DATA_DIR_ENV, PLAIN_FILE, REPO_DATA_DIR, corpus_stats,
                                    load_corpus, read_lines, resolve_data_dir, split_overlap, write_cipher)
 
 __all__ = ["register_cli"]
 
 
 def _write_lines(out: Path, lines: list[str]) -> None:
-    _atomic_write(out, "".join(line + "\n" for line in lines))
+    write_atomic(out, "".join(line + "\n" for line in lines), newline="\n")
 
 
 def _build_lines(args, build, note: str = "") -> int:
@@ -87,7 +88,7 @@ def _cmd_export_split(args) -> int:
             raise FileExistsError(f"{other}: already exists with other lines; pass --force to overwrite it, or "
                                   "--out to write the split into another folder")
     for path, text in files.items():
-        _atomic_write(path, text)
+        write_atomic(path, text, newline="\n")
     print(f"wrote {len(ids)} {args.split} lines to {out / f'{args.split}_plain.txt'} and {out / f'{args.split}_cipher.txt'}")
     return 0
 

@@ -13,7 +13,7 @@ from cipherlab.analysis.doctor import (DEFAULT_ATTENTION_CHUNKS, DEFAULT_LINES, 
 from cipherlab.base.errors import outside_results, writable_file, write_text_atomic
 from cipherlab.cli.common import device_option
 from cipherlab.student.parts import import_parts
-from cipherlab.pipeline.train import StepBar
+from cipherlab.pipeline.runs import StepBar
 
 __all__ = ["register_cli"]
 

@@ -67,7 +67,8 @@ from cipherlab.pipeline.evaluate import (decoding_name, evaluate_checkpoint, met
 from cipherlab.student.parts import PARTS, PartError, import_parts, load_parts, parse_part, part_records, unused_parts
 from cipherlab.analysis.score import read_text_lines, text_lines
 from cipherlab.pipeline.tracking import DEFAULT_PROJECT, check_wandb_dir, require_wandb, start_wandb
-from cipherlab.pipeline.train import NotLearning, TrainingDiverged, own_folder, own_record, train_config
+from cipherlab.base.files import own_folder, own_record
+from cipherlab.pipeline.train import NotLearning, TrainingDiverged, train_config
 
 __all__ = ["register_cli"]
 

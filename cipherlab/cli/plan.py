@@ -15,7 +15,7 @@ from cipherlab.analysis.plan import DEFAULT_HOURS, DEFAULT_MFU, GPU, GPUS, plan_
 from cipherlab.base.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOKENIZATIONS, make_config,
                                    parse_field)
 from cipherlab.base.errors import outside_results, writable_file
-from cipherlab.pipeline.train import StepBar
+from cipherlab.pipeline.runs import StepBar
 
 __all__ = ["register_cli"]
 

@@ -27,7 +27,6 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from torch.utils.data import Dataset, Sampler
 
 from cipherlab.data.cipher import PERIOD, DatasetError, bits_to_bytes, encrypt, verify_dataset
 from cipherlab.base.errors import strip_bom
+from cipherlab.base.files import write_atomic
 
 PLAIN_FILE = "brown_plain.txt"
 CIPHER_FILE = "brown_cipher.txt"
@@ -95,19 +95,6 @@ def read_lines(path: Path) -> list[str]:
     return lines
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; data files are for everyone to read
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_cipher(data_dir: str | os.PathLike | None = None) -> Path:
     """Create ``brown_cipher.txt`` from ``brown_plain.txt``; byte-for-byte deterministic."""
     folder = resolve_data_dir(data_dir)
@@ -123,7 +110,7 @@ def write_cipher(data_dir: str | os.PathLike | None = None) -> Path:
         raise DatasetError(f"{folder / PLAIN_FILE}, line {n}: {e}") from None
     out = folder / CIPHER_FILE
     try:
-        _atomic_write(out, "".join(line + "\n" for line in cipher))
+        write_atomic(out, "".join(line + "\n" for line in cipher), newline="\n")
     except OSError as e:
         raise DatasetError(f"{out}: cannot write the cipher file ({e.strerror}); copy the data folder somewhere "
                            "you can write to and pass that with --data-dir") from None
@@ -269,7 +256,7 @@ def get_splits(n_lines: int, sha256: str, path: Path, seed: int = SPLIT_SEED) ->
               + "; writing a new split", file=sys.stderr)
     record = {"sha256": sha256, "n_lines": n_lines, "seed": seed, **splits}
     try:
-        _atomic_write(path, json.dumps(record))
+        write_atomic(path, json.dumps(record), newline="\n")
     except OSError as e:
         print(f"cipherlab: note: cannot save the split to {path} ({e.strerror or e}); using it unsaved, "
               "the same lines every time (its seed fixes it)", file=sys.stderr)

@@ -25,14 +25,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from cipherlab.base.config import config_from_dict
 from cipherlab.base.errors import first_line, outside_results, why, writable_folder
+from cipherlab.base.files import write_atomic
 from cipherlab.base.markdown import markdown_table
-from cipherlab.pipeline.checkpoint import (HUB_CONFIG_FILE, HUB_MODEL_FILE, _RUNTIME_FIELDS, export_checkpoint,
-                                           read_model_folder, read_payload)
+from cipherlab.pipeline.checkpoint import HUB_CONFIG_FILE, HUB_MODEL_FILE, export_checkpoint, read_model_folder, read_payload
+from cipherlab.pipeline.integrity import _RUNTIME_FIELDS
 
 __all__ = ["CARD_METRICS", "export_model_folder", "model_card", "push_model_folder", "record_for"]
 
@@ -149,13 +149,10 @@ def export_model_folder(checkpoint: str | os.PathLike, folder: str | os.PathLike
     record_path = Path(record) if record is not None else record_for(checkpoint)
     run = _read_record(record_path, config) if record_path is not None else None
     writable_folder(folder, "--hub")
-    with tempfile.TemporaryDirectory(dir=folder) as scratch:  # the model appears whole or not at all
-        model = Path(scratch) / HUB_MODEL_FILE
-        if checkpoint.suffix == ".safetensors":
-            shutil.copyfile(checkpoint, model)
-        else:
-            export_checkpoint(checkpoint, model, half=half)
-        os.replace(model, folder / HUB_MODEL_FILE)
+    if checkpoint.suffix == ".safetensors":  # the model appears whole or not at all (write_atomic)
+        write_atomic(folder / HUB_MODEL_FILE, lambda tmp: shutil.copyfile(checkpoint, tmp))
+    else:
+        export_checkpoint(checkpoint, folder / HUB_MODEL_FILE, half=half)
     stored = read_model_folder_config(folder)
     (folder / HUB_CONFIG_FILE).write_text(json.dumps({"library_name": "cipherlab", "config": stored["config"],
                                                       "model_sha256": stored["model_sha256"]}, indent=2) + "\n",

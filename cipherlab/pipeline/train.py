@@ -8,51 +8,30 @@ One optimisation step is the loop of the course notes, line by line::
     clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step(); scheduler.step()
 
-Everything else here is what makes a long run trustworthy:
+Around it, :class:`Trainer` validates every epoch (loss *without* label smoothing, and teacher-forced token
+accuracy), keeps ``best.pt`` when the score named by ``Config.select_on`` improves (accuracy by default, the loss
+under the course notes' recipe) and stops early after ``patience`` epochs without; ``last.pt`` after every epoch
+(and when a time budget runs out mid-epoch) holds the model, optimizer, scheduler, every random-number generator
+and the position in the epoch, so ``resume=True`` continues exactly where the run stopped -- the same losses, bit
+for bit on CPU. A NaN or infinite loss stops the run before it touches the weights or the checkpoints; ``log.jsonl``
+gets one JSON record per epoch; an observer (:class:`TrainingLogger`) hears of every step, validation and epoch.
+:func:`train_config` puts data, codec (:mod:`cipherlab.pipeline.codec`), model and trainer together for a
+``Config``, with a student's own classes in place of cipherlab's if given (``parts``, :mod:`cipherlab.student.parts`).
 
-- validation loss (*without* label smoothing, so it measures prediction quality) and teacher-forced
-  token accuracy every epoch;
-- ``best.pt`` whenever the validation score named by ``Config.select_on`` improves: teacher-forced
-  validation accuracy by default (the default recipe's, so ``Config()``'s and ``make_config``'s), the
-  validation loss under the course notes' recipe; early stopping after ``patience`` epochs without;
-- ``last.pt`` after every epoch (and when a time budget runs out mid-epoch) holding the model,
-  optimizer, scheduler, every random-number generator and the position in the epoch, so
-  ``resume=True`` continues exactly where the run stopped -- the same losses, bit for bit on CPU;
-- checkpoints written atomically (temporary file, then ``os.replace``) and loaded with
-  ``torch.load(weights_only=True)``: a checkpoint holds tensors and plain Python values only,
-  so loading one never runs code from the file;
-- a NaN or infinite loss stops the run before it can touch the weights or the checkpoints, and a
-  NaN or infinite validation score stops it before it can be logged or picked as ``best.pt``;
-- ``log.jsonl``: one JSON record per epoch;
-- an observer, if given (``Trainer(logger=...)``, :class:`TrainingLogger`), told of every optimiser step
-  (loss, learning rate, gradient norm), every validation and every epoch as they happen: what an
-  experiment tracker such as Weights & Biases (:mod:`cipherlab.pipeline.tracking`) records.
-
-The module has two parts:
-
-1. :class:`Trainer`, which knows nothing about ciphers: it takes any model called as
-   ``model(src=..., tgt_in=..., **extra)`` and batches that are dicts with ``src`` and ``tgt``;
-2. :func:`train_config`, which puts data, codec (:mod:`cipherlab.pipeline.codec`), model and trainer
-   together for a ``Config``, with a student's own classes in place of cipherlab's if given
-   (``parts``, :mod:`cipherlab.student.parts`: checked before anything else, recorded in every checkpoint).
-
-Checkpoint files (save, load, the random-number state, ``log.jsonl``) are
-:mod:`cipherlab.pipeline.checkpoint`'s; bf16 autocast is :func:`cipherlab.base.device.autocast`. On CUDA,
-:func:`train_config` also builds the model with the fused attention kernel
-(:func:`fused_attention_on`); on a CPU it keeps the scratch maths the book teaches.
+What is not the loop lives elsewhere: checkpoint files (written atomically, read with ``weights_only=True``) in
+:mod:`cipherlab.pipeline.checkpoint`; progress bars, resuming's checks, why a run diverged and every message in
+:mod:`cipherlab.pipeline.runs`; bf16 autocast in :func:`cipherlab.base.device.autocast`. The trainer knows nothing
+about ciphers: any model called as ``model(src=..., tgt_in=..., **extra)`` on dicts with ``src`` and ``tgt`` will do.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import random
-import sys
 import time
-from collections.abc import Callable, Sequence
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -62,49 +41,20 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from cipherlab.pipeline.checkpoint import (
-    CHECKPOINT_FORMAT,
-    CheckpointError,
-    load_checkpoint,
-    read_log,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
-)
-from cipherlab.pipeline.codec import build_model, fit_codec, select_lines, teacher_forcing_logits
 from cipherlab.base.config import Config
-from cipherlab.data.corpus import BucketBatchSampler, load_corpus, make_chunks, shuffle_chunks
 from cipherlab.base.device import autocast, pick_device
-from cipherlab.student.parts import mismatch, part_records, validate_parts
+from cipherlab.data.corpus import BucketBatchSampler, load_corpus, make_chunks, shuffle_chunks
+from cipherlab.pipeline.checkpoint import (CHECKPOINT_FORMAT, load_checkpoint, read_log, rng_state, save_checkpoint,
+                                           set_rng_state)
+from cipherlab.pipeline.codec import build_model, fit_codec, select_lines, teacher_forcing_logits
+from cipherlab.pipeline.runs import (NotLearning, TrainingDiverged, TrainingLogger, announce, diverged_message, epoch_bar,
+                                     not_learning_message, peak_memory_bytes, refuse_lost_best, refuse_lost_last,
+                                     refuse_other_parts, trim_logs)
+from cipherlab.student.parts import part_records, validate_parts
 
-try:  # peak resident memory on CPU; the module does not exist on Windows
-    import resource
-except ImportError:  # pragma: no cover - Windows
-    resource = None
-
-__all__ = [
-    "Batches",
-    "FitResult",
-    "RunResult",
-    "Trainer",
-    "TrainingDiverged", "NotLearning", "TrainingLogger",
-    "WarmupInverseSqrt",
-    "FolderInUse", "StepBar", "fused_attention_on",
-    "make_optimizer",
-    "make_scheduler", "own_folder", "own_record",
-    "peak_memory_bytes",
-    "seed_everything",
-    "sequence_loss",
-    "train_config", "write_text_atomic",
-]
-
-
-class TrainingDiverged(RuntimeError):
-    """The training loss became NaN or infinite."""
-
-
-class NotLearning(RuntimeError):
-    """Teacher-forced validation accuracy was still below ``Config.onset_accuracy`` at ``Config.onset_step``."""
+__all__ = ["Batches", "FitResult", "NotLearning", "RunResult", "Trainer", "TrainingDiverged", "TrainingLogger",
+           "WarmupInverseSqrt", "fused_attention_on", "make_optimizer", "make_scheduler", "peak_memory_bytes",
+           "seed_everything", "sequence_loss", "train_config"]
 
 
 # --------------------------------------------------------------------------- reproducibility
@@ -168,21 +118,6 @@ def make_scheduler(optimizer: torch.optim.Optimizer, config: Config) -> torch.op
     return torch.optim.lr_scheduler.LambdaLR(optimizer, WarmupInverseSqrt(config.warmup_steps))
 
 
-def peak_memory_bytes(device: torch.device) -> int | None:
-    """Peak memory of this process: CUDA ``max_memory_allocated`` on a GPU, else peak RSS.
-
-    Peak RSS (``resource.getrusage``) is a high-water mark of the whole process since it
-    started, so it only measures one configuration when the process runs only that one.
-    None where it cannot be measured (Windows).
-    """
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device)
-    if resource is None:  # pragma: no cover - Windows
-        return None
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss if sys.platform == "darwin" else rss * 1024  # macOS reports bytes, Linux KiB
-
-
 # --------------------------------------------------------------------------- the trainer
 
 
@@ -234,30 +169,6 @@ class FitResult:
     best_val_loss: float
     history: list[dict]  # the records of log.jsonl, all runs
     best_val_accuracy: float = -1.0
-
-
-class TrainingLogger:
-    """What a :class:`Trainer` tells an observer (``Trainer(logger=...)``) while it trains: a base class
-    whose methods do nothing, so that an observer overrides only what it records. Any object with
-    some of these methods will do (the trainer calls those it has); each gets one plain dict.
-
-    The trainer knows nothing of where the numbers go: an experiment tracker (Weights & Biases,
-    :class:`cipherlab.pipeline.tracking.WandbLogger`), a plot in a notebook or a test's list.
-    A resumed run reports from the step it resumes at; the steps before are in ``log.jsonl``.
-    """
-
-    def step(self, record: dict) -> None:
-        """After each optimiser step: ``step`` (optimiser steps so far), ``epoch`` (epochs done, fractional),
-        ``loss`` (the batch's mean training loss, label smoothing included), ``lr`` (the learning rate this
-        step used), ``grad_norm`` (the gradient norm before clipping to ``Config.grad_clip``), ``tokens``."""
-
-    def validation(self, record: dict) -> None:
-        """After each mid-epoch validation (``Config.eval_every``): the record ``curve.jsonl`` gets (``step``,
-        ``epoch``, ``val_loss``, ``val_accuracy`` teacher-forced, ``val_exact_chunks``, seconds)."""
-
-    def epoch(self, record: dict) -> None:
-        """After each epoch's validation: the record ``log.jsonl`` gets (``epoch``, ``step``, ``train_loss``,
-        ``val_loss``, ``val_accuracy``, ``lr``, ``seconds``, ``train_tokens``, ``tokens_per_s``, ``best``)."""
 
 
 class Trainer:
@@ -347,35 +258,14 @@ class Trainer:
 
     def _restore(self) -> None:
         payload = load_checkpoint(self.last_path, config=self.config, identity=self.identity)
-        self._check_parts(payload)
+        refuse_other_parts(self.last_path, payload["artifacts"].get("parts") or [], self.artifacts.get("parts") or [])
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
         set_rng_state(payload["rng"])
         self.progress = Progress(**payload["progress"])
-        # A run killed between writing its log record and its checkpoint would log an epoch twice.
-        kept = [r for r in read_log(self.log_path, torn_ok=True) if r["epoch"] <= self.progress.epoch]
-        write_text_atomic(self.log_path, "".join(json.dumps(r) + "\n" for r in kept))  # a torn last line dropped
-        if self.curve_path.exists():  # the same for the learning curve, by step
-            kept = [r for r in read_log(self.curve_path, torn_ok=True) if r["step"] <= self.progress.step]
-            write_text_atomic(self.curve_path, "".join(json.dumps(r) + "\n" for r in kept))
-
-    def _check_best_kept(self) -> None:
-        """Refuse to resume a run whose best.pt is gone after an epoch chose one: last.pt holds the latest
-        weights, not the best, so the best cannot be made again; the run would end without one."""
-        p = self.progress
-        if p.best_epoch > 0 and not self.best_path.exists():
-            raise CheckpointError(
-                f"{self.best_path}: not found, but {self.last_path} says epoch {p.best_epoch} was the best; "
-                "last.pt holds the latest weights, not the best, so --resume cannot make best.pt again: put best.pt "
-                "back, or pass --overwrite to train again from the start"
-            )
-
-    def _check_parts(self, payload: dict) -> None:
-        """Refuse to resume a run with other parts (``artifacts["parts"]``) than it was trained with."""
-        problem = mismatch(payload["artifacts"].get("parts") or [], self.artifacts.get("parts") or [])
-        if problem:
-            raise CheckpointError(f"{self.last_path}: {problem} to resume it, or train into a new --out folder")
+        trim_logs(self.log_path, self.curve_path, self.progress.epoch, self.progress.step)  # no epoch logged twice
+        refuse_lost_best(self.best_path, self.last_path, self.progress.best_epoch)
 
     # ---- validation
     @torch.no_grad()
@@ -423,13 +313,7 @@ class Trainer:
         if accuracy >= c.onset_accuracy:
             return
         save_checkpoint(self.last_path, self._payload(full=True))
-        raise NotLearning(
-            f"{c.name}: teacher-forced validation accuracy is {100 * accuracy:.1f}% at step {p.step}, still below "
-            f"{100 * c.onset_accuracy:.0f}% (onset_accuracy), where the {c.preset} preset's measured runs were well past "
-            f"it (onset_step={c.onset_step} is twice the latest measured onset); training stopped so the rest of the "
-            "budget is not spent on a flat curve. Compare the run's settings with the preset's (chunk_chars, src_vocab, "
-            "lr, warmup_steps, token_budget), or pass --set onset_step=null to train on regardless"
-        )
+        raise NotLearning(not_learning_message(c, accuracy, p.step))
 
     # ---- training
     def _step(self, batch: dict[str, torch.Tensor]) -> tuple[float, int]:
@@ -451,16 +335,7 @@ class Trainer:
         return loss.item(), n_tokens
 
     def _diverged(self, what: str, step: int | None = None, before: str = "updating the weights") -> None:
-        p = self.progress
-        kept = (
-            f"{self.last_path} still holds the last good state"
-            if self.last_path.exists()
-            else "no checkpoint was written yet"
-        )
-        raise TrainingDiverged(
-            f"{what} at epoch {p.epoch + 1}, step {p.step + 1 if step is None else step}; training stopped before "
-            f"{before} and {kept}. {_divergence_advice(self)}"
-        )
+        raise TrainingDiverged(diverged_message(self, what, step, before))
 
     def fit(self, *, resume: bool = False, time_budget_s: float | None = None, max_steps: int | None = None) -> FitResult:
         """Train until early stopping, ``max_epochs``, the time budget or ``max_steps`` optimiser steps
@@ -474,15 +349,9 @@ class Trainer:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         if resume and self.last_path.exists():
             self._restore()
-            self._check_best_kept()
-        elif resume and (traces := [f.name for f in (self.best_path, self.log_path) if f.exists()]):
-            # a run was here but its last.pt is gone: starting again would overwrite best.pt and the log
-            raise CheckpointError(
-                f"{self.last_path}: not found, but {self.out_dir} holds a training run ({', '.join(traces)}); "
-                "--resume continues only from last.pt: pass --overwrite to start again (best.pt and the log are "
-                "replaced), or --out to train somewhere else"
-            )
         else:
+            if resume:  # a run was here but its last.pt is gone: starting again would overwrite best.pt and the log
+                refuse_lost_last(self.last_path, self.out_dir, self.best_path, self.log_path)
             self.log_path.unlink(missing_ok=True)
             self.curve_path.unlink(missing_ok=True)
         started = time.monotonic()
@@ -510,14 +379,7 @@ class Trainer:
         p = self.progress
         batches = self.train_batches.epoch(p.epoch)
         self.model.train()
-        # None: no bar when output is not a terminal or a notebook (CI, logs), and none when the
-        # environment sets TQDM_DISABLE (tqdm's own switch; the chapters' stored outputs use it)
-        disable = None if self.show_progress is None else not self.show_progress
-        if self.show_progress is None and os.environ.get("TQDM_DISABLE"):
-            disable = True
-        bar = tqdm(total=len(batches), initial=p.batch, desc=f"{self.config.name} epoch {p.epoch + 1}",
-                   unit="batch", disable=disable, leave=False)
-        with bar:
+        with epoch_bar(self.config.name, p.epoch, len(batches), p.batch, self.show_progress) as bar:
             while p.batch < len(batches):
                 t0 = time.perf_counter()
                 loss, n_tokens = self._step(self.train_batches.load(batches[p.batch], self.device))
@@ -690,7 +552,7 @@ def train_config(
         logger=logger,
     )
     if verbose:  # the command line: what is about to run, and progress where no bar shows (a log, `| tee`)
-        _announce(trainer, time.monotonic() - prepared, progress)
+        announce(trainer, time.monotonic() - prepared, progress)
     fit = trainer.fit(resume=resume, time_budget_s=time_budget_s, max_steps=max_steps)
     return RunResult(
         fit=fit,
@@ -700,235 +562,3 @@ def train_config(
         best_checkpoint=trainer.best_path,
         parts=records,
     )
-
-
-# --------------------------------------------------------------------------- a run owns its folder
-
-
-class FolderInUse(OSError):
-    """Another process holds the folder's lock: a second writer would mix two runs in one folder."""
-
-
-class own_folder:  # noqa: N801 - used as a context manager, like open()
-    """``with own_folder(out):``: an exclusive lock (``fcntl.flock``) on folder ``out`` for the block, so
-    that two runs never write into one folder (two ``train --out X`` at once once logged every epoch
-    twice and left one run's weights in the other's best.pt). A second writer gets FolderInUse at once,
-    one line naming ``option`` and the folder. The lock ends with the block or the process, even
-    one killed by ``kill -9``; where ``fcntl`` does not exist (Windows) the block runs unlocked.
-    """
-
-    def __init__(self, folder: str | os.PathLike, option: str = "--out"):
-        self.folder, self.option, self._fd = Path(folder), option, None
-        self.lock, self.target = self.folder, self.folder  # what is locked; what the block owns
-
-    def __enter__(self) -> Path:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            return self.target
-        self.folder.mkdir(parents=True, exist_ok=True)
-        while self._fd is None:
-            fd = os.open(self.lock, os.O_RDONLY if self.lock == self.folder else os.O_RDONLY | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                raise FolderInUse(self._in_use()) from None
-            if _still_named(self.lock, fd):
-                self._fd = fd
-            else:  # a lock file removed by the run that held it, just now: lock the one at that name
-                os.close(fd)
-        return self.target
-
-    def _in_use(self) -> str:
-        return (f"{self.option} {self.folder}: another cipherlab run is writing in this folder now; "
-                f"wait for it to end, or pass another {self.option} folder")
-
-    def __exit__(self, *exc) -> None:
-        if self._fd is not None:
-            if self.lock != self.folder:
-                with contextlib.suppress(OSError):
-                    os.unlink(self.lock)  # while still held: a run waiting for it locks a new one
-            os.close(self._fd)  # closing the only descriptor releases the lock
-            self._fd = None
-
-
-class own_record(own_folder):  # noqa: N801
-    """``with own_record(DIR/<run>/c1.json):``: :class:`own_folder`'s lock on one results record, so that
-    two runs of one configuration into one results folder (with different ``--out``) never both write it
-    (the second run's record once replaced the first's without a word). The lock is a hidden file beside
-    the record (``.c1.json.lock``: the record itself is replaced whole when written, which a lock on it
-    would not survive), removed when the block ends; other configurations' records stay free.
-    """
-
-    def __init__(self, record: str | os.PathLike, option: str = "--results-dir"):
-        super().__init__(Path(record).parent, option)
-        self.target = Path(record)
-        self.lock = self.folder / f".{self.target.name}.lock"
-
-    def _in_use(self) -> str:
-        return (f"{self.option}: {self.target}: another cipherlab run of {self.target.stem} is writing this "
-                f"results record now (into another --out folder); wait for it to end, or pass another "
-                f"{self.option}")
-
-
-def _still_named(path: Path, fd: int) -> bool:
-    """Whether the open file ``fd`` is still the one at ``path``."""
-    try:
-        return os.stat(path).st_ino == os.fstat(fd).st_ino
-    except FileNotFoundError:
-        return False
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half:
-    a temporary file beside it, flushed to disk, then ``os.replace`` (:func:`cipherlab.base.errors.write_text_atomic`,
-    which evaluate and score write with too)."""
-    from cipherlab.base.errors import write_text_atomic as atomic
-
-    return atomic(path, text)
-
-
-# --------------------------------------------------------------------------- why a run diverged
-
-_PROBE_BATCHES = 64  # validation batches a diverged run is probed on, at most
-
-
-def _finite_rows(trainer: Trainer, batch: dict[str, torch.Tensor]) -> list[bool]:
-    """Whether the model gives finite logits on each chunk of ``batch`` (its real target positions)."""
-    with autocast(trainer.device, trainer.bf16):
-        logits = teacher_forcing_logits(trainer.model, batch)
-    real = (batch["tgt"][:, 1:] != trainer.tgt_pad_id).unsqueeze(-1)
-    return (torch.isfinite(logits.float()) | ~real).flatten(1).all(dim=1).tolist()
-
-
-def _probe(trainer: Trainer) -> tuple[list[tuple[int, bool]], list[tuple[int, bool]]] | None:
-    """What the model as it is gives on the validation chunks (eval mode, no gradients): (length, finite)
-    for each chunk, its source length padded as the model saw it, and (n, finite) for the longest batch cut
-    to its first n tokens, n = 1, 2, 4, ... ; None if that fails (the run has stopped anyway)."""
-    model, was_training = trainer.model, trainer.model.training
-    rows, cut, longest = [], [], None
-    try:
-        model.eval()
-        with torch.no_grad():
-            for indices in trainer.val_batches.epoch(0)[:_PROBE_BATCHES]:
-                batch = trainer.val_batches.load(indices, trainer.device)
-                rows += [(batch["src"].size(1), ok) for ok in _finite_rows(trainer, batch)]
-                if longest is None or batch["src"].size(1) > longest["src"].size(1):
-                    longest = batch
-            if longest is not None and set(longest) == {"src", "tgt"}:  # a BLT's batch holds more than tokens
-                full, n = longest["src"].size(1), 1
-                while n < full:
-                    piece = {"src": longest["src"][:, :n], "tgt": longest["tgt"][:, :n + 1]}
-                    cut.append((n, all(_finite_rows(trainer, piece))))
-                    n *= 2
-                cut.append((full, all(_finite_rows(trainer, longest))))
-                finite = [n for n, ok in cut if ok]
-                lo, hi = (max(finite), min(n for n, ok in cut if not ok)) if finite and not cut[-1][1] else (0, 0)
-                while hi - lo > 1 and lo < hi:  # finite up to lo, NaN from hi: find where it turns
-                    mid = (lo + hi) // 2
-                    piece = {"src": longest["src"][:, :mid], "tgt": longest["tgt"][:, :mid + 1]}
-                    ok = all(_finite_rows(trainer, piece))
-                    cut.append((mid, ok))
-                    lo, hi = (mid, hi) if ok else (lo, mid)
-    except Exception:
-        return None
-    finally:
-        model.train(was_training)
-    return rows, cut
-
-
-def _divergence_advice(trainer: Trainer) -> str:
-    """What to do about a NaN or infinite loss, chosen from what the model as it is does on the validation
-    chunks (:func:`_probe`): lower the learning rate only when nothing points elsewhere. Finite on short
-    inputs and NaN on long ones, or on some chunks and not others, is a computation that fails on some
-    inputs (a part NaN only on long ones), not the learning rate; before any update, it is the model as built."""
-    parts = trainer.artifacts.get("parts") or []
-    yours = " or ".join(f"your {r['part']} ({r['class']} of {r['file']})" for r in parts)
-    culprit = yours or "a layer of the model"
-    lr = f"Lower lr (now {trainer.config.lr}) or raise warmup_steps and train again"
-    rows, cut = _probe(trainer) or ([], [])
-    short, long = [n for n, ok in cut if ok], [n for n, ok in cut if not ok]
-    if short and long and min(long) > max(short):
-        return (f"Not the learning rate: the model as it is gives finite values on the first {max(short)} source "
-                f"tokens of the validation chunks and NaN from {min(long)} on; {culprit} fails on longer inputs "
-                "(e.g. a mask, a table of positions or a sum that overflows): try it on inputs that long")
-    bad, good = [n for n, ok in rows if not ok], [n for n, ok in rows if ok]
-    if bad and good:
-        return (f"Not the learning rate: the model as it is gives NaN on {len(bad)} of {len(rows)} validation chunks "
-                f"and finite values on the others; {culprit} fails on some inputs: try it on those")
-    if trainer.progress.step == 0:
-        return ("Not the learning rate: no update was made yet, so the model as built gives it; "
-                + (f"{yours} is the likely cause" if yours else "check the settings (--set) and the data"))
-    return lr + (f"; if that does not help, look at {yours}" if yours else "")
-
-
-# --------------------------------------------------------------------------- progress on the command line
-
-HEARTBEAT_S = 60.0
-"""Seconds between two progress lines of a verbose run whose output is not a terminal (no bar there)."""
-
-
-def _announce(trainer: Trainer, seconds: float, progress: bool | None) -> None:
-    """One line before the first epoch: its batches, the model, the device and the limits. Where no bar will
-    show (stderr not a terminal, ``progress`` not forced on), a progress line every :data:`HEARTBEAT_S` too."""
-    config = trainer.config
-    steps = len(trainer.train_batches.epoch(trainer.progress.epoch))
-    params = sum(p.numel() for p in trainer.model.parameters())
-    budget = f", a time budget of {config.time_budget_s / 60:.0f} min" if config.time_budget_s else ""
-    print(f"{config.name}: ready in {seconds:.0f} s; {len(trainer.train_batches.dataset):,} training chunks in "
-          f"{steps:,} batches an epoch, {params:,} parameters, on {trainer.device}; at most {config.max_epochs} "
-          f"epoch{'s' if config.max_epochs != 1 else ''}{budget}", flush=True)
-    if progress is None and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
-        trainer.train_batches = _Heartbeat(trainer.train_batches, trainer)
-
-
-class _Heartbeat:
-    """Training batches that print where the epoch is every ``every_s`` seconds (the bar's job on a terminal)."""
-
-    def __init__(self, batches: Batches, trainer: Trainer, every_s: float = HEARTBEAT_S):
-        self._batches, self._trainer, self._every = batches, trainer, every_s
-        self._last, self._steps = time.monotonic(), 0
-
-    def __getattr__(self, name: str):
-        return getattr(self._batches, name)
-
-    def epoch(self, epoch: int) -> list[list[int]]:
-        batches = self._batches.epoch(epoch)
-        self._steps = len(batches)
-        return batches
-
-    def load(self, indices: Sequence[int], device: torch.device) -> dict[str, torch.Tensor]:
-        now = time.monotonic()
-        if now - self._last >= self._every:
-            self._last, p = now, self._trainer.progress
-            left = (f", train loss {p.epoch_loss_sum / max(p.epoch_tokens, 1):.3f}, about "
-                    f"{p.epoch_seconds / p.batch * (self._steps - p.batch) / 60:.1f} min left in the epoch"
-                    if p.batch else "")
-            print(f"{self._trainer.config.name} epoch {p.epoch + 1}: batch {p.batch:,}/{self._steps:,}{left}",
-                  flush=True)
-        return self._batches.load(indices, device)
-
-
-class StepBar:
-    """``with StepBar(total, "plan", first_line) as step:`` ... ``step(name)`` before each of ``total`` steps:
-    ``first_line`` on stderr at the first step, then a bar on a terminal or in a notebook that counts the steps
-    done and names the current one (the progress of ``plan`` and ``doctor``, whose stdout is their report)."""
-
-    def __init__(self, total: int, desc: str, first_line: str):
-        self.desc, self.first_line, self.done = desc, first_line, -1
-        self.bar = tqdm(total=total, desc=desc, unit="step", disable=None, leave=False, file=sys.stderr)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.bar.close()
-
-    def __call__(self, name: str) -> None:
-        if self.done < 0:  # the first line once the inputs are read: a bad one is still a one-line error
-            self.bar.write(self.first_line, file=sys.stderr)
-        else:
-            self.bar.update(1)
-        self.done += 1
-        self.bar.set_description(f"{self.desc}: {name}")

@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
+from cipherlab.base.files import write_atomic
 from cipherlab.data.tokenizers.bpe.fast import _LOW, _SHIFT
 from cipherlab.data.tokenizers.bpe.learn import iter_merges
 from cipherlab.data.tokenizers.bpe.naive import Pair
@@ -327,10 +328,7 @@ class BPETokenizer:
         The file is written next to ``path`` first and then renamed, so a reader never sees half
         a file.
         """
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(self.to_text(), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, self.to_text())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> BPETokenizer:
