@@ -337,7 +337,7 @@ def test_every_answer_opens_with_a_lead_a_student_can_say_in_twenty_seconds(q):
 
 # What an examiner accepts: a lead of at most LEAD_WORDS, and at most this many words in the whole
 # <details> block the reader opens (lead, "If the examiner presses:" and the details together).
-DETAILS_WORDS_MAX = 220
+DETAILS_WORDS_MAX = 150
 P_VALUES_SAID_MAX = 3  # p-values in an answer's sentences; more go into a table the answer points at
 
 

@@ -45,8 +45,7 @@ from cipherbook.viva.answers import (BANK_DIR, FACT_ROLE, FACT_SPAN, REQUIRED_KE
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 LEAD_WORDS = 50  # a lead is said in about 20 seconds
-ANSWER_WORDS_MAX = 250  # lead + answer, maths, code and tables not counted
-ANSWER_WORDS_MEDIAN = 150
+ANSWER_WORDS_MEDIAN = 100  # lead + answer, maths, code and tables not counted
 
 # Marks every cell that ``sync`` writes, so it can find and replace them.
 GENERATED_KEY = "cipherlab_generated"
