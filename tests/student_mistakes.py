@@ -894,6 +894,52 @@ class RightToLeftEncodeBPE(ReplayBPE):
         return RightToLeftBPE.merge(self, symbols, pair)
 
 
+class RoPEAnglesInInputDtype(nn.Module):
+    """RoPE with no table: positions and frequencies made with dtype=q.dtype on each call, so a bfloat16 q gets
+    angles rounded to bfloat16 (exact in float32, and at the few positions of a short bfloat16 call)."""
+
+    def __init__(self, head_dim, max_len=4096):
+        super().__init__()
+        self.pairs = head_dim // 2
+
+    def forward(self, q, k, offset=0):
+        steps = torch.arange(self.pairs, dtype=q.dtype)
+        freq = 10000.0 ** (-steps / self.pairs)
+        where = offset + torch.arange(q.size(-2), dtype=q.dtype)
+        turn = torch.cat([where[:, None] * freq] * 2, -1).float()  # (L, head_dim)
+        return tuple((x.float() * turn.cos() + _rotate_half(x.float()) * turn.sin()).to(x.dtype) for x in (q, k))
+
+
+class RoPEBothFromOne(MyRoPE):
+    """Queries and keys both rotated from position 1 (positions counted from one, not zero)."""
+
+    def forward(self, q, k, offset=0):
+        return self.rot(q, offset + 1), self.rot(k, offset + 1)
+
+
+class MHAKeysFromQuery(MyGQA):
+    """Keys and values projected from the query's tokens: self-attention is right, cross-attention (another
+    length) raises."""
+
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, query, query, mask)
+
+
+class LayerNormFunctionalUpcast(nn.Module):
+    """A valid LayerNorm: F.layer_norm on x.float() with its own weight and bias, cast back to x's dtype. Moved
+    with .to(torch.float64) it raises (float32 input, float64 parameters): a WARN, as the assignment never trains
+    in float64."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.size, self.eps = d_model, eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        return F.layer_norm(x.float(), (self.size,), self.weight, self.bias, self.eps).to(x.dtype)
+
+
 ONE_BUG = [  # (part, the variant, the check that must fail, words its message must hold)
     ("rope", RoPEKeysFromOne, "keys", "keys are rotated at positions 1.."),
     ("rope", RoPEOffsetOnQueries, "keys", "the offset is applied to the queries only"),
@@ -903,6 +949,8 @@ ONE_BUG = [  # (part, the variant, the check that must fail, words its message m
     ("rope", RoPEBf16Product, "long positions", "angles rounded to bfloat16"),
     ("rope", RoPEKeysOtherWay, "keys", "keys are rotated the other way"),
     ("rope", RoPEWithApply, "module names", "_apply"),
+    ("rope", RoPEAnglesInInputDtype, "long bfloat16", "angles rounded to bfloat16"),
+    ("rope", RoPEBothFromOne, "keys", "queries and keys are both rotated at positions 1.."),
     ("sinusoidal", SinusoidalDropoutAlwaysOn, "eval mode", "dropout active in eval mode"),
     ("sinusoidal", SinusoidalBf16Angles, "long positions", "angles rounded to bfloat16"),
     ("rmsnorm", RMSNormNoEps, "zero and constant tokens", "no eps"),
@@ -932,7 +980,7 @@ ONE_BUG = [  # (part, the variant, the check that must fail, words its message m
     ("mha", MHAMaskKeep, "reference", "the mask is read as True = keep"),
     ("mha", MHAKeysDetached, "gradients", "`k_proj.weight` gets no gradient, though the output depends on it"),
     ("gqa", MHAKeysDetached, "gradients", "`k_proj.weight` gets no gradient, though the output depends on it"),
-    ("mha", MHADropoutOn, "shape", "dropout active in eval mode"),
+    ("mha", MHADropoutOn, "eval mode", "dropout active in eval mode"),
     ("mha", MHAWithApply, "module names", "_apply"),
     ("mha", MHAWithTrainMethod, "module names", "train"),
     ("bpe", NonOverlappingCountBPE, "runs and bit strings", "overlapping pairs"),
@@ -1228,7 +1276,22 @@ class PoolingZeroedBeforeNorm(nn.Module):
         return self.norm(pooled.masked_fill(empty[..., None], 0.0)), empty
 
 
+class PoolingBytesOutside(PoolingZeroedBeforeNorm):
+    """Patch pooling as the BLT's, but `member` used as the blocked mask: each patch attends to the bytes
+    outside it."""
+
+    def forward(self, x, member):
+        B, L, D = x.shape
+        empty = member.sum(-1) == 0
+        pooled = self.attn(self.query.expand(B, member.size(1), D), x, x, member[:, None])
+        return self.norm(pooled).masked_fill(empty[..., None], 0.0), empty
+
+
 STUDY_BUGS = [  # (part, the variant, the causes its message must not name)
+    ("mha", MHAKeysFromQuery, ("repeat_interleave", "interleaves the groups")),
+    ("gqa", MHAKeysFromQuery, ("interleaves the groups", "padding mask blocks queries")),
+    ("rope", RoPEBothFromOne, ("and queries at",)),
+    ("pooling", PoolingBytesOutside, ("bag of bits", "mean of its bytes")),
     ("attention", attention_scales_q_in_place, ("not divided by sqrt", "shrunk by more")),
     ("attention", attention_zeroes_partly_blocked_rows, ("after the softmax", "True = keep", "not applied")),
     ("mha", MHAWithoutDropoutArgument, ()),
@@ -1240,7 +1303,7 @@ STUDY_BUGS = [  # (part, the variant, the causes its message must not name)
     ("sinusoidal", WrappingSinusoidal512, ("in float32", "bfloat16")),
     ("sinusoidal", SinusoidalSliceToLength, ()),
     ("sinusoidal", SinusoidalTableOfFirstCall, ()),
-    ("rope", RoPEPositionsWrap32, ("layout must match", "in float32", "bfloat16")),
+    ("rope", RoPEPositionsWrap32, ("layout must match", "in float32", "rounded to bfloat16", "only bfloat16 inputs")),
     ("layernorm", LayerNormBufferGainShift, ("name it gamma",)),
     ("rmsnorm", RMSNormWithBias, ()),
     ("bpe", DropLastIdBPE, ("encoding ", "replaying your merges", "longest known token")),
@@ -1264,4 +1327,5 @@ STUDY_VALID = [  # (part, a right but unusual implementation): passes, perhaps w
     ("mha", MHANoCacheArgument),
     ("gqa", MHAWithoutRope),
     ("rope", RoPEComplex),
+    ("layernorm", LayerNormFunctionalUpcast),
 ]

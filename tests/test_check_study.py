@@ -109,6 +109,46 @@ def test_a_table_past_max_len_grows_or_refuses():
     assert not wrapped.passed and "raises nothing but gives other values" in wrapped.message
 
 
+def test_a_functional_norm_that_upcasts_is_a_float64_warn_with_its_likely_cause():
+    finding = check.norm(mistakes.LayerNormFunctionalUpcast, "layernorm")["float64"]
+    assert repr(finding.passed) == "WARN", finding
+    assert "float64 inputs raise RuntimeError" in finding.message and "never trains" in finding.message
+    assert "with its parameters left in float32 the same float64 inputs run and agree" in finding.message
+
+
+def test_rope_in_bfloat16_at_long_positions():
+    from cipherlab.models.positional import RotaryPositionalEmbedding
+    for cls in (RotaryPositionalEmbedding, mistakes.MyRoPE, mistakes.RoPEComplex):
+        finding = check.positional(cls, "rope")["long bfloat16"]
+        assert finding.passed and f"positions 0..{LONG - 1} in bfloat16 agree" in finding.message, finding
+    report = check.positional(mistakes.RoPEAnglesInInputDtype, "rope")
+    assert [f.name for f in report.findings if not f.passed] == ["long bfloat16"], str(report)
+
+
+def test_a_layer_that_raises_gets_no_mistake_named():
+    """K/V projected from the query: cross-attention raises, and with one query head per K/V head .repeat gives
+    what repeat_interleave gives, so no test of a mistake passes: the line names the call that raised."""
+    message = check.multi_head(mistakes.MHAKeysFromQuery, "mha")["reference"].message
+    assert message.startswith("forward((2, 6, 32) float32, (2, 7, 32) float32") and "raised RuntimeError" in message
+
+
+def test_queries_and_keys_shifted_together_are_said_to_be():
+    message = check.positional(mistakes.RoPEBothFromOne, "rope")["keys"].message
+    assert "queries and keys are both rotated at positions 1.., the reference at 0.." in message, message
+
+
+def test_the_order_check_names_mean_pooling_only_when_the_mean_reproduces_it():
+    assert "'bag of bits'" in check.pooling(mistakes.MeanPatchPooling)["order"].message
+    outside = check.pooling(mistakes.PoolingBytesOutside)["order"].message
+    assert "bag of bits" not in outside and "does not depend on its own bytes" in outside, outside
+
+
+def test_mha_dropout_left_on_is_reported_under_eval_mode():
+    report = check.multi_head(mistakes.MHADropoutOn, "mha")
+    assert [f.name for f in report.findings if not f.passed] == ["eval mode"], str(report)
+    assert report.findings[-1].name == "eval mode"  # a stopper: nothing after it ran
+
+
 def test_the_counts_over_every_set():
     counts = check_counts.counts()
     assert counts.caught == counts.bugs and not counts.missed, counts.missed

@@ -303,15 +303,32 @@ def _pooling_order(module) -> tuple[bool, str]:
     x, member = _pooling_input(content)
     mean = member.float() @ x / member.sum(-1, keepdim=True).clamp(min=1)
     pooled = _pooling_out(module, content)[0]
-    norms = [mean, F.layer_norm(mean, (D_MODEL,), eps=1e-5)]
+    attn = getattr(module, "attn", None)
+    v_proj, o_proj = getattr(attn, "v_proj", None), getattr(attn, "o_proj", None)
+    means = [mean]
+    if callable(v_proj) and callable(o_proj):
+        try:  # uniform weights over its own value vectors: the mean through v_proj and o_proj (affine maps)
+            means.append(o_proj(v_proj(mean)))
+        except Exception:
+            pass
+    norms = [*means, *[F.layer_norm(m, (D_MODEL,), eps=1e-5) for m in means]]
     own = getattr(module, "norm", None)
     if callable(own):
-        norms.append(own(mean))  # the mean through the module's own (randomised) norm
-    is_mean = any(_close(pooled, m[0], 1e-4) for m in norms)
-    return False, ("swapping two bytes inside a patch leaves its vector unchanged: "
-                   + ("it is the mean of its bytes' vectors, " if is_mean else "")
-                   + "blind to their order, as a mean of (content + position) vectors is (the 'bag of bits' bug); "
-                   "pool with attention, a learned query over the patch's bytes")
+        norms += [own(m) for m in means]  # the mean through the module's own (randomised) norm
+    said = "swapping two bytes inside a patch (bytes 0 and 2 of patch 0, row 0) leaves its vector unchanged"
+    if any(_close(pooled, m[0], 1e-4) for m in norms):  # the mean-pooling variant reproduces it: name the cause
+        return False, (said + ": it is the mean of its bytes' vectors, blind to their order, as a mean of (content "
+                       "+ position) vectors is (the 'bag of bits' bug); pool with attention, a learned query over the "
+                       "patch's bytes")
+    changed = content.clone()
+    changed[0, :3] = randn(3, D_MODEL, seed=13)  # every byte of patch 0 replaced
+    moved = (_pooling_out(module, changed)[0, 0] - pooled[0]).abs().max().item()
+    if moved <= 1e-6:
+        return False, (said + "; replacing all three of its bytes leaves it unchanged too: patch 0's vector does not "
+                       "depend on its own bytes")
+    return False, (said + f", though replacing its bytes moves it (by up to {moved:.2g}): its vector does not depend "
+                   "on the order of its bytes; the reference's does (a learned query attends over the bytes, which "
+                   "carry their positions)")
 
 
 def _pooling_gradients(module) -> tuple[bool, str]:

@@ -4,7 +4,7 @@ The reference agrees with PyTorch to FLOAT32_TOL in float32; bfloat16 outputs ar
 BF16_TOL. The small sizes (Lq != Lk, dv != d) make a swapped axis show in a shape. The verdicts
 here are the checks several parts share: two calls in eval mode give the same output
 (:func:`_deterministic`), the part moved with ``.to(torch.float64)`` (:func:`_in_float64`,
-:func:`_float64_verdict`), bfloat16 in and out (:func:`_bf16_verdict`), no NaN on ordinary inputs
+:func:`_float64_verdict`, :func:`_float64_run` where that run raises), bfloat16 in and out (:func:`_bf16_verdict`), no NaN on ordinary inputs
 (:func:`_finite`), and the name of the known mistake an output matches (:func:`_name_the_bug`). Beyond PASS
 and FAIL a check may return a :class:`Verdict`, WARN (passed, with a cost or caveat: a float32 output for float64
 inputs, a complex buffer .to(float64) drops) or SKIP (could not run; passed or not as the part needs), its word
@@ -96,6 +96,34 @@ def _float64_verdict(out: torch.Tensor, expected: torch.Tensor, module=None) -> 
                     f"its complex {', '.join(f'`{n}`' for n in complex_)} to real, dropping the imaginary part (PyTorch "
                     f"warns as much); {NO_FLOAT64}; in float32 and bfloat16 it agrees (see the other checks)")
     return False, f"moved with .to(torch.float64), differs from the reference ({said})"
+
+
+def _float64_run(module, call: Callable, inputs: tuple[torch.Tensor, ...], expected: torch.Tensor) -> tuple[bool, str]:
+    """The float64 check: ``call(m, *inputs)`` with ``m`` a copy of ``module`` moved with .to(torch.float64) and the
+    float32 ``inputs`` made float64, against ``expected`` (:func:`_float64_verdict`). Where that raises, the part is
+    run again with its parameters left in float32: if float64 inputs then run and agree with the reference, the
+    likely cause (it computes in float32, an upcast such as x.float(), against the float64 parameters) is a WARN, as
+    the assignment never runs a part in float64; otherwise a FAIL naming the call that raised, without a cause."""
+    doubles = tuple(t.double() for t in inputs)
+    try:
+        out = call(_in_float64(module), *doubles)
+    except Unfit:
+        raise
+    except Exception as e:
+        error = why(e)
+    else:
+        return _float64_verdict(out, expected, module)
+    said = f"moved with .to(torch.float64), float64 inputs raise {error}"
+    try:
+        kept = call(module, *doubles)
+    except Exception:
+        return False, said
+    if not _close(kept, expected):
+        return False, said
+    return warn(f"{said}; with its parameters left in float32 the same float64 inputs run and agree with the reference "
+                f"(max difference {_gap(kept, expected):.1e}): likely it computes in float32 (an upcast such as "
+                "x.float()) against parameters .to() made float64, which PyTorch refuses to mix; "
+                f"{NO_FLOAT64}; cast the parameters too (self.weight.float()) or compute in x's dtype to keep the part general")
 
 
 def _tensors(module) -> list[tuple[str, torch.Tensor]]:

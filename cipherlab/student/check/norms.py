@@ -22,7 +22,7 @@ from torch import nn
 from cipherlab.models.norm import NORMS
 from cipherlab.student.adapters import NORM_EPS, build_own_norm
 from cipherlab.student.check.compare import (BF16_TOL, FLOAT32_TOL, Guarded, _bf16_verdict, _changed_inputs, _close,
-                                             _deterministic, _finite, _float64_verdict, _gap, _in_float64,
+                                             _deterministic, _finite, _float64_run, _gap,
                                              _name_the_bug, _rows_differ)
 from cipherlab.student.check.gradients import gradients
 from cipherlab.student.check.report import Report, _interface, _interface_build, _label, _refuse_internals, _run
@@ -62,7 +62,7 @@ def norm(cls, kind: str) -> Report:
         ("per token", partial(_norm_per_token, module)),
         ("zero and constant tokens", partial(_norm_flat, module, expected, kind)),
         ("bfloat16", partial(_norm_bf16, module, expected)),
-        ("float64", lambda: _float64_verdict(_in_float64(raw)(_norm_input().double()), expected(_norm_input()), raw)),
+        ("float64", lambda: _float64_run(raw, lambda m, x: m(x), (_norm_input(),), expected(_norm_input()))),
     ])
 
 

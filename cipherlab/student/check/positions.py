@@ -11,7 +11,8 @@ float64 differs). RoPE: a pure rotation that leaves position 0 alone, scores tha
 positions only, cipherlab's RotaryPositionalEmbedding (interleaved pairs pass with a note), the gradients
 of q and k, the keys it
 returns (GQA keys with fewer heads too) at an offset, cached steps one position at a time, long
-positions and float64.
+positions, long positions in bfloat16 against the reference in bfloat16 ('long bfloat16': angles built in the
+input's dtype show only there) and float64.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from cipherlab.data.corpus import PLAIN_FILE, read_lines, resolve_data_dir
 from cipherlab.models.positional import (RotaryPositionalEmbedding, SinusoidalPositionalEncoding,
                                          inverse_frequencies, rotate_half)
 from cipherlab.student.adapters import MAX_LEN, build_own_positional, build_own_rope
-from cipherlab.student.check.compare import (B, DK, FLOAT32_TOL, H, L, Guarded, _changed_inputs, _close,
+from cipherlab.student.check.compare import (B, BF16_TOL, DK, FLOAT32_TOL, H, L, Guarded, _changed_inputs, _close,
                                              _deterministic, _finite, _float64_verdict, _gap, _in_float64,
-                                             _name_the_bug, _wrap_period)
+                                             _name_the_bug, _tolerance_used, _wrap_period)
 from cipherlab.student.check.gradients import gradients
 from cipherlab.student.check.report import Report, _interface, _interface_build, _label, _refuse_internals, _run
 from cipherlab.student.trials import Unfit, randn
@@ -109,6 +110,7 @@ def positional(cls, kind: str) -> Report:
         ("offset", partial(_rope_offset, module)),
         ("cached steps", partial(_rope_steps, module)),
         ("long positions", partial(_rope_long, module)),
+        ("long bfloat16", partial(_rope_long_bf16, module)),
         ("past max_len", partial(_past_max_len, make, kind)),
         ("float64", partial(_rope_float64, module)),
     ])
@@ -374,8 +376,14 @@ def _rope_keys(module) -> tuple[bool, str]:
                            "a cached step then scores its query against a key at the wrong position: rotate q and k "
                            "at positions offset..")
         if _close(rk, rotate(k, offset + 1)):
-            return False, (said + f": keys are rotated at positions {offset + 1}.. and queries at {offset}.. (an "
-                           "off-by-one); rotate both at positions offset, offset + 1, ...")
+            if _close(rq, rotate(q, offset + 1)):
+                return False, (said + f": queries and keys are both rotated at positions {offset + 1}.., the "
+                               f"reference at {offset}.. (an off-by-one); rotate at positions offset, offset + 1, ...")
+            if _close(rq, rotate(q, offset)):
+                return False, (said + f": keys are rotated at positions {offset + 1}.. and queries at {offset}.. "
+                               "(an off-by-one); rotate both at positions offset, offset + 1, ...")
+            return False, (said + f": the keys are rotated at positions {offset + 1}.., the reference's at "
+                           f"{offset}..; rotate k as q, at positions offset .. offset + L - 1")
         if _close(rk, _rotate_back(k, offset, rotate)):
             return False, said + ": the keys are rotated the other way (angle -p theta); turn k by +p theta, as q"
         return False, said + "; rotate k as q, at positions offset .. offset + L - 1"
@@ -423,6 +431,44 @@ def _rope_long(module) -> tuple[bool, str]:
         even, odd = q[..., 0::2], q[..., 1::2]
         rounded |= _mostly(rq, torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1).flatten(-2))
     return _long_verdict(error, rounded, _rope_wrap(module, LONG))
+
+
+def _rope_long_bf16(module) -> tuple[bool, str]:
+    """Positions 0..LONG-1 in bfloat16 against the reference in bfloat16 (which rotates in float32 and casts back),
+    at BF16_TOL, the tolerance the reference itself meets against the float32 rotation: angles built in the input's
+    dtype (bfloat16 positions or frequencies) show only here, as the other checks run long positions in float32."""
+    rotate = _rope_rotate(module, max_len=LONG)
+    q, k = randn(1, 2, LONG, DK, seed=6).bfloat16(), randn(1, 1, LONG, DK, seed=7).bfloat16()
+    rq, rk = module(q, k)
+    span = f"positions 0..{LONG - 1} in bfloat16"
+    if rq.dtype != torch.bfloat16 or rk.dtype != torch.bfloat16:
+        return False, f"{span}: bfloat16 in gives {str(rq.dtype)[6:]}, {str(rk.dtype)[6:]} out; return q's and k's dtype"
+    out, ref = torch.cat((rq, rk), dim=1), torch.cat((rotate(q), rotate(k)), dim=1)
+    used = _tolerance_used(out, ref, BF16_TOL)
+    said = (f"max difference {_gap(out, ref):.2g}, {used:.0%} of the tolerance there ({BF16_TOL:g} + {BF16_TOL:g} x "
+            "|reference|, bfloat16's 8 significant bits)")
+    if used <= 1:
+        return True, f"{span} agree with the reference in bfloat16 ({said})"
+    error = (out.float() - ref.float()).abs().amax((0, 1, 3))  # (LONG,)
+    bad = (~torch.isclose(out.float(), ref.float(), rtol=BF16_TOL, atol=BF16_TOL).all(-1)).flatten(0, 1).any(0)
+    first, where = int(bad.nonzero()[0]), int(error.argmax())
+    said = f"{span} differ from the reference in bfloat16 ({said}) from position {first} on (most at position {where})"
+    angles = torch.outer(torch.arange(LONG, dtype=torch.float32), inverse_frequencies(DK))
+    x = q.float()
+    for a in _rounded_angles(angles):
+        table = torch.cat((a, a), dim=-1)
+        cos, sin = a.cos(), a.sin()
+        even, odd = x[..., 0::2], x[..., 1::2]
+        for wrong in (x * table.cos() + rotate_half(x) * table.sin(),
+                      torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1).flatten(-2)):
+            if _mostly(rq.float(), wrong, BF16_TOL):
+                return False, (said + "; the angles rounded to bfloat16 give these values (8 significant bits: steps "
+                               "of 1 radian past position 128): positions or frequencies are built in the input's "
+                               "dtype; build positions, frequencies and their product in float32")
+    in32 = torch.cat(module(q.float(), k.float()), dim=1)
+    if _close(in32, torch.cat((rotate(q.float()), rotate(k.float())), dim=1), 1e-3):
+        return False, said + "; in float32 the same positions agree: only bfloat16 inputs differ"
+    return False, said
 
 
 def _rope_wrap(module, n: int) -> int | None:
