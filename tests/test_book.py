@@ -365,3 +365,16 @@ def test_teaching_words_leave_out_details_exercises_and_the_viva_bank(tmp_path):
     path = tmp_path / "99_x.ipynb"
     nbformat.write(nb, path)
     assert viva.teaching_words(path) == len("1. Title Two words here . Shown. Last words.".split()) - 1  # "." alone is no word
+    # all of the book's prose counts what the teaching body leaves out: details, exercises and what follows them
+    whole = "1. Title Two words here Shown. Evidence folded away Last words. Exercises not counted after the exercises"
+    assert viva.prose_words(path) == len(whole.split())
+
+
+def test_the_whole_books_prose_keeps_its_budget(capsys):
+    """Chapters 1-12 with everything a reader can open (exercises, <details>, viva answers): the book is
+    read before a viva, so it stays short enough to be read whole."""
+    words = {p.name: viva.prose_words(p) for p in NOTEBOOKS}
+    with capsys.disabled():
+        print(f"\nall prose: {sum(words.values()):,} words (budget {viva.BOOK_PROSE_BUDGET:,})")
+    assert sum(words.values()) <= viva.BOOK_PROSE_BUDGET
+    assert all(words[p.name] > viva.teaching_words(p) for p in NOTEBOOKS if viva.chapter_or_none(p))
