@@ -403,7 +403,6 @@ FACTS["blt"] = {
     "max_patch": lambda: blt.SETTINGS.blt_max_patch,
     "patch_tgt": lambda: blt.SETTINGS.blt_patch_tgt,
     "window": lambda: blt.SETTINGS.blt_window,
-    "window_cpu": lambda: make_config("c5", "cpu").blt_window,
     "mean_patch": lambda: blt.patch_stats(blt.threshold(), blt.SETTINGS.blt_max_patch)["mean"],
     "share_capped": lambda: blt.patch_stats(blt.threshold(), blt.SETTINGS.blt_max_patch)["share_at_cap"],
     "cutoff_entropy_starts": lambda: blt.patch_stats(blt.ABSOLUTE_CUTOFF, blt.SETTINGS.blt_max_patch)["entropy_starts"],
