@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 
 from cipherlab.base.errors import run_command
@@ -51,10 +52,19 @@ def main(argv: list[str] | None = None) -> int:
     whole_process = argv is None
     _escape_what_the_console_cannot_show()
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args([_home(arg) for arg in argv])
     args.argv = argv  # results record the command that made them
     # any error: one line on stderr (cipherlab/base/errors.py)
     return run_command("cipherlab", args.func, args, leave_threads=whole_process)
+
+
+def _home(arg: str) -> str:
+    """``arg`` with a leading ``~/`` (or ``NAME=~/``: ``--out=~/run``, ``--part attention=~/mine.py:Mine``) made the
+    home folder, as a shell would have: a notebook's quoted ``"~/run"`` otherwise made a folder named ``~``."""
+    name, sep, value = arg.partition("=")
+    if sep and "~" not in name and value.startswith("~"):
+        return name + sep + _home(value)
+    return os.path.expanduser(arg) if arg == "~" or arg.startswith(("~/", "~" + os.sep)) else arg
 
 
 if __name__ == "__main__":

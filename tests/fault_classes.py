@@ -300,3 +300,42 @@ FAULT_CLASSES: list[FaultClass] = [
     _fault("Python without fcntl", "Windows' Python: the run's locks cannot be taken; it trains unlocked",
            HOLES + "test_a_python_without_fcntl_trains_unlocked"),
 ]
+
+# --------------------------------------------------------------- more of a student's machine and habits (issue 54)
+STUDENT = "tests/test_faults_student.py::"
+FAULT_CLASSES += [
+    _fault("--out an existing file", "train --out naming a file, not a folder (one line; the file kept)",
+           STUDENT + "test_train_out_naming_an_existing_file_is_one_line_and_keeps_it"),
+    _fault("training cell run twice", "a notebook re-running its train cell into a finished run's folder",
+           STUDENT + "test_a_training_cell_run_twice_is_refused_unless_overwrite"),
+    _fault("--set with Python-style values", "True, 1e-3, 1_000, None read as Python reads them; 1e3 or 2.0 "
+           "for an integer named, never rounded", STUDENT + "test_python_style_set_values_are_read_as_python_writes_them"),
+    _fault("a --set given twice", "an earlier cell's --set left in the command: the last wins, the record says so",
+           STUDENT + "test_a_setting_given_twice_takes_the_last"),
+    _fault("splits.json saved by a Windows editor", "a byte-order mark and CRLF: it was 'made from other data' "
+           "and rewritten", STUDENT + "test_a_split_file_resaved_with_a_bom_and_crlf_is_the_same_split"),
+    _fault("data files saved by Notepad", "brown_plain/brown_cipher with a byte-order mark and CRLF: the same numbers",
+           STUDENT + "test_data_files_saved_by_notepad_train_to_the_same_numbers"),
+    _fault("data file saved as UTF-16", "Notepad's 'Unicode' for brown_plain.txt: one line naming it and line 1",
+           STUDENT + "test_a_data_file_saved_as_utf16_is_one_line_naming_it"),
+    _fault("record re-saved by an editor", "c1.json re-indented, with a BOM, CRLF and trailing blanks (was refused "
+           "as not JSON)", STUDENT + "test_a_record_reformatted_by_an_editor_reports_the_same"),
+    _fault("last line without a newline", "decrypt of a file whose last line has no newline: the same lines",
+           STUDENT + "test_decrypt_of_a_last_line_without_a_newline_is_the_same"),
+    _fault("another working folder", "relative paths from a notebook's own folder; a missing one named as typed",
+           STUDENT + "test_relative_paths_from_another_working_folder"),
+    _fault("quoted ~ in a path", "--out \"~/run\" made a folder named '~' where --data-dir \"~/data\" was home's",
+           STUDENT + "test_a_quoted_tilde_path_is_the_home_folder"),
+    _fault("part with a syntax error or missing import", "train --part: one line naming FILE:LINE (the import's "
+           "line was not given)", STUDENT + "test_a_part_with_a_syntax_error_or_a_missing_import_names_its_line"),
+    _fault("part printing at import", "a print at the top of a part's file went into decrypt's output lines",
+           STUDENT + "test_a_part_printing_at_import_keeps_stdout_for_the_output"),
+    _fault("checkpoint from a GPU machine", "a best.pt whose tensors are tagged cuda:0, decrypted on a CPU: the same",
+           STUDENT + "test_a_checkpoint_saved_on_a_gpu_decrypts_the_same_on_a_cpu"),
+    _fault("GPUs hidden by CUDA_VISIBLE_DEVICES", "--device cuda under CUDA_VISIBLE_DEVICES='' or '-1' (the "
+           "variable was not named)", STUDENT + "test_gpus_hidden_by_cuda_visible_devices_are_named"),
+    _fault("unwritable TORCH_HOME and HF_HOME", "caches of torch, Hugging Face and XDG below a file: training runs",
+           STUDENT + "test_unwritable_torch_and_hf_homes_do_not_stop_training"),
+    _fault("another PYTHONHASHSEED", "a student's string hashing seed: the same tokenizers, split and numbers",
+           STUDENT + "test_another_pythonhashseed_gives_the_same_results"),
+]

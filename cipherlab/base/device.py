@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 
@@ -13,7 +15,10 @@ def pick_device(preference: str | torch.device | None = None) -> torch.device:
     if preference:
         device = torch.device(preference)
         if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device {preference!r} requested but CUDA is not available on this machine")
+            hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+            raise ValueError(f"device {preference!r} requested but CUDA is not available on this machine" + (
+                f" (CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU; unset it or name a GPU)"
+                if hidden is not None and hidden.strip() in ("", "-1") else ""))
         if device.type == "mps" and not torch.backends.mps.is_available():
             raise ValueError(f"device {preference!r} requested but MPS is not available on this machine")
         return device

@@ -244,7 +244,7 @@ def get_splits(n_lines: int, sha256: str, path: Path, seed: int = SPLIT_SEED) ->
     splits = split_lines(n_lines, seed)  # the seed fixes it: the file is a record of it
     if path.exists():
         try:
-            saved = json.loads(path.read_text())
+            saved = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM: an editor on Windows saved it
             fresh = (saved["sha256"], saved["n_lines"], saved["seed"]) == (sha256, n_lines, seed)
             changed = fresh and any(saved[name] != splits[name] for name in SPLIT_FRACTIONS)
         except (ValueError, KeyError, TypeError):

@@ -234,7 +234,7 @@ def read_record(path: str | os.PathLike) -> dict:
     """The record in ``path``, checked (:func:`check_record`); ValueError naming the file when it is not one."""
     path = Path(path)
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8-sig"))  # -sig: an editor's BOM
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); restore the "
                          "file from git or write it again with cipherlab") from None

@@ -62,6 +62,7 @@ import contextlib
 import hashlib
 import inspect
 import os
+import sys
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -579,7 +580,7 @@ def _load_in_time(load: Callable[[str], object], target: str):
     fix = 'importing a part\'s file should only define its classes: put what it runs under `if __name__ == "__main__":`'
     before = torch_state()
     try:
-        with time_limit(IMPORT_TIME_LIMIT_S):
+        with time_limit(IMPORT_TIME_LIMIT_S), contextlib.redirect_stdout(sys.stderr):  # a print: not output
             loaded = load(target)
     except SystemExit as e:
         state_change(before)

@@ -108,7 +108,7 @@ def run_path(run: str | os.PathLike) -> Path:
 
 def _read_json(path: Path):
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))  # -sig: an editor's BOM
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                          "restore the file from git or write it again with cipherlab") from None

@@ -39,7 +39,8 @@ def _import_target(target: str):
     except SyntaxError as e:
         raise ValueError(f"{path}:{e.lineno}: syntax error ({e.msg}); fix that line and run again") from None
     except Exception as e:
-        raise ValueError(f"{path}: importing it raised {why(e)}; run `python {path}` to see where") from None
+        raise ValueError(f"{path}: importing it raised {why(e)}{_line_in(e, path)}; run `python {path}` to see "
+                         "where") from None
     finally:
         sys.path.remove(str(path.parent.resolve()))
     if not hasattr(module, name):
@@ -48,3 +49,15 @@ def _import_target(target: str):
         raise ValueError(f"{path}: defines no {name!r}; it defines "
                          + (", ".join(defined) if defined else "no class or function"))
     return getattr(module, name)
+
+
+def _line_in(e: BaseException, path) -> str:
+    """`` at FILE:LINE``, the last line of ``path`` the traceback of ``e`` passes through; "" when none is."""
+    lines = [tb.tb_lineno for tb in _frames(e.__traceback__) if tb.tb_frame.f_code.co_filename == str(path)]
+    return f" at {path}:{lines[-1]}" if lines else ""
+
+
+def _frames(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
