@@ -31,8 +31,9 @@ def sample_dir(tmp_path):
 SLOW_MODULES = frozenset({
     "test_aligned_bpe.py", "test_aligned_models.py", "test_assignment_cpu_models.py", "test_blt.py",
     "test_book.py", "test_broken.py", "test_checkpoints.py", "test_cli.py", "test_doctor.py",
-    "test_explorers.py", "test_faults_fuzz.py", "test_faults_results_lock.py", "test_faults_runs.py",
-    "test_flashcards.py", "test_gpu_paths.py", "test_learned_models.py", "test_plan.py", "test_readme.py",
+    "test_explorers.py", "test_faults_fuzz.py", "test_faults_holes.py", "test_faults_results_lock.py",
+    "test_faults_runs.py", "test_faults_student.py", "test_flashcards.py", "test_gpu_paths.py",
+    "test_learned_models.py", "test_part_blame.py", "test_plan.py", "test_readme.py",
     "test_reference_models.py", "test_results.py", "test_setup_cell.py", "test_train.py", "test_view.py",
     "test_viva.py", "test_wandb.py",
 })
