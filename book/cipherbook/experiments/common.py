@@ -29,7 +29,7 @@ from cipherlab.analysis.ablation import (BITS_RUN, RECIPE_RUNS, REFERENCE_GOALS,
 # make_config("c1")'s, aligned BPE and the cipher recipe)
 ASSIGNMENT_SIZES = make_config("c1", "assignment", recipe="notes", **TOKENIZATIONS["notes"])
 D_MODEL, N_HEADS, FFN_DIM = ASSIGNMENT_SIZES.d_model, ASSIGNMENT_SIZES.n_heads, ASSIGNMENT_SIZES.ffn_dim
-SRC_VOCAB, TGT_VOCAB = ASSIGNMENT_SIZES.src_vocab, ASSIGNMENT_SIZES.tgt_vocab  # the assignment's BPE vocabularies
+SRC_VOCAB, TGT_VOCAB = ASSIGNMENT_SIZES.src_vocab, ASSIGNMENT_SIZES.tgt_vocab  # the course notes' BPE vocabularies
 MAX_LEN = 4096  # the positions a sinusoidal table holds (SinusoidalPositionalEncoding's default max_len)
 KEY_PERIOD = PERIOD  # the key repeats every PERIOD characters (len(cipherlab.data.cipher.KEY))
 CALIBRATION_FILE = Path(__file__).resolve().parents[3] / "results" / "calibration" / "calibration.json"
@@ -45,7 +45,7 @@ def sinusoidal_table(d_model: int = D_MODEL, length: int = MAX_LEN) -> torch.Ten
 
 @functools.lru_cache(maxsize=1)
 def baseline_model() -> Seq2SeqTransformer:
-    """A freshly initialised C1 model with the assignment's sizes and vocabularies, seeded."""
+    """A freshly initialised C1 model with the assignment's sizes and the course notes' BPE vocabularies, seeded."""
     torch.manual_seed(0)
     return Seq2SeqTransformer(ModelArgs(SRC_VOCAB, TGT_VOCAB, d_model=D_MODEL, n_heads=N_HEADS))
 

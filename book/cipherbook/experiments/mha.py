@@ -14,7 +14,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from cipherlab.pipeline.decode import greedy_decode
-from cipherbook.experiments.common import SRC_VOCAB, TGT_VOCAB  # the assignment's BPE vocabularies
+from cipherbook.experiments.common import SRC_VOCAB, TGT_VOCAB  # the course notes' BPE vocabularies
 from cipherlab.models.attention import MultiHeadAttention, repeat_kv
 from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer, cross_kv_cache_bytes, kv_cache_bytes
 from cipherlab.analysis.ablation import load_run, metric, single_change_rows

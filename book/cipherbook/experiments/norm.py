@@ -192,7 +192,7 @@ def train_small_stack(wiring: str, *, warmup_steps: int = 0, depth: int = 6, lr:
 
 @functools.lru_cache(maxsize=None)
 def ablation_model(norm: str) -> Seq2SeqTransformer:
-    """A freshly initialised model with the assignment's sizes and vocabularies, seeded."""
+    """A freshly initialised model with the assignment's sizes and the course notes' BPE vocabularies, seeded."""
     torch.manual_seed(0)
     return Seq2SeqTransformer(ModelArgs(SRC_VOCAB, TGT_VOCAB, d_model=D_MODEL, n_heads=N_HEADS, ffn_dim=FFN_DIM,
                                         norm=norm))

@@ -352,10 +352,11 @@ def bits_alignment(chunk_chars: int, src_vocab: int, tgt_vocab: int | None) -> d
 
 
 def bits_alignments() -> dict:
-    """bits_alignment for the assignment preset's shape and for the cpu preset's (results/notes/cpu-bits)."""
+    """bits_alignment for the course notes' shape (256-character chunks, their bits BPE) and for the cpu
+    preset's (results/notes/cpu-bits)."""
     from cipherbook.experiments import bpe
 
-    return {"assignment shape": bits_alignment(CHUNK_CHARS, bpe.SRC_VOCAB, bpe.SMALL_TGT_VOCAB),
+    return {"notes shape": bits_alignment(CHUNK_CHARS, bpe.SRC_VOCAB, bpe.SMALL_TGT_VOCAB),
             "cpu-bits shape": bits_alignment(CPU_C2.chunk_chars, run_records(BITS)["c2"]["hyperparameters"]["src_vocab"],
                                              None)}
 
@@ -447,3 +448,13 @@ def shared_value(what: str, values: dict):
 def cross_rotation(folder: str, config: str = "c2") -> str:
     """"on" where a run's C2 rotated cross-attention too (hyperparameters.rope_cross_attention), else "off"."""
     return "on" if run_records(folder)[config]["hyperparameters"]["rope_cross_attention"] else "off"
+
+
+def preset_chunk_chars() -> int:
+    """``chunk_chars`` of every preset (``cipherlab.base.config.PRESETS``): the one value they share."""
+    from cipherlab.base.config import PRESETS, make_config
+
+    values = {name: make_config("c1", name).chunk_chars for name in PRESETS}
+    if len(set(values.values())) != 1:
+        raise ValueError(f"the presets' chunk_chars differ ({values}); one number for all of them would be wrong")
+    return next(iter(values.values()))

@@ -29,8 +29,8 @@ from cipherlab.pipeline.train import WarmupInverseSqrt, make_optimizer
 # notes measured.
 NOTES_SCHEDULE = dict(chunk_chars=CHUNK_CHARS, token_budget=8192, warmup_steps=1000, lr=3e-4, onset_step=None)
 # the course notes' model: their BPE sizes, free embedding rows (built without a codec); the preset's schedule
-ASSIGNMENT = make_config("c1", "assignment", recipe="notes", **TOKENIZATIONS["notes"])
-SMOOTHING = ASSIGNMENT.label_smoothing  # 0.1
+NOTES_SIZES = make_config("c1", "assignment", recipe="notes", **TOKENIZATIONS["notes"])
+SMOOTHING = NOTES_SIZES.label_smoothing  # 0.1
 SAMPLE_LINES = 400  # training lines of the bucketing sample measured in BPE tokens
 CONFIDENT_MARGIN = 20.0  # logit of the correct token minus every other logit, for the label-smoothing demo
 
@@ -39,14 +39,14 @@ CONFIDENT_MARGIN = 20.0  # logit of the correct token minus every other logit, f
 
 @functools.lru_cache(maxsize=1)
 def assignment_model() -> Seq2SeqTransformer:
-    """A freshly initialised C1 model at the assignment's sizes and vocabularies, seeded."""
+    """A freshly initialised C1 model at the assignment's sizes with the course notes' BPE vocabularies, seeded."""
     torch.manual_seed(0)
-    return build_model(ASSIGNMENT, vocab_sizes=(ASSIGNMENT.src_vocab, ASSIGNMENT.tgt_vocab), pad_id=0)
+    return build_model(NOTES_SIZES, vocab_sizes=(NOTES_SIZES.src_vocab, NOTES_SIZES.tgt_vocab), pad_id=0)
 
 
 def tying_saves() -> int:
     """Parameters an untied output head (a separate tgt_vocab x d_model matrix, no bias) would add."""
-    return ASSIGNMENT.tgt_vocab * ASSIGNMENT.d_model
+    return NOTES_SIZES.tgt_vocab * NOTES_SIZES.d_model
 
 
 def layer_ffn_shares() -> dict:
@@ -94,14 +94,14 @@ def init_scales(embed_std: float, batch: int = 4, length: int = 64, seed: int = 
     """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = build_model(dataclasses.replace(ASSIGNMENT, dropout=0.0),
-                            vocab_sizes=(ASSIGNMENT.src_vocab, ASSIGNMENT.tgt_vocab), pad_id=0)
+        model = build_model(dataclasses.replace(NOTES_SIZES, dropout=0.0),
+                            vocab_sizes=(NOTES_SIZES.src_vocab, NOTES_SIZES.tgt_vocab), pad_id=0)
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for table in (model.src_embed, model.tgt_embed):
             table.weight.normal_(0.0, embed_std, generator=g)
-        src = torch.randint(3, ASSIGNMENT.src_vocab, (batch, length), generator=g)  # (B, Ls), no PAD
-        tgt = torch.randint(3, ASSIGNMENT.tgt_vocab, (batch, length + 1), generator=g)  # (B, Lt+1)
+        src = torch.randint(3, NOTES_SIZES.src_vocab, (batch, length), generator=g)  # (B, Ls), no PAD
+        tgt = torch.randint(3, NOTES_SIZES.tgt_vocab, (batch, length + 1), generator=g)  # (B, Lt+1)
         scaled = model.tgt_embed(tgt) * math.sqrt(model.d_model)  # (B, Lt+1, D)
         pe_rms = sinusoidal_table(model.d_model, length).pow(2).mean().sqrt()
         logits = model(src, tgt[:, :-1])  # (B, Lt, V)
@@ -114,7 +114,7 @@ def init_scales(embed_std: float, batch: int = 4, length: int = 64, seed: int = 
 
 def confident_loss(margin: float, smoothing: float, vocab: int | None = None) -> float:
     """Cross-entropy when the correct token's logit beats every other (equal) logit by ``margin``."""
-    vocab = vocab or ASSIGNMENT.tgt_vocab
+    vocab = vocab or NOTES_SIZES.tgt_vocab
     logits = torch.zeros(1, vocab, dtype=torch.float64)
     logits[0, 0] = margin
     return F.cross_entropy(logits, torch.tensor([0]), label_smoothing=smoothing).item()
@@ -125,7 +125,7 @@ def best_margin(smoothing: float = SMOOTHING, vocab: int | None = None) -> float
 
     PyTorch's target puts 1 - eps + eps/V on the correct token and eps/V on each of the others.
     """
-    vocab = vocab or ASSIGNMENT.tgt_vocab
+    vocab = vocab or NOTES_SIZES.tgt_vocab
     return math.log((1 - smoothing + smoothing / vocab) / (smoothing / vocab))
 
 
@@ -156,7 +156,7 @@ def adam_first_step(seed: int = 0) -> dict:
     return {"move_median": ratio.median().item(), "grad_spread": (q[1] / q[0]).item()}
 
 
-def adam_v_samples(step: int, beta2: float = ASSIGNMENT.betas[1]) -> float:
+def adam_v_samples(step: int, beta2: float = NOTES_SIZES.betas[1]) -> float:
     """How many gradients AdamW's bias-corrected second moment effectively averages after ``step`` steps.
 
     Gradient i of t carries the weight beta2^(t - i); the effective count is (sum of weights)^2 over
@@ -166,11 +166,11 @@ def adam_v_samples(step: int, beta2: float = ASSIGNMENT.betas[1]) -> float:
     return sum(weights) ** 2 / sum(w * w for w in weights)
 
 
-def adam_v_steady(beta2: float = ASSIGNMENT.betas[1]) -> float:
+def adam_v_steady(beta2: float = NOTES_SIZES.betas[1]) -> float:
     return (1 + beta2) / (1 - beta2)
 
 
-def adam_v_settle_step(share: float = 0.95, beta2: float = ASSIGNMENT.betas[1]) -> int:
+def adam_v_settle_step(share: float = 0.95, beta2: float = NOTES_SIZES.betas[1]) -> int:
     """The first step at which the second moment averages ``share`` of its steady-state count of gradients."""
     step = 1
     while adam_v_samples(step, beta2) < share * adam_v_steady(beta2):
@@ -190,18 +190,18 @@ def norm_gains_at_init() -> float:
 
 def lr_factor(step: int, warmup_steps: int | None = None) -> float:
     """The scheduler's factor on the peak learning rate at optimiser step ``step`` (1-based)."""
-    return WarmupInverseSqrt(warmup_steps or ASSIGNMENT.warmup_steps)(step - 1)
+    return WarmupInverseSqrt(warmup_steps or NOTES_SIZES.warmup_steps)(step - 1)
 
 
 # --------------------------------------------------------------------------- a gradient spike into AdamW
 
-def adam_spike(clip: bool, factor: float = 100.0, betas: tuple = ASSIGNMENT.betas, steps: int = 600,
+def adam_spike(clip: bool, factor: float = 100.0, betas: tuple = NOTES_SIZES.betas, steps: int = 600,
                spike_at: int = 100, n: int = 1000, seed: int = 0) -> dict:
     """AdamW (cipherlab's betas, lr 1e-3, no weight decay) on one vector of ``n`` weights.
 
     Every step's gradient is a fixed drift plus noise with a norm of about 0.5, under the clip
     threshold; at step ``spike_at`` it is ``factor`` times larger. With ``clip`` the global norm
-    is clipped at ``ASSIGNMENT.grad_clip`` first, as ``Trainer._step`` does. Returns "sizes", the
+    is clipped at ``NOTES_SIZES.grad_clip`` first, as ``Trainer._step`` does. Returns "sizes", the
     mean |update| / lr of every step; "before", its mean over the 50 steps before the spike;
     "at_spike" and "max_at_spike" (the mean and the largest coordinate's |update| / lr at the
     spike); "damped", how many steps after the spike update by less than 90 % of "before"; "m" and
@@ -218,7 +218,7 @@ def adam_spike(clip: bool, factor: float = 100.0, betas: tuple = ASSIGNMENT.beta
         grad = (drift + torch.randn(n, generator=g)) * (0.5 / math.sqrt(2 * n))  # norm about 0.5
         w.grad = grad * factor if step == spike_at else grad
         if clip:
-            nn.utils.clip_grad_norm_([w], ASSIGNMENT.grad_clip)
+            nn.utils.clip_grad_norm_([w], NOTES_SIZES.grad_clip)
         before = w.detach().clone()
         optimizer.step()
         move = (w.detach() - before).abs() / lr
@@ -271,7 +271,7 @@ def warmup_contrast(wiring: str, depth: int = 12, steps: int = 60, lr: float = 3
     torch.manual_seed(seed)
     head = nn.Linear(SMALL["d_model"], 10)
     params = [*layers.parameters(), *final.parameters(), *head.parameters()]
-    optimizer = torch.optim.AdamW(params, lr=lr, betas=ASSIGNMENT.betas, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(params, lr=lr, betas=NOTES_SIZES.betas, weight_decay=0.0)
     x, y = toy_batch(batch=4, length=16)
     losses = []
     for step in range(steps):
@@ -355,7 +355,7 @@ def random_batches(sizes: list[int], n: int, seed: int = 0) -> list[list[int]]:
     return batches
 
 
-def waste(lengths, token_budget: int = ASSIGNMENT.token_budget, max_batch_size: int = ASSIGNMENT.max_batch_size,
+def waste(lengths, token_budget: int = NOTES_SIZES.token_budget, max_batch_size: int = NOTES_SIZES.max_batch_size,
           seed: int = 0) -> dict:
     """Padding waste of BucketBatchSampler's batches and of random batches of the same sizes."""
     bucketed = BucketBatchSampler(lengths, token_budget, max_batch_size, seed=seed).epoch_batches(0)
