@@ -1,7 +1,7 @@
-"""The one Markdown-table writer of the package (the results chapter).
+"""The one Markdown-table writer of the package.
 
 :func:`cipherlab.pipeline.evaluate.write_table` (``results/<run>/table.md``), :mod:`cipherlab.analysis.ablation`
-(the results chapter's tables) and the ``results/**/make_readme.py`` generators all lay their tables out
+(the ablation tables) and the ``results/**/make_readme.py`` generators all lay their tables out
 with :func:`markdown_table`; :func:`pct`, :func:`pct2` and :func:`num` format their cells. It imports
 nothing of the package, so every stage of the flow may use it.
 """

@@ -1,6 +1,6 @@
-"""The cipher the whole book is about: a repeating-key XOR written out as bits.
+"""The cipher: a repeating-key XOR written out as bits.
 
-The task chapter teaches this module.
+The key is ``KEY`` below.
 
 Character ``c`` at position ``i`` of a line becomes the 8 bits, most significant first, of
 ``ord(c) ^ KEY[i % 8]``.  The key phase restarts at 0 on every line, so the transformation of a

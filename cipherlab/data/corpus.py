@@ -1,6 +1,6 @@
 """From two text files to padded batches: load, verify, split, chunk, bucket, collate.
 
-The task chapter teaches this module (its commands, ``python -m cipherlab
+Its commands (``python -m cipherlab
 data ...``, are :mod:`cipherlab.cli.data`). The order of the steps matters, and each one prevents
 a specific failure:
 

@@ -1,4 +1,4 @@
-"""cipherlab.models: the from-scratch Transformer pieces and the BLT (C5), each taught in a chapter of its own.
+"""cipherlab.models: the from-scratch Transformer pieces and the BLT (C5).
 
     attention    ScaledDotProductAttention, MultiHeadAttention, GroupedQueryAttention, masks, KV cache
     positional   SinusoidalPositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding

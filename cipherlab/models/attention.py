@@ -1,6 +1,6 @@
 """Attention: scaled dot-product attention, multi-head and grouped-query attention.
 
-Taught in the attention chapter and the multi-head attention chapter (with the KV cache). The mask
+The KV cache is ``KVCache`` and ``select_rows`` below. The mask
 convention used everywhere in cipherlab:
 
     masks are bool, True = BLOCKED, and broadcast against the scores (B, H, Lq, Lk).

@@ -1,6 +1,6 @@
 """C5, after the Byte Latent Transformer (Pagnoni et al., 2024): no tokenizer, bytes in and bytes out.
 
-Taught in the book's BLT chapter, which tabulates where C5 departs from the paper: an encoder-decoder,
+Where C5 departs from the paper: an encoder-decoder,
 not a decoder-only LM; order-2 byte counts, not a trained byte LM, for the entropy; no hash
 n-gram embeddings; non-overlapping local windows, not sliding ones; one attention pooling
 after the local layers, not a cross-attention per layer; fixed target patches and a second
@@ -31,8 +31,8 @@ j - 1 (the patches shifted right by one slot); the global decoder's self-attenti
 causal over slots, so g_j depends on input positions 0 .. j * P - 1 and on nothing
 later.  Byte i may know positions 0..i (its own input byte included; its answer is
 byte i + 1), so it may read g_j exactly when j * P - 1 <= i, that is j <= (i + 1) // P.
-This is the formula of the course notes (seed 000 §4.5), and it is right; §7.6 Q5
-derives it from "j * P - 1 < i", which is the stricter j <= i // P, not the same thing.
+The stricter j <= i // P (from "j * P - 1 < i") would hide from byte i a slot it may
+read, one whose last input position is i itself; ``patch_causal_mask`` uses (i + 1) // P.
 
 Slot j = (i + 1) // P can be as large as Lt // P, so the global decoder gets Lt // P + 1
 slots: the start patch and every *complete* patch.  Shifting ceil(Lt / P) patches
@@ -109,10 +109,10 @@ def patch_causal_mask(Lt: int, K: int, patch: int, device=None) -> torch.Tensor:
 
 
 # What the LocalDecoder's second cross-attention reads: the global encoder's source-patch memory
-# (the course notes' design) or the local encoder's source byte states (one vector per cipher
+# (one vector per patch) or the local encoder's source byte states (one vector per cipher
 # byte, at its own position: the alignment of a positional cipher is then a diagonal).
 # cipherlab's default is "bytes": the calibration runs D and F compare the two
-# (results/calibration/calibration.json, the notes-recipe appendix).
+# (results/calibration/calibration.json).
 SOURCE_MEMORIES = ("bytes", "patches")
 
 

@@ -1,4 +1,4 @@
-"""Where the Byte Latent Transformer's patches begin and end (the book's BLT chapter, C5).
+"""Where the Byte Latent Transformer's patches begin and end (C5).
 
 C5 reads the cipher as raw byte values (eight cipher bits -> one value 0..255) and
 groups neighbouring bytes into *patches*; the global Transformer then runs over

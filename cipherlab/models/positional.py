@@ -1,6 +1,6 @@
 """Positional information: sinusoidal, learned and rotary (RoPE) position encodings.
 
-Taught in the positions chapter. Attention alone is permutation-equivariant: shuffle the
+Attention alone is permutation-equivariant: shuffle the
 tokens and the outputs shuffle the same way. These modules make order visible.
 
 - SinusoidalPositionalEncoding (C1, C3, C4; C5's byte and patch positions): a fixed table
@@ -10,7 +10,7 @@ tokens and the outputs shuffle the same way. These modules make order visible.
   self-attention layer (and, with Config.rope_cross_attention, the default, in cross-attention:
   queries at target, keys at source positions), so q.k depends on positions only through their
   difference. The absolute key phase i mod 8 is not in any rotated score: C2 gets it from where
-  the sequences start (BOS under the causal mask, the encoder's edges; the positions chapter).
+  the sequences start (BOS under the causal mask, the encoder's edges).
 
 Sinusoidal and rotary encodings use the same frequencies theta_i = base^(-2i/d).
 """

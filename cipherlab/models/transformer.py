@@ -1,7 +1,7 @@
 """The encoder-decoder Transformer behind configurations C1-C4.
 
-Taught in the training chapter (the normalisation chapter covers the norms and Pre-LN) and used by every
-ablation chapter. Pre-LN layers:
+The norms are ``cipherlab.models.norm``'s; every layer is Pre-LN (Xiong et al., 2020), and each
+configuration builds this class. Pre-LN layers:
 
     EncoderLayer:  x <- x + Dropout(SelfAttn(Norm(x)))
                    x <- x + Dropout(FFN(Norm(x)))

@@ -1,5 +1,5 @@
-"""Codecs: everything between strings and tensors for one configuration (taught in the tokenisation, BLT
-and training chapters).
+"""Codecs: everything between strings and tensors for one configuration: tokenizers, batches,
+models.
 
 A codec turns the cipher and the plaintext into what a model reads and writes, and back:
 
@@ -304,7 +304,7 @@ def build_model(
     C5 (``tokenization="blt"``) needs nothing else: bytes have no vocabulary. C1-C4 take their
     (source, target) vocabulary sizes, padding ids and, for ``bit_embeddings``, each id's byte
     or character code from ``codec``; without a codec, pass ``vocab_sizes`` and ``pad_id``
-    (e.g. bytes on both sides, as the attention chapter does). ``fused_attention=True`` runs every attention
+    (e.g. bytes on both sides). ``fused_attention=True`` runs every attention
     through ``F.scaled_dot_product_attention`` instead of the scratch maths (the same weights and,
     up to float rounding, the same outputs; training on CUDA asks for it,
     :func:`cipherlab.pipeline.train.fused_attention_on`).

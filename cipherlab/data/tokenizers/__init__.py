@@ -1,6 +1,6 @@
 """Tokenisation for cipherlab: BPE from scratch (C1-C4) and the byte path (C5).
 
-The tokenisation chapter teaches this package:
+The package's modules:
 
 - ``bpe``          the merge learner (naive and fast) and ``BPETokenizer``
 - ``pretokenize``  pre-tokenizers (text -> pieces) and units (piece -> base symbols)

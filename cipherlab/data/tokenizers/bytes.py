@@ -1,6 +1,6 @@
 """The byte path of C5 (the Byte Latent Transformer): no vocabulary learning at all.
 
-The tokenisation chapter introduces it and the BLT chapter uses it. Ids 0-255 are byte
+Ids 0-255 are byte
 values, followed by three specials. The source side reads each 8-bit group of the cipher as one
 value (the encrypted byte itself, not the ASCII codes of '0' and '1'); the target side reads each
 plaintext character as its code, which the cipher already requires to be below 256.

@@ -1,9 +1,9 @@
 """The two BPE tokenizers of C1-C4, trained once per corpus and cached, and how they cut the cipher.
 
-The tokenisation chapter teaches this module. The source (cipher) side has two modes:
+The source (cipher) side has three modes:
 
-- ``"bits"``: the course notes' design. The alphabet is {'0', '1'} and merges may run across the
-  8-bit character boundaries of the cipher (§4.1 of the notes calls this the BPE pathology);
+- ``"bits"``: the alphabet is {'0', '1'} and merges may run across the 8-bit character
+  boundaries of the cipher, so a token can hold parts of two characters;
 - ``"bytes"``: the base symbols are the 8-bit groups, so every token covers whole characters;
 - ``"phase"``: the base symbols are the 8-bit groups tagged with their key phase (position mod 8),
   2,048 of them, so a token stands for one plaintext string wherever it occurs.

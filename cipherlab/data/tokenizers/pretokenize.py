@@ -1,8 +1,8 @@
 """How a text becomes base symbols before BPE merges anything.
 
-The tokenisation chapter teaches this module. Two independent choices are made here:
+Two independent choices are made here:
 
-- a **pre-tokenizer** cuts a text into *pieces* (the course notes call them "merge units"). BPE
+- a **pre-tokenizer** cuts a text into *pieces* (also called "merge units"). BPE
   never merges across a piece boundary, and the pieces concatenate back to the text exactly;
 - a **unit** cuts one piece into its *base symbols*, the alphabet BPE starts from, and joins
   token strings back into text.

@@ -1,6 +1,6 @@
 """Byte-pair encoding from scratch: the merge learner, the tokenizer, and its file format.
 
-The tokenisation chapter teaches this package. BPE training in five lines (Sennrich et al., 2016):
+BPE training in five lines (Sennrich et al., 2016):
 start from the base symbols, count every adjacent pair weighted by how often its sequence occurs,
 merge the most frequent pair into one new symbol, update the counts, repeat.
 

@@ -4,7 +4,7 @@
 the positions where its pair occurs and the counts of the pairs next to them, and the best pair comes
 off a heap whose stale entries are corrected as they are popped. :func:`fast_merges` yields exactly the
 merges of :func:`.naive.naive_merges`, in the same order with the same counts (``tests/test_tokenizers.py``
-checks this on hundreds of random corpora); the tokenisation chapter and ``benchmarks/bench_bpe.py`` time the two.
+checks this on hundreds of random corpora); ``benchmarks/bench_bpe.py`` times the two.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The naive BPE learner: the definition, a dozen lines that recount every pair after every merge.
 
-The tokenisation chapter shows these functions as they are. :func:`pair_counts` counts every adjacent pair, overlapping
+:func:`pair_counts` counts every adjacent pair, overlapping
 ones included, weighted by how often its sequence occurs; :func:`best_pair` applies the tie rule (the
 highest count, then the smallest ``(left, right)`` by code point); :func:`merge_symbols` joins each
 occurrence left to right; :func:`naive_merges` repeats the three until no pair is left, O(corpus size)

@@ -137,7 +137,7 @@ class BPETokenizer:
         ``texts`` plus ``<unk>``. Merges continue until there are ``vocab_size`` distinct tokens
         (specials included); the vocabulary is smaller only if the corpus runs out of pairs.
         ``vocab_size=None`` learns no merges at all: the tokens are the base symbols (characters,
-        or whole 8-bit groups), which is what the ``cpu`` preset uses (the results chapter says why).
+        or whole 8-bit groups), which is what the ``cpu`` preset uses.
         """
         _check_choices(pretokenizer, unit)
         if alphabet is not None and UNITS[unit].full_alphabet is not None:
