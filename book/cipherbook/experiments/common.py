@@ -155,6 +155,11 @@ def _shared(what: str, values: set):
     return next(iter(values))
 
 
+def reference_paired() -> tuple[dict, ...]:
+    """McNemar's exact test of C2-C5 against C1 in the reference ablation, seed by seed, on every probe set."""
+    return tuple(paired_rows(reference_runs()))
+
+
 def reference_seeds() -> int:
     return len({seed for _, seed in reference_runs()})
 

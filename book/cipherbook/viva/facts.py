@@ -267,6 +267,8 @@ FACTS["positional"] = {
     "aligned_c1_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "base_exact"),
     "aligned_c2_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "exact"),
     "aligned_c2_alphabet_p": lambda: common.aligned_by_seed("c2", "random_alphabet", "p", ".2g"),
+    "aligned_tests": lambda: len(common.aligned_paired()),
+    "aligned_bonferroni": common.aligned_bonferroni,
 }
 
 
@@ -560,6 +562,10 @@ FACTS["results"] = {
     "res_aligned_c1_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "base_exact"),
     "res_aligned_c2_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "exact"),
     "res_aligned_c2_alphabet_p": lambda: common.aligned_by_seed("c2", "random_alphabet", "p", ".2g"),
+    "res_aligned_tests": lambda: len(common.aligned_paired()),
+    "res_ref_tests": lambda: len(common.reference_paired()),
+    "res_ref_bonferroni": lambda: 0.05 / len(common.reference_paired()),
+    "res_aligned_bonferroni": common.aligned_bonferroni,
     "res_nophase_c5_low_p": lambda: common.nophase_lowest("c5")["p"],
     "res_nophase_c5_low_c1_exact": lambda: common.nophase_lowest("c5")["base_exact"],
     "res_nophase_c5_low_exact": lambda: common.nophase_lowest("c5")["exact"],
