@@ -247,6 +247,15 @@ def main() -> int:
         gains = [(k, e["test_length_aware"]["bit_accuracy"] - e["test_free"]["bit_accuracy"],
                   e["test_length_aware"]["sequence_accuracy"] - e["test_free"]["sequence_accuracy"])
                  for k, e in errors.items() if k.startswith("cpu/")]
+        # the bullet's claims (and results/notes/README.md's), checked on the same predictions: only the bits-mode
+        # models err more late in a chunk, no key phase left unlearned, the missed characters rare in training
+        profile = R.profile_rows(R.load_errors(R.PRIMARY_RUN), [len(line) for line in R.lines_of(cpu["c1"])])
+        late = {r["key"] for r in profile if r["late_z"] > R.SPIKE_Z}
+        assert late == {r["key"] for r in profile if r["key"].startswith(R.ANALYSIS_RUNS[R.BITS_RUN] + "/")}, late
+        assert all(r["phase_ratio"] < 2.5 for r in profile)
+        counts = R.edit_summary(R.edits(R.load_errors(R.PRIMARY_RUN)), R.lines_of(cpu["c1"], "train"),
+                                R.lines_of(cpu["c1"]))
+        assert counts["right_frequency"] < counts["text_frequency"] / 2.5
         if gains:
             w(f"- **Stopping is part of the error.** Length-aware decoding raises bit accuracy by "
               f"{100 * min(g[1] for g in gains):.2f}–{100 * max(g[1] for g in gains):.2f} points for the bytes-mode "
