@@ -185,7 +185,7 @@ EXPLORER_PAGES = [p for p in CHAPTERS if "cipherlab-explorer" in p.read_text(enc
 
 def test_the_explorers_are_on_their_chapters():
     names = {p.name for p in EXPLORER_PAGES}
-    expected = {"02_attention.html", "04_positional.html", "07_blt.html", "12_notes_recipe.html"}
+    expected = {"02_attention.html", "04_positional.html", "07_blt.html"}
     assert expected <= names, f"no explorer on {sorted(expected - names)} (was the book built with its outputs?)"
 
 

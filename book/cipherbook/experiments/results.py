@@ -23,9 +23,9 @@ from cipherlab.base.config import CONFIG_NAMES, TOKENIZATIONS, make_config
 from cipherbook.experiments.common import reference_runs
 from cipherlab.pipeline.metrics import compute_metrics
 from cipherlab.pipeline.record import read_record
-from cipherlab.analysis.ablation import (ANALYSIS_RUNS, BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
-                               REFERENCE_SETS, beam_gains, decoding_gains, exact_difference_stderr, lines_of,
-                               load_beam, load_curve, load_errors, load_generalisation, load_learn_runs,
+from cipherlab.analysis.ablation import (EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
+                               REFERENCE_SETS, beam_gains, exact_difference_stderr, lines_of,
+                               load_beam, load_curve, load_generalisation, load_learn_runs,
                                load_run, mcnemar, metric, paired_rows, rate_difference_stderr,
                                run_path, section)
 
@@ -363,17 +363,6 @@ def generalisation_exact(config: str, text: str) -> float:
 def recipe_bits() -> dict:
     """C1 with the default recipe reading the course notes' bits-mode BPE (results/learn/bits)."""
     return read_record(run_path("learn/bits") / "cipher-c1-bits-seed0.json")
-
-
-@functools.cache
-def aware_gains() -> dict[str, float]:
-    """Bit-accuracy gain (points) of length-aware over free decoding, per errors.json entry."""
-    return {key: pct(gain) for key, gain in decoding_gains(load_errors(RUN), "bit_accuracy").items()}
-
-
-def aware_gain_range(bits: bool, pick=max) -> float:
-    prefix = ANALYSIS_RUNS[BITS_RUN] + "/"
-    return pick(g for key, g in aware_gains().items() if key.startswith(prefix) == bits)
 
 
 # --------------------------------------------------------------------------- the map of runs and the handout's tables

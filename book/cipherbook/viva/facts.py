@@ -544,9 +544,6 @@ FACTS["results"] = {
     "res_recipe_bits_exact": lambda: res.recipe_bits()["sets"]["test_free"]["exact_lines"],
     "res_recipe_bits_lines": lambda: res.recipe_bits()["sets"]["test_free"]["lines"],
     "res_recipe_bits_random_chars": lambda: res.pct(res.recipe_bits()["sets"]["random_letters"]["char_accuracy"]),
-    "res_aware_bits_gain_min": lambda: res.aware_gain_range(True, min),
-    "res_aware_bits_gain_max": lambda: res.aware_gain_range(True, max),
-    "res_aware_bytes_gain_max": lambda: res.aware_gain_range(False, max),
     # the same ablation without the key-phase embedding (results/nophase): paired tests against C1, learning curves
     "res_nophase_runs": lambda: len(common.nophase_runs()),
     "res_nophase_tests": common.nophase_tests,
