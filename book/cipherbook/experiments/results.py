@@ -476,3 +476,52 @@ def assignment_cpu() -> dict[tuple[str, int], dict]:
 def acpu_exact(config: str, seed: int = 0) -> int:
     """Brown test lines a results/assignment-cpu run decoded exactly (greedy, length-aware)."""
     return assignment_cpu()[(config, seed)]["sets"]["test"]["exact_lines"]
+
+
+@functools.cache
+def acpu_paired() -> tuple[dict, ...]:
+    """McNemar's exact test on the Brown test lines of results/assignment-cpu (greedy, length-aware): C1's seed 1
+    against its seed 0 first (how far a seed alone moves C1), then C2-C5 (seed 0) against each seed of C1.
+    Each row: ``base`` and ``other`` (config, seed), lines only ``base`` / only ``other`` decoded, p."""
+    runs = assignment_cpu()
+    lines = {key: r["sets"]["test"]["exact_by_line"] for key, r in runs.items()}
+    pairs = [(("c1", 0), ("c1", 1))] + [(("c1", seed), (c, 0)) for c in CONFIG_NAMES[1:] if (c, 0) in runs
+                                        for seed in (0, 1)]
+    rows = []
+    for base, other in pairs:
+        only_base, only_other, p = mcnemar(lines[base], lines[other])
+        rows.append({"base": base, "other": other, "only_base": only_base, "only_other": only_other, "p": p})
+    return tuple(rows)
+
+
+def acpu_seed_test() -> dict:
+    """The test of C1's seed 1 against its seed 0 (results/assignment-cpu): what a seed alone moves."""
+    return acpu_paired()[0]
+
+
+def acpu_epoch_seed_spread() -> float:
+    """How far C1's two seeds' seconds per epoch lie apart in results/assignment-cpu (the larger over the smaller,
+    minus 1): the same model on the same machine, beside different neighbours."""
+    seconds = [assignment_cpu()[("c1", s)]["seconds_per_epoch"] for s in (0, 1)]
+    return max(seconds) / min(seconds) - 1
+
+
+def bench_repeat_spread() -> float:
+    """The largest gap between two back-to-back timings of the same model on the same lines in decode.json (free and
+    length-aware greedy decoding, nearly the same work), the larger speed over the smaller, minus 1: the noise of
+    one sitting's timings."""
+    return max(max(a, b) / min(a, b) - 1 for a, b in ((bench_lps(c), bench_lps(c, "greedy_length_aware"))
+                                                       for c in decode_benchmark()))
+
+
+def acpu_against_better_c1(config: str) -> dict:
+    """The test of ``config`` (seed 0) against the C1 seed that decoded more test lines (results/assignment-cpu)."""
+    better = max((("c1", s) for s in (0, 1)), key=lambda key: acpu_exact(*key))
+    return next(r for r in acpu_paired() if r["base"] == better and r["other"] == (config, 0))
+
+
+def decode_benchmark_machine() -> str:
+    """The machine decode.json was timed on, as it records it: cores, torch threads, torch."""
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
+    machine = json.loads(path.read_text(encoding="utf-8"))["machine"]
+    return f"{machine['cpu_count']} cores, {machine['torch_threads']} torch thread, torch {machine['torch']}"

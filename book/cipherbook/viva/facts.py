@@ -524,6 +524,14 @@ FACTS["results"] = {
     "res_acpu_perfect": lambda: sum(r["sets"]["test"]["exact_lines"] == r["sets"]["test"]["lines"]
                                     for r in res.assignment_cpu().values()),
     "res_acpu_c5_epoch_ratio": lambda: res.over_c1(res.assignment_cpu(), "seconds_per_epoch")[("c5", 0)],
+    # its paired tests on the Brown test lines: C1's seeds against each other, C2-C5 against each C1 seed
+    "res_acpu_seed_p": lambda: res.acpu_seed_test()["p"],
+    "res_acpu_seed_gap": lambda: abs(res.acpu_exact("c1", 0) - res.acpu_exact("c1", 1)),
+    "res_acpu_c2c5_p_max": lambda: max(r["p"] for r in res.acpu_paired() if r["other"][0] in ("c2", "c5")),
+    "res_acpu_c3c4_p_min": lambda: min(res.acpu_against_better_c1(c)["p"] for c in ("c3", "c4")),
+    # the noise of the timings: C1's seeds' seconds per epoch, two back-to-back decodings of one model (percent)
+    "res_acpu_c1_epoch_spread": lambda: res.pct(res.acpu_epoch_seed_spread()),
+    "res_bench_repeat_spread": lambda: res.pct(res.bench_repeat_spread()),
     **{f"res_ref_{name}_lost": (lambda name=name: common.reference_against_c1(name)["lost"])
        for name in CONFIG_NAMES[1:]},  # lines only C1 decoded, over every probe set and seed
     "res_step_tests": lambda: len(res.recipe_steps()),
@@ -653,10 +661,6 @@ FACTS["results"] = {
     "res_ext_c2_exact": lambda: res.exact_pct("c2", EXTENDED_RUN),
     "res_ext_c5_epochs": lambda: res.records(EXTENDED_RUN)["c5"]["epochs"],
     "res_ext_c2_epochs": lambda: res.records(EXTENDED_RUN)["c2"]["epochs"],
-    "res_c1_bit": lambda: res.bit_pct("c1"),
-    "res_bits_c1_bit": lambda: res.bit_pct("c1", BITS_RUN),
-    "res_seed_c1_bit": lambda: res.pct(reference("seed", "c1", "bit_accuracy")),
-    "res_seed_c5_bit": lambda: res.pct(reference("seed", "c5", "bit_accuracy")),
     # §7.9 Q4: the slot already spent on bits vs bytes
     "res_bytes_bit_min": lambda: min(res.over_c1_c4("bit_accuracy", scale=100)),
     "res_bytes_bit_max": lambda: max(res.over_c1_c4("bit_accuracy", scale=100)),
