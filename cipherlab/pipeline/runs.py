@@ -239,7 +239,7 @@ HEARTBEAT_S = 60.0
 def epoch_bar(name: str, epoch: int, total: int, done: int, show: bool | None) -> tqdm:
     """The progress bar of one epoch's ``total`` batches, ``done`` of them already. ``show`` None: no bar when
     output is not a terminal or a notebook (CI, logs), and none when the environment sets TQDM_DISABLE (tqdm's
-    own switch; the chapters' stored outputs use it)."""
+    own switch; notebooks whose outputs are stored use it)."""
     disable = None if show is None else not show
     if show is None and os.environ.get("TQDM_DISABLE"):
         disable = True
