@@ -17,13 +17,15 @@ from collections import Counter
 from pathlib import Path
 
 from cipherlab.data.cipher import BITS_PER_CHAR, encrypt
-from cipherlab.base.config import make_config
+from cipherlab.base.config import TOKENIZATIONS, make_config
 from cipherlab.data.corpus import load_corpus
 from cipherbook.experiments.common import BITS, SRC_VOCAB
 from cipherlab.analysis.ablation import PRIMARY_RUN, load_run, metric
 from cipherlab.data.tokenizers import (BPETokenizer, apply_merges, boundary_straddle_rate, learn_merges,
                                   split_plaintext)
-from cipherlab.data.tokenizers.pretokenize import Utf8ByteUnit
+from cipherlab.data.tokenizers.cipher_task import TARGET_SETTINGS, aligned_target_ids
+from cipherlab.data.tokenizers.pretokenize import UNITS, Utf8ByteUnit
+from cipherlab.pipeline.codec import fit_codec, merge_texts, select_lines
 
 BYTES = PRIMARY_RUN  # the reference run: C1 reads whole cipher bytes, no merges (BITS: the same with bits-mode BPE)
 BENCHMARK_FILE = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "bpe.json"
@@ -211,6 +213,62 @@ def segmentation_disagreements() -> tuple[int, int, tuple]:
     differ = [(p, tuple(tok.tokenize(p)), tuple(longest_match(tok, p))) for p in pieces
               if tok.tokenize(p) != longest_match(tok, p)]
     return len(differ), len(pieces), tuple(differ[:8])
+
+
+# --------------------------------------------------------------------------- the three tokenisations
+
+OPENING_LINE = 0  # the validation line the chapter opens with
+SHOWN_CHARS = 6  # how many of its characters the opening cell draws
+
+
+@functools.lru_cache(maxsize=None)
+def tokenizers(name: str) -> tuple[BPETokenizer, BPETokenizer]:
+    """(source, target) tokenizers of ``TOKENIZATIONS[name]`` as ``train --preset assignment --tokens NAME``
+    learns them from the training split (``fit_codec``), except that "notes" takes the chapter's small bits BPE
+    (SMALL_CIPHER_LINES lines: the full one takes a minute) beside its full-size target BPE."""
+    config = make_config("c1", "assignment", **TOKENIZATIONS[name])
+    if name == "notes":
+        plain, _ = corpus().lines("train")
+        return small_cipher_tokenizer("bits"), BPETokenizer.train(plain, config.tgt_vocab, **TARGET_SETTINGS)
+    codec = fit_codec(config, select_lines(corpus(), config))
+    return codec.src, codec.tgt
+
+
+def opening_line() -> tuple[str, str]:
+    """(plaintext, cipher bits) of the validation line the chapter opens with."""
+    plain, cipher = corpus().lines("val")
+    return plain[OPENING_LINE], cipher[OPENING_LINE]
+
+
+def cut(name: str, plain: str, cipher: str) -> tuple[list[str], list[str]]:
+    """(source tokens as cipher bits, target tokens as text) of one line under ``TOKENIZATIONS[name]``; the
+    aligned target is cut where the source is (``aligned_target_ids``), the others by their own tokenizer."""
+    src, tgt = tokenizers(name)
+    ids = src.encode(cipher)
+    targets = aligned_target_ids(src, tgt, ids, plain) if src.unit == "byte8-phase" else tgt.encode(plain)
+    return [UNITS[src.unit].join([src.token(i)]) for i in ids], [tgt.decode([i]) for i in targets]
+
+
+def show_cut(tokens: list[str], chars: int = SHOWN_CHARS, bits: bool = True) -> str:
+    """The tokens covering the first ``chars`` characters, ' | ' between tokens; for bit tokens a '·' marks
+    each character boundary (every 8 bits) that falls inside a token."""
+    width = BITS_PER_CHAR if bits else 1
+    shown, start = [], 0
+    for token in tokens:
+        if start >= chars * width:
+            shown.append("...")
+            break
+        shown.append("".join("·" * (bits and k > 0 and (start + k) % width == 0) + s for k, s in enumerate(token))
+                     if bits else repr(token))
+        start += len(token)
+    return " | ".join(shown)
+
+
+@functools.lru_cache(maxsize=1)
+def aligned_texts() -> tuple[list[str], list[str], str]:
+    """(plaintexts, ciphers, description) of the training chunks the aligned BPE learns its merges from."""
+    config = make_config("c1", "assignment")
+    return merge_texts(config, select_lines(corpus(), config))
 
 
 # --------------------------------------------------------------------------- the benchmark
