@@ -530,7 +530,7 @@ def _add_source_mode(p: argparse.ArgumentParser) -> None:
         help="C1-C4's whole tokenisation (cipherlab/base/config.py TOKENIZATIONS): 'aligned' (the assignment "
         "preset's: BPE over phase-tagged cipher bytes, target tokens the plaintext of the source's), 'notes' "
         "(the course notes' 1024/8000 BPE over bits, no Brown test line exact at the cpu sizes "
-        "in 4 epochs: results/merges) or 'chars' (no merges: the cpu preset's); default: the preset's",
+        "in a few epochs: results/merges) or 'chars' (no merges: the cpu preset's); default: the preset's",
     )
 
 
