@@ -435,6 +435,7 @@ FACTS["blt"] = {
     "c5_over_c1_assignment_preset": lambda: res.assignment_cpu()[("c5", 0)]["params"] / res.assignment_cpu()[("c1", 0)]["params"],
     "window_cpu": lambda: make_config("c5", "cpu").blt_window,
     "chunk_chars_cpu": lambda: make_config("c5", "cpu").chunk_chars,
+    "chunk_chars_assignment": lambda: blt.SETTINGS.chunk_chars,
 }
 
 
