@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cipherlab.base.config import (COMPONENTS, CONFIG_NAMES, ONSET_STEP, PRESETS, RECIPES, TOKENIZATIONS, Config,
+from cipherlab.base.config import (COMPONENTS, CONFIG_NAMES, ONSET_STEP, PRESETS, TOKENIZATIONS, Config,
                                    ConfigError, config_from_dict, make_config)
 
 

@@ -191,9 +191,9 @@ def check_whole(path: Path, stored: str, actual: str, fix: str) -> None:
                               f"damaged byte, or another model's configuration); {fix}")
 
 
-def check_current(path: Path, config) -> None:
+def check_current(path: Path, config: dict) -> None:
     """Refuse a file whose configuration lacks a :class:`Config` field: an older cipherlab wrote it."""
-    missing = lacking_fields(config) if isinstance(config, dict) else []
+    missing = lacking_fields(config)
     if missing:
         raise CheckpointError(older(path, f"its configuration has no {', '.join(missing)}"))
 
