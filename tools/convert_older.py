@@ -28,8 +28,9 @@ from safetensors.torch import save_file  # noqa: E402
 
 from cipherlab.base.config import config_from_dict  # noqa: E402
 from cipherlab.base.files import write_atomic  # noqa: E402
-from cipherlab.pipeline.checkpoint import (CHECKPOINT_FORMAT, EXPORT_FORMAT, export_sha256, load_checkpoint,  # noqa: E402
-                                           payload_tensors, read_export, save_checkpoint, tensors_sha256)
+from cipherlab.pipeline.checkpoint import (CHECKPOINT_FORMAT, EXPORT_FORMAT, export_sha256,  # noqa: E402
+                                           load_checkpoint, payload_sha256, payload_tensors, read_export,
+                                           save_checkpoint, tensors_sha256)
 from cipherlab.pipeline.record import RECORD_FIELDS, SCHEMA, check_record  # noqa: E402
 
 # What a configuration stored before Config's defaults became make_config("c1")'s meant by a field it lacks: the
@@ -69,8 +70,9 @@ def convert_export(path: Path) -> bool:
     if metadata.get("format") != EXPORT_FORMAT:
         raise ValueError(f"not a cipherlab model export (format {metadata.get('format')!r})")
     digest = tensors_sha256(tensors)
-    if metadata.get("sha256", digest) != digest:
-        raise ValueError("its tensors do not match their checksum: the file is damaged; export it again")
+    whole = export_sha256({key: value for key, value in metadata.items() if key != "model_sha256"}, digest)
+    if metadata.get("sha256", digest) != digest or metadata.get("model_sha256", whole) != whole:
+        raise ValueError("it does not match its checksums: the file is damaged; copy or export it again")
     config = full_config(json.loads(metadata["config"]))
     if "model_sha256" in metadata and json.loads(metadata["config"]) == config:
         return False
@@ -88,8 +90,9 @@ def convert_checkpoint(path: Path) -> bool:
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"not a cipherlab checkpoint (format {CHECKPOINT_FORMAT!r})")
     stored, whole = payload.pop("sha256", None), payload.pop("model_sha256", None)
-    if stored is not None and stored != tensors_sha256(payload_tensors(payload)):
-        raise ValueError("its tensors do not match their checksum: the file is damaged")
+    digest = tensors_sha256(payload_tensors(payload))
+    if stored not in (None, digest) or whole not in (None, payload_sha256(payload, digest)):
+        raise ValueError("it does not match its checksums: the file is damaged; copy it again")
     config = full_config(payload["config"])
     if whole is not None and payload["config"] == config:
         return False
@@ -126,7 +129,7 @@ def _record_layout(record: dict, path: Path) -> tuple[dict, str | None]:
     elif all(key in record for key in RECORD_FIELDS if key != "schema"):
         return {"schema": SCHEMA, **record}, "schema field added"
     else:
-        raise ValueError("not a run record of any layout cipherlab wrote")
+        raise ValueError("not a run record of any layout cipherlab wrote (no schema, test or brown_test)")
     new = {key: record.get(key) for key in RECORD_FIELDS} | {
         "schema": SCHEMA, "recipe": record.get("recipe") or config.recipe, "seed": record.get("seed", config.seed),
         "recipe_caveats": record.get("recipe_caveats", []), "sets": sets, **extra}
@@ -136,8 +139,8 @@ def _record_layout(record: dict, path: Path) -> tuple[dict, str | None]:
 
 def convert_record(path: Path) -> bool:
     record = json.loads(path.read_text(encoding="utf-8-sig"))
-    if not isinstance(record, dict):
-        raise ValueError("not a run record (a JSON object)")
+    if not isinstance(record, dict) or not isinstance(record.get("hyperparameters"), dict):
+        raise ValueError("not a run record of any layout cipherlab wrote (it has no hyperparameters)")
     record, layout = _record_layout(record, path)
     hyper = full_config(record["hyperparameters"])
     notes = [layout] if layout else []
@@ -165,7 +168,7 @@ def convert(path: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     paths = [Path(p) for p in (sys.argv[1:] if argv is None else argv)]
     if not paths:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        print("usage: python tools/convert_older.py FILE ... (model exports, checkpoints, run records)", file=sys.stderr)
         return 2
     for path in paths:
         try:

@@ -22,8 +22,8 @@ the results chapter's main table cell for cell.
 
 Nothing is written inside the repository's committed ``results/`` folder, nor into a folder that is not
 empty unless ``--force`` is given. Bad input (a missing or empty folder, records of runs that cannot be
-compared, a broken record or one an older cipherlab wrote, a prediction file of the wrong length) stops the command
-with one line that names the file and the fix (:func:`cipherlab.base.errors.run_command`).
+compared, a broken record or one an older cipherlab wrote, a prediction file of the wrong length) stops the
+command with one line that names the file and the fix (:func:`cipherlab.base.errors.run_command`).
 """
 
 from __future__ import annotations
