@@ -8,6 +8,7 @@ models that left the tree are named where they went.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -18,9 +19,8 @@ import torch
 from safetensors import safe_open
 
 from cipherlab.pipeline.checkpoint import EXPORT_FORMAT, CheckpointError, export_checkpoint, load_trained
-from cipherlab.pipeline.integrity import _WHOLE_BY_TENSORS
 from cipherlab.pipeline.codec import select_lines
-from cipherlab.base.config import CONFIG_NAMES, config_from_dict, make_config
+from cipherlab.base.config import CONFIG_NAMES, Config, config_from_dict, make_config
 from cipherlab.data.corpus import load_corpus
 from cipherlab.pipeline.decode import decrypt_lines
 from cipherlab.pipeline.metrics import bit_accuracy
@@ -83,23 +83,18 @@ def test_a_file_that_is_not_an_export_is_refused_by_name(tmp_path):
         export_checkpoint(tmp_path / "best.pt", tmp_path / "model.bin")
 
 
-def test_the_committed_models_are_the_reference_and_the_aligned_ones_each_with_its_recorded_checksum():
+def test_the_committed_models_are_the_reference_and_the_aligned_ones_each_with_its_whole_model_checksum():
     """Only the reference models, the aligned-BPE ablation's and the CPU-trained assignment models are
-    committed; cipherlab records the whole-model checksum of each older one (and of no other file), and
-    the assignment models carry theirs."""
+    committed, each carrying both checksums and every configuration field."""
     found = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "results").rglob("*.safetensors"))
-    legacy = sorted([f"results/aligned/c{k}.safetensors" for k in range(1, 5)]
-                    + [f"results/checkpoints/{name}.safetensors" for name in CONFIG_NAMES])
-    carrying = [f"results/assignment-cpu/checkpoints/{name}.safetensors" for name in CONFIG_NAMES]
-    assert found == sorted(legacy + carrying)
-    digests = []
-    for path in legacy:
+    assert found == sorted([f"results/aligned/c{k}.safetensors" for k in range(1, 5)]
+                           + [f"results/checkpoints/{name}.safetensors" for name in CONFIG_NAMES]
+                           + [f"results/assignment-cpu/checkpoints/{name}.safetensors" for name in CONFIG_NAMES])
+    fields = {f.name for f in dataclasses.fields(Config)} | {"recipe"}
+    for path in found:
         with safe_open(str(ROOT / path), framework="pt") as f:
-            digests.append(f.metadata()["sha256"])
-    assert sorted(digests) == sorted(_WHOLE_BY_TENSORS)
-    for path in carrying:  # exported since files carry their whole-model checksum themselves
-        with safe_open(str(ROOT / path), framework="pt") as f:
-            assert f.metadata()["model_sha256"] and f.metadata()["sha256"] not in _WHOLE_BY_TENSORS
+            metadata = f.metadata()
+        assert metadata["sha256"] and metadata["model_sha256"] and set(json.loads(metadata["config"])) == fields
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
@@ -153,29 +148,45 @@ def test_the_kept_samples_of_the_course_notes_models_are_of_the_test_lines_the_s
         assert len(kept["test_lines"]) == 30 and kept["doctor"]["checkpoint"]["config"] == name
 
 
-def test_an_old_checkpoint_without_some_fields_exports_every_field_with_its_legacy_value(sample_dir, tmp_path):
-    """A checkpoint written before some Config fields existed (or before the defaults became
-    make_config("c1")'s) loads, resumes and exports with those fields' LEGACY_DEFAULTS values; the export
-    writes every field, so it no longer depends on any default."""
-    import dataclasses
-
-    from cipherlab.base.config import LEGACY_DEFAULTS, Config
+def test_an_old_checkpoint_is_refused_in_one_line_and_the_converter_gives_its_fields_the_values_it_meant(
+        sample_dir, tmp_path, capsys):
+    """A checkpoint written before some Config fields existed (or before the defaults became make_config("c1")'s)
+    is refused with one line naming tools/convert_older.py; the converter writes each field it lacks with the
+    value the file meant (the defaults of its time, not today's), the weights as they were; it then loads,
+    resumes and exports as the run it was."""
     from cipherlab.pipeline.checkpoint import load_checkpoint, save_checkpoint
 
     config = make_config("c1", "smoke", max_epochs=1)
     run = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu")
     payload = load_checkpoint(run.best_checkpoint)
-    lacking = ("target_tokens", "merges_on", "bpe_dropout", "substitution", "augment_val", "eval_every")
-    assert all(getattr(config, f) == LEGACY_DEFAULTS[f] for f in lacking)  # what the old file meant
-    assert any(getattr(Config(), f) != LEGACY_DEFAULTS[f] for f in lacking)  # ... which is not today's default
+    lacking = ("target_tokens", "merges_on", "bpe_dropout", "substitution", "augment_val", "eval_every",
+               "onset_step", "onset_accuracy")
+    assert any(getattr(Config(), f) != getattr(config, f) for f in lacking)  # the old value is not today's default
     payload["config"] = {k: v for k, v in payload["config"].items() if k not in lacking}
     old = tmp_path / "old.pt"
     save_checkpoint(old, payload)
+    with pytest.raises(CheckpointError, match=rf"^{old}: written by an older cipherlab \(its configuration has no "
+                                              rf"target_tokens, .*\); convert it with python tools/convert_older\.py "
+                                              rf"{old}$"):
+        load_trained(old, "cpu")
+    converter = _converter()
+    assert converter.main([str(old)]) == 0 and converter.main([str(old)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{old}: converted", f"{old}: already in the current layout"]
+    converted = load_checkpoint(old, config=config)  # resumes with the same configuration
+    assert all(torch.equal(converted["model"][k], v) for k, v in payload["model"].items())
     assert load_trained(old, "cpu")[2] == config
-    load_checkpoint(old, config=config)  # resumes with the same configuration
     with pytest.raises(CheckpointError, match="bpe_dropout: 0.0 in the checkpoint, 0.1 now"):
         load_checkpoint(old, config=dataclasses.replace(config, bpe_dropout=0.1))
     out = export_checkpoint(old, tmp_path / "old.safetensors")
     with safe_open(str(out), framework="pt") as f:
         stored = json.loads(f.metadata()["config"])
     assert set(stored) >= {f.name for f in dataclasses.fields(Config)} and load_trained(out, "cpu")[2] == config
+
+
+def _converter():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("convert_older", ROOT / "tools" / "convert_older.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

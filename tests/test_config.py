@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cipherlab.base.config import (ADDED_LATER, COMPONENTS, CONFIG_NAMES, LEGACY_DEFAULTS, ONSET_STEP, PRESETS, RECIPES,
-                                   TOKENIZATIONS, Config, ConfigError, config_from_dict, make_config)
-from stored_configs import SNAPSHOT, filled_in, stored_configurations  # tests/ is on sys.path under pytest
+from cipherlab.base.config import (COMPONENTS, CONFIG_NAMES, ONSET_STEP, PRESETS, TOKENIZATIONS, Config,
+                                   ConfigError, config_from_dict, make_config)
 
 
 def differing_fields(a: Config, b: Config) -> set[str]:
@@ -144,61 +143,44 @@ def test_config_is_make_config_c1_with_its_recipe_and_tokenisation():
     assert Config().recipe == "cipher" and Config().to_dict()["recipe"] == "cipher"
 
 
-def test_legacy_defaults_are_the_old_config_the_course_notes_c1():
-    """LEGACY_DEFAULTS is what Config() was before its defaults became make_config("c1")'s: C1 at the
-    assignment's sizes with the course notes' BPE over bits and the notes' recipe."""
-    # the assignment preset as it was then: the notes' schedule too (chunks, learning rate, batch, warm-up)
-    old = make_config("c1", "assignment", recipe="notes", **TOKENIZATIONS["notes"], chunk_chars=256, lr=3e-4,
-                      token_budget=8192, warmup_steps=1000, onset_step=None)
-    assert config_from_dict(dict(LEGACY_DEFAULTS)) == old and config_from_dict({}) == old
-    assert {k: v for k, v in dataclasses.asdict(old).items() if k in LEGACY_DEFAULTS} == dict(LEGACY_DEFAULTS)
-    assert set(LEGACY_DEFAULTS) <= {f.name for f in dataclasses.fields(Config)}
-    later = {f.name for f in dataclasses.fields(Config) if f.name not in LEGACY_DEFAULTS}
-    assert later == {"onset_step", "onset_accuracy"}  # added since; older files meant no onset check
-    assert config_from_dict({}).onset_step is None and set(ADDED_LATER) <= later
-    with pytest.raises(TypeError):
-        LEGACY_DEFAULTS["select_on"] = "val_accuracy"  # written once
-
-
-@pytest.mark.parametrize("preset", list(PRESETS))
-@pytest.mark.parametrize("recipe", list(RECIPES))
-def test_make_config_takes_no_field_whose_default_changed_from_the_dataclass(preset, recipe):
-    """Every field whose default is no longer LEGACY_DEFAULTS' is set by each preset or each recipe, so
-    make_config builds what it built before the defaults changed."""
-    changed = {f.name for f in dataclasses.fields(Config) if f.name in LEGACY_DEFAULTS
-               and getattr(Config(), f.name) != LEGACY_DEFAULTS[f.name]}
-    schedule = {"chunk_chars", "lr", "token_budget", "warmup_steps"}  # the assignment preset's measured schedule
-    assert changed == {*TOKENIZATIONS["aligned"], *RECIPES["cipher"], *schedule} - {"substitution"}
-    assert changed <= {*PRESETS[preset], *RECIPES[recipe]}
-
-
-def test_a_stored_configuration_that_lacks_a_field_takes_its_legacy_value_not_todays_default():
+def test_a_stored_configuration_that_lacks_a_field_is_refused_naming_the_converter():
+    """No field is left to a default: a file an older cipherlab wrote meant the defaults of its time, not today's."""
     stored = make_config("c2", "cpu", recipe="notes").to_dict()
-    recipe_fields = set(RECIPES["notes"])
-    older = {k: v for k, v in stored.items() if k not in recipe_fields and k != "recipe"}  # written before the recipe
-    assert config_from_dict(older) == config_from_dict(stored) and config_from_dict(older).recipe == "notes"
-    assert config_from_dict(older) == config_from_dict({**LEGACY_DEFAULTS, **older})
+    assert config_from_dict(stored) == make_config("c2", "cpu", recipe="notes")
+    assert config_from_dict({k: v for k, v in stored.items() if k != "recipe"}) == config_from_dict(stored)
+    with pytest.raises(ConfigError, match=r"written by an older cipherlab \(no select_on, onset_step\); convert its "
+                                          r"file with python tools/convert_older\.py"):
+        config_from_dict({k: v for k, v in stored.items() if k not in ("select_on", "onset_step")})
 
 
-def test_every_stored_configuration_under_results_loads_as_it_did_before_the_defaults_changed():
-    """Each committed model file and results record loads with the configuration it loaded with before
-    Config's defaults changed: its stored fields as stored, and each field it lacks with the value recorded
-    in tests/stored_configs.json (written by tests/stored_configs.py on the code before the change; its
-    docstring says when to regenerate it)."""
-    snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
-    stored = stored_configurations()
-    assert sorted(stored) == sorted(snapshot), "a file under results/ came or went: regenerate the snapshot"
-    assert any(snapshot.values())  # some files do lack fields (the records of results/notes lack a dozen)
+def _stored_configurations() -> dict[str, dict]:
+    """{place: stored configuration} of every committed model file and results record (and the kept
+    configurations of probes.json, whose models left the tree)."""
+    from cipherlab.pipeline.checkpoint import read_payload
+
+    root = Path(__file__).resolve().parents[1]
+    found = {p.relative_to(root).as_posix(): read_payload(p)["config"]
+             for p in sorted([*(root / "results").rglob("*.safetensors"), *(root / "results").rglob("*.pt")])}
+    for path in sorted((root / "results").rglob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("hyperparameters"), dict):
+            found[f"{path.relative_to(root).as_posix()}:hyperparameters"] = data["hyperparameters"]
+        for name, kept in (data.get("models") or {}).items() if isinstance(data, dict) else ():
+            if isinstance(kept, dict) and isinstance(kept.get("config"), dict):
+                found[f"{path.relative_to(root).as_posix()}:{name}"] = kept["config"]
+    return found
+
+
+def test_every_stored_configuration_under_results_stores_every_field_and_its_recipe():
+    """Each committed model file and results record stores every Config field (none is left to a default) and
+    the name of the recipe its fields make, and reads back as exactly what it stores."""
+    stored = _stored_configurations()
+    assert len(stored) >= 120 and sum(":" not in place for place in stored) >= 14
+    fields = {f.name for f in dataclasses.fields(Config)}
     for place, values in stored.items():
+        assert set(values) == fields | {"recipe"}, place
         config = config_from_dict(values)
-        assert {k: v for k, v in config.to_dict().items() if k in values} == \
-            {k: tuple(v) if k == "betas" else v for k, v in values.items()}, place
-        filled = filled_in(values)
-        # fields added after the snapshot: every stored file predates them and reads as "no onset check"
-        added = {k: filled.pop(k) for k in ("onset_step", "onset_accuracy") if k in filled}
-        assert filled == snapshot[place], place
-        assert added.get("onset_step") is None, place
-        assert config == config_from_dict({**LEGACY_DEFAULTS, **values}), place
+        assert json.loads(json.dumps(config.to_dict())) == values, place
 
 
 def test_the_assignment_presets_onset_step_is_twice_the_latest_measured_onset():

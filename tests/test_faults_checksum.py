@@ -119,12 +119,12 @@ def test_an_export_with_another_configurations_metadata_is_refused(tiny, tmp_pat
 
 
 def test_a_committed_model_with_another_models_configuration_is_refused(tmp_path):
-    """The committed exports predate the whole-model checksum; theirs are recorded in cipherlab."""
+    """The committed exports carry their whole-model checksum (converted once by tools/convert_older.py)."""
     with safe_open(str(COMMITTED_C2), framework="pt") as f:
         c2_config = f.metadata()["config"]
     bad = tmp_path / "c1.safetensors"
     meta = _rewrite_export(COMMITTED_C1, bad, config=c2_config)
-    assert "model_sha256" not in meta  # the old form: tensors' checksum only
+    assert meta["model_sha256"]
     with pytest.raises(CheckpointError, match="configuration or tokenizers do not match the checksum"):
         load_trained(bad, "cpu")
 
@@ -135,16 +135,32 @@ def test_the_committed_models_load_checked_without_a_note(capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_an_older_export_of_ones_own_loads_on_its_tensors_checksum_with_a_note(tiny, tmp_path, capsys):
+def test_an_older_export_is_refused_in_one_line_and_the_converter_makes_it_load_as_it_was(tiny, tmp_path, capsys):
+    """An export written before the whole-model checksum (or before some configuration fields existed): one line
+    naming tools/convert_older.py; converted, it is the same model with both checksums."""
+    import importlib.util
+
     old = tmp_path / "old.safetensors"
     with safe_open(str(tiny["export"]), framework="pt") as f:
         meta = {key: value for key, value in f.metadata().items() if key != "model_sha256"}
         tensors = {key: f.get_tensor(key) for key in f.keys()}
+    meta["config"] = json.dumps({k: v for k, v in json.loads(meta["config"]).items() if k != "onset_accuracy"})
     save_file(tensors, str(old), metadata=meta)
-    load_trained(old, "cpu")
-    load_trained(old, "cpu")
-    err = capsys.readouterr().err
-    _one_line(err, f"{old} was written by an older cipherlab: its checksum covers its tensors")
+    assert main(["decrypt", "--checkpoint", str(old), encrypt("a plain line")]) == 1
+    _one_line(capsys.readouterr().err, f"{old}: written by an older cipherlab (no checksum over the whole model); "
+                                       f"convert it with python tools/convert_older.py {old}")
+    spec = importlib.util.spec_from_file_location("convert_older", ROOT / "tools" / "convert_older.py")
+    converter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(converter)
+    assert converter.main([str(old)]) == 0
+    with safe_open(str(old), framework="pt") as f:
+        assert f.metadata()["model_sha256"] and all(torch.equal(f.get_tensor(k), t) for k, t in tensors.items())
+    assert load_trained(old, "cpu")[2] == load_trained(tiny["export"], "cpu")[2]
+    capsys.readouterr()
+    assert main(["decrypt", "--checkpoint", str(old), encrypt("a plain line")]) == 0
+    assert main(["decrypt", "--checkpoint", str(tiny["export"]), encrypt("a plain line")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == out[1]
 
 
 def _crafted_export(tiny, tmp_path: Path, **changes) -> Path:

@@ -3,8 +3,8 @@ readers open without complaint, but whose metadata, tensors, pickle or records w
 
 Every case, through :func:`load_trained` and the ``decrypt`` (or ``evaluate``) command, ends in one clean line
 naming the file (a :class:`CheckpointError`; exit 1, one line on stderr, no traceback, no "unexpected ... (a
-bug in cipherlab)") -- or, where the change left the model as it was (a dropped ``model_sha256``: an older
-file's form, with a note), the same model and the same decryption. Never a different model without a word.
+bug in cipherlab)") -- or, where the change left the model as it was, the same model and the same decryption.
+Never a different model without a word.
 
 Each fault class is one ``kind`` below; Hypothesis draws where and how. ``crafted``: the checksums are made
 again to fit the change (a file changed on purpose); such a file may load as the other model it now is, but

@@ -193,7 +193,7 @@ def test_report_refuses_a_record_whose_lines_contradict_its_totals(trained, tmp_
         read_record(path)
 
 
-def test_report_advice_for_a_newer_schema_is_to_update_not_to_migrate(trained, tmp_path):
+def test_report_advice_for_a_newer_schema_is_to_update_not_to_convert(trained, tmp_path):
 
     from cipherlab.pipeline.record import SCHEMA, read_record
 
@@ -203,15 +203,16 @@ def test_report_advice_for_a_newer_schema_is_to_update_not_to_migrate(trained, t
     path.write_text(json.dumps(record), encoding="utf-8")
     with pytest.raises(ValueError, match="written by a newer cipherlab") as e:
         read_record(path)
-    assert "migrate_records" not in str(e.value) and SCHEMA in str(e.value)
-    older = {"config": "c1", "components": {}, "test": {"lines": 1}}  # the train layout migrate_records converts
+    assert "convert" not in str(e.value) and SCHEMA in str(e.value)
+    older = {"config": "c1", "components": {}, "test": {"lines": 1}}  # the train layout of an older cipherlab
     path.write_text(json.dumps(older), encoding="utf-8")
-    with pytest.raises(ValueError, match=rf"migrate_records.py --write {path}"):
+    with pytest.raises(ValueError, match=rf"^{path}: written by an older cipherlab \(no schema field.*\); convert "
+                                         rf"it with python tools/convert_older\.py {path}$"):
         read_record(path)
     path.write_text(json.dumps({"schema": "someone-else/1"}), encoding="utf-8")
-    with pytest.raises(ValueError, match="nor an older layout cipherlab can convert; move it out") as e:
+    with pytest.raises(ValueError, match="not a cipherlab-record/1 record; move it out of the folder$") as e:
         read_record(path)
-    assert "migrate_records" not in str(e.value)
+    assert "convert" not in str(e.value)
 
 
 SETTINGS = [  # (--set FIELD=VALUE, words of the range the one line must give)

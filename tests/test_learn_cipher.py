@@ -1,6 +1,8 @@
 """Learning the cipher rather than the corpus: phase-preserving shuffles and bit-factored embeddings."""
 
+import json
 import random
+from pathlib import Path
 
 import torch
 from hypothesis import given, settings
@@ -165,10 +167,16 @@ def test_every_preset_gives_the_recipe_and_notes_is_one_argument_away():
             assert config_from_dict(config.to_dict()) == config and config.to_dict()["recipe"] == "cipher"
     assert make_config("c1", "cpu", case_flip=0.25).recipe == "custom"
     assert make_config("c1", "cpu", recipe="notes").run_name == "cpu-notes" and make_config("c1", "cpu").run_name == "cpu"
-    # a record written before recipes existed (no "recipe" key) names the recipe its fields make
+    # a configuration without the "recipe" key names the recipe its fields make; the first recipe that learned
+    # the cipher keeps its name, as the committed records of results/learn/ablation are of it
     old = make_config("c2", "cpu", recipe="shuffles").to_dict()
-    old.pop("recipe"), old.pop("case_flip"), old.pop("source_eos")
+    old.pop("recipe")
     assert recipe_of(config_from_dict(old)) == "shuffles" and set(RECIPES) == {"cipher", "shuffles", "notes"}
+    ablation = sorted((Path(__file__).resolve().parents[1] / "results" / "learn" / "ablation").glob("c*-seed*.json"))
+    assert len(ablation) == 10
+    for path in ablation:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        assert record["recipe"] == config_from_dict(record["hyperparameters"]).recipe == "shuffles", path
 
 
 def test_the_bits_mode_bpe_says_what_of_the_recipe_it_cannot_take():

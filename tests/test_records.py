@@ -1,4 +1,5 @@
-"""One record layout for every run (cipherlab.pipeline.record) and the conversion of the two older ones."""
+"""One record layout for every run (cipherlab.pipeline.record) and the conversion of the older ones
+(tools/convert_older.py)."""
 
 from __future__ import annotations
 
@@ -14,28 +15,28 @@ from cipherbook.viva import REPO_ROOT
 RESULTS = REPO_ROOT / "results"
 
 
-def _migrate():
-    spec = importlib.util.spec_from_file_location("migrate_records", RESULTS / "migrate_records.py")
+def _converter():
+    spec = importlib.util.spec_from_file_location("convert_older", REPO_ROOT / "tools" / "convert_older.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def _committed_records():
-    migrate = _migrate()
-    found = {}
+def _committed_records() -> list:
+    """Every JSON file under results/ that is a run record of any layout (it has hyperparameters, or a
+    test set)."""
+    found = []
     for path in sorted(RESULTS.rglob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
-        kind = migrate.layout(data)
-        if kind is not None:
-            found[path] = kind
+        if isinstance(data, dict) and any(isinstance(data.get(k), dict) for k in ("hyperparameters", "test",
+                                                                                  "brown_test")):
+            found.append(path)
     return found
 
 
 def test_every_committed_run_record_is_in_the_one_layout_and_reads():
     found = _committed_records()
     assert len(found) >= 100  # reference, learn, aligned, merges, nophase, recipe, notes, smoke
-    assert set(found.values()) == {"record"}, [str(p) for p, kind in found.items() if kind != "record"]
     for path in found:
         record = read_record(path)
         assert list(record)[: len(RECORD_FIELDS)] == list(RECORD_FIELDS), path
@@ -85,7 +86,8 @@ def test_a_made_record_has_every_field_and_checks():
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda r: r.pop("schema"), "x.json: no schema field, not a cipherlab-record/1 record; convert it with"),
+    (lambda r: r.pop("schema"), r"x.json: written by an older cipherlab \(no schema field, not a cipherlab-record/1 "
+                                r"record\); convert it with python tools/convert_older.py x.json"),
     (lambda r: r.update(schema="cipherlab-record/0"), "x.json: schema 'cipherlab-record/0'"),
     (lambda r: r.pop("versions"), r"x.json: missing field\(s\) versions"),
     (lambda r: r.update(sets={}), "x.json: 'sets' holds no decrypted set"),
@@ -109,9 +111,12 @@ def test_a_file_that_is_not_json_is_one_line_naming_it(tmp_path):
         read_record(path)
 
 
-def test_both_older_layouts_convert_into_the_one_record_and_a_second_run_changes_nothing(tmp_path):
-    migrate = _migrate()
+def test_both_older_layouts_convert_into_the_one_record_and_a_second_run_changes_nothing(tmp_path, capsys):
+    """Each is refused with one line naming the converter, which converts it (its hyperparameters, written before
+    some fields existed, given the values they meant then)."""
+    converter = _converter()
     made = _record()
+    old_hyper = {k: v for k, v in made["hyperparameters"].items() if k not in ("onset_step", "onset_accuracy")}
     versions = made["versions"]
     train = {"config": "c2", "preset": "smoke", "components": made["components"], "source_mode": "bytes",
              "test": {k: v for k, v in made["sets"]["test"].items() if k not in ("decoding", "char_accuracy",
@@ -119,17 +124,21 @@ def test_both_older_layouts_convert_into_the_one_record_and_a_second_run_changes
              "params": 10, "peak_memory_bytes": 5, "seconds_per_epoch": 3.0, "train_tokens_per_s": 7.0,
              "decode_lines_per_s": 4.0, "epochs": 2, "best_epoch": 2, "best_val_loss": 0.5, "stopped": "max_epochs",
              "device": "cpu", "torch_version": versions["torch"], "versions": versions, "git_commit": "abc",
-             "seed": 0, "hyperparameters": made["hyperparameters"]}
+             "seed": 0, "hyperparameters": old_hyper}
     probe = {"name": "p-c2-seed0", "config": "c2", "preset": "smoke", "overrides": {"seed": 0}, "command": "probe",
              "seed": 0, "wall_seconds": 9.0, "epochs": 2, "best_epoch": 2, "stopped": "max_epochs",
              "best_val_loss": 0.5, "best_val_accuracy": 0.9, "params": 10, "log": made["log"], "train_seconds": 6.0,
              "recipe": "cipher", "recipe_caveats": [], "random_strings": _a_set(), "stdlib": _a_set(),
-             "brown_test": _a_set(), "brown_test_free": _a_set(), "hyperparameters": made["hyperparameters"],
+             "brown_test": _a_set(), "brown_test_free": _a_set(), "hyperparameters": old_hyper,
              **versions, "export": "results/checkpoints/c2.safetensors"}
     (tmp_path / "c2.json").write_text(json.dumps(train))
     (tmp_path / "c2.log.jsonl").write_text("".join(json.dumps(row) + "\n" for row in made["log"]))
     (tmp_path / "p-c2-seed0.json").write_text(json.dumps(probe))
-    assert migrate.main([str(tmp_path / "c2.json"), str(tmp_path / "p-c2-seed0.json"), "--write"]) == 0
+    for name in ("c2.json", "p-c2-seed0.json"):
+        with pytest.raises(ValueError, match=rf"^{tmp_path / name}: written by an older cipherlab \(no schema field"
+                                             rf".*; convert it with python tools/convert_older\.py {tmp_path / name}$"):
+            read_record(tmp_path / name)
+    assert converter.main([str(tmp_path / "c2.json"), str(tmp_path / "p-c2-seed0.json")]) == 0
     converted_train, converted_probe = read_record(tmp_path / "c2.json"), read_record(tmp_path / "p-c2-seed0.json")
     assert not (tmp_path / "c2.log.jsonl").exists() and converted_train["log"] == made["log"]
     assert converted_train["sets"]["test"]["decoding"] == "free greedy"
@@ -141,9 +150,24 @@ def test_both_older_layouts_convert_into_the_one_record_and_a_second_run_changes
     assert converted_probe["components"] == made["components"] and converted_probe["seconds_per_epoch"] == 3.0
     assert converted_probe["export"] == probe["export"]
     assert "converted" in converted_probe["updates"][-1] and "converted" in converted_train["updates"][-1]
+    for converted in (converted_train, converted_probe):  # the fields added since: the values they meant then
+        assert converted["hyperparameters"] == json.loads(json.dumps({**made["hyperparameters"], "onset_step": None}))
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    assert migrate.main([str(p) for p in sorted(tmp_path.iterdir())] + ["--write"]) == 0
+    capsys.readouterr()
+    assert converter.main([str(p) for p in sorted(tmp_path.iterdir())]) == 0
+    assert capsys.readouterr().out.count("already in the current layout") == 2
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_record_whose_hyperparameters_lack_a_field_is_refused_naming_the_converter(tmp_path):
+    record = _record()
+    del record["hyperparameters"]["onset_step"]
+    path = tmp_path / "c2.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{path}: written by an older cipherlab \(its hyperparameters have no "
+                                         rf"onset_step\); convert it with python tools/convert_older\.py {path}$"):
+        read_record(path)
+    assert _converter().main([str(path)]) == 0 and read_record(path)["hyperparameters"]["onset_step"] is None
 
 
 def test_a_record_made_by_train_and_one_made_for_the_probes_share_every_field():

@@ -143,9 +143,9 @@ def test_train_records_get_the_comparison_table_curves_and_errors_json(tmp_path,
     assert "worst key phase: × mean" in text and "line length, characters" in text
     assert (tmp_path / "out" / report.CURVES_FILE).is_file()
     missing = [row[0] for row in _table_with_header(text, ["section", "input", "lacks"])[1:]]
-    # the notes records predate the recipe's fields and keep no exact_by_line
-    assert missing == ["What the recipe hands the model", "Paired comparisons against the baseline",
-                       "Random-string probe"]
+    # the notes records keep no exact_by_line; the recipe's fields they hold are the notes' recipe
+    assert missing == ["Paired comparisons against the baseline", "Random-string probe"]
+    assert "| `phase_shuffle` | 0.0 |" in text and "| `select_on` | val_loss |" in text
     assert "exact lines: reading" in text  # the unpaired comparison of the results chapter instead
 
 
@@ -326,8 +326,8 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[list[str], list[str]]]:
                                                                           "C1 seed 0", "own folder"]),
         "malformed JSON": ([str(tmp / "broken"), "--out", out], ["ref-c2-seed0.json: not valid JSON", "line 1"]),
         "different lines": ([str(tmp / "lines"), "--out", out], ["different numbers of docstrings lines"]),
-        "old layout": ([str(tmp / "old"), "--out", out], ["ref-c2-seed0.json: no schema field",
-                                                          "python results/migrate_records.py"]),
+        "old layout": ([str(tmp / "old"), "--out", out], ["ref-c2-seed0.json: written by an older cipherlab",
+                                                          "convert it with python tools/convert_older.py"]),
         "short predictions": ([str(tmp / "preds"), "--references", str(tmp / "plain.txt"), "--out", out],
                               ["c1.txt: 2 lines but", "plain.txt has 3", "one predicted line per reference line"]),
         "no predictions": ([str(tmp / "empty"), "--references", str(tmp / "plain.txt"), "--out", out],

@@ -22,8 +22,8 @@ the results chapter's main table cell for cell.
 
 Nothing is written inside the repository's committed ``results/`` folder, nor into a folder that is not
 empty unless ``--force`` is given. Bad input (a missing or empty folder, records of runs that cannot be
-compared, a broken record or one of an older layout, a prediction file of the wrong length) stops the command
-with one line that names the file and the fix (:func:`cipherlab.base.errors.run_command`).
+compared, a broken record or one an older cipherlab wrote, a prediction file of the wrong length) stops the
+command with one line that names the file and the fix (:func:`cipherlab.base.errors.run_command`).
 """
 
 from __future__ import annotations
@@ -801,18 +801,10 @@ FINDINGS_PROMPT = ("<!-- Write your findings here, before the tables: one short 
 
 def _add_recipe(report: Report, runs: dict[str, dict]) -> None:
     """The table of the recipe's parts in these runs and what each knows of the task
-    (:data:`cipherlab.base.config.RECIPE_KNOWLEDGE`); a lack where the records do not say."""
+    (:data:`cipherlab.base.config.RECIPE_KNOWLEDGE`); every checked record holds every field."""
     from cipherlab.base.config import RECIPE_KNOWLEDGE
 
-    rows = []
-    for part, knows in RECIPE_KNOWLEDGE.items():
-        values = {str(r.get("hyperparameters", {}).get(part)) for r in runs.values()}
-        if values == {"None"}:
-            continue
-        rows.append([f"`{part}`", ", ".join(sorted(values)), knows])
-    if rows:
-        report.table(RECIPE, "The recipe's parts in these runs (every value that occurs) and what each knows of the "
-                     "task beyond the training pairs",
-                     ablation.markdown_table(["part", "value", "what it knows"], rows))
-    else:
-        report.lack(RECIPE, ", ".join(runs), "the recipe's fields (records written before the recipe existed)")
+    rows = [[f"`{part}`", ", ".join(sorted({str(r["hyperparameters"][part]) for r in runs.values()})), knows]
+            for part, knows in RECIPE_KNOWLEDGE.items()]
+    report.table(RECIPE, "The recipe's parts in these runs (every value that occurs) and what each knows of the "
+                 "task beyond the training pairs", ablation.markdown_table(["part", "value", "what it knows"], rows))

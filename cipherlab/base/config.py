@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import types
 from dataclasses import dataclass
 
 from cipherlab.models.attention import ATTENTION_TYPES
@@ -52,12 +51,14 @@ __all__ = [
     "RECIPES",
     "RECIPE_KNOWLEDGE",
     "DEFAULT_RECIPE",
-    "LEGACY_DEFAULTS", "ADDED_LATER", "ONSET_STEP",
+    "ONSET_STEP",
     "TOKENIZATIONS",
     "Config",
     "ConfigError",
     "change_from_c1",
     "config_from_dict",
+    "lacking_fields",
+    "older",
     "make_config",
     "parse_field",
     "recipe_caveats",
@@ -80,7 +81,7 @@ class ConfigError(ValueError):
 class Config:
     """Every setting of one training run. The defaults are C1 at the assignment's sizes, with the assignment
     preset's tokenisation and the default recipe: ``Config() == make_config("c1")``. A stored configuration
-    that lacks a field is read with :func:`config_from_dict`, which fills it from :data:`LEGACY_DEFAULTS`."""
+    is read with :func:`config_from_dict`, which takes every field from it."""
 
     name: str = "c1"  # which ablation configuration this is: c1..c5
     preset: str = "assignment"  # which preset sized it: smoke, cpu, assignment
@@ -469,52 +470,39 @@ def make_config(name: str, preset: str = "assignment", recipe: str = DEFAULT_REC
     return Config(name=name, preset=preset, **values)
 
 
-# What a configuration stored before Config's defaults became make_config("c1")'s carried implicitly: the
-# dataclass defaults until then (the assignment's sizes, the course notes' 1024/8000 BPE over bits, the notes'
-# recipe). Checkpoints, exports and results records written then left out the fields added after them, and
-# rely on these values for them (the records of results/notes lack a dozen of them). Written once; never change it.
-# A field added to Config after it is not here: its dataclass default must then be what older files meant.
-LEGACY_DEFAULTS = types.MappingProxyType({
-    "name": "c1", "preset": "assignment",
-    "pos_encoding": "sinusoidal", "rope_cross_attention": True, "attn_type": "mha", "norm": "layernorm",
-    "tokenization": "bpe",
-    "d_model": 256, "n_heads": 8, "n_kv_heads": 2, "enc_layers": 4, "dec_layers": 4, "ffn_dim": 1024, "dropout": 0.1,
-    "blt_local_layers": 1, "blt_window": 128, "blt_patch_tgt": 4, "blt_max_patch": 12, "blt_entropy_percentile": 75.0,
-    "blt_source_memory": "bytes",
-    "source_mode": "bits", "src_vocab": 1024, "tgt_vocab": 8000, "target_tokens": "bpe", "merges_on": "lines",
-    "bpe_dropout": 0.0, "chunk_chars": 256, "max_train_lines": None, "max_eval_lines": None,
-    "phase_shuffle": 0.0, "case_flip": 0.0, "substitution": 0.0, "source_eos": False, "bit_embeddings": False,
-    "phase_embedding": False,
-    "lr": 3e-4, "betas": (0.9, 0.98), "weight_decay": 0.01, "token_budget": 8192, "max_batch_size": 64,
-    "label_smoothing": 0.1, "warmup_steps": 1000, "grad_clip": 1.0, "max_epochs": 100, "patience": 10,
-    "select_on": "val_loss", "augment_val": False, "time_budget_s": None, "eval_every": None, "seed": 0,
-})
+# The converter of files written by an older cipherlab (fields missing, an older checksum or record layout): a
+# script outside the library, named by every refusal of such a file (:func:`older`).
+CONVERTER = "python tools/convert_older.py"
 
 
-# Fields added to Config after LEGACY_DEFAULTS whose default is not what a file written before them meant:
-# those files had no onset check.
-ADDED_LATER = types.MappingProxyType({"onset_step": None})
+def older(path, what: str) -> str:
+    """The one line that refuses a file an older cipherlab wrote: ``what`` it lacks, and the converter."""
+    return f"{path}: written by an older cipherlab ({what}); convert it with {CONVERTER} {path}"
+
+
+def lacking_fields(values: dict) -> list[str]:
+    """The :class:`Config` fields a stored configuration lacks (none, unless an older cipherlab wrote it)."""
+    return [f.name for f in dataclasses.fields(Config) if f.name not in values]
 
 
 def config_from_dict(values: dict) -> Config:
-    """Rebuild a Config saved with :meth:`Config.to_dict` (e.g. read from a checkpoint). A field the saved
-    dict lacks takes its :data:`LEGACY_DEFAULTS` value, what the file meant when it was written, never
-    today's default.
+    """Rebuild a Config saved with :meth:`Config.to_dict` (e.g. read from a checkpoint): every field, none
+    left to a default (a field added since would otherwise change what an older file meant).
 
-    >>> config_from_dict({"name": "c2"}).phase_shuffle  # the notes' recipe's, not the default recipe's
-    0.0
+    >>> config_from_dict(make_config("c2", "cpu").to_dict()) == make_config("c2", "cpu")
+    True
     """
-    values = {**LEGACY_DEFAULTS, **ADDED_LATER, **values}
-    values.pop("recipe", None)  # a name computed from the fields (Config.recipe), not a field
-    values["betas"] = tuple(values["betas"])
-    fields = {f.name for f in dataclasses.fields(Config)}
-    unknown = sorted(set(values) - fields)
+    values = {key: value for key, value in values.items() if key != "recipe"}  # a name computed from the fields
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(Config)})
     if unknown:
         raise ConfigError(
             f"saved configuration has field(s) {unknown} this version of cipherlab does not "
             "know; use the cipherlab version that wrote it"
         )
-    return Config(**values)
+    if lacking_fields(values):
+        raise ConfigError(f"a configuration written by an older cipherlab (no {', '.join(lacking_fields(values))}); "
+                          f"convert its file with {CONVERTER}")
+    return Config(**{**values, "betas": tuple(values["betas"])})
 
 
 def change_from_c1(components: dict[str, str]) -> str:

@@ -20,8 +20,9 @@
 - :func:`load_trained`: (model, codec, configuration) from either kind of file, or such a folder; the stored
   configuration is checked (:func:`check_model_size`) before any weight is allocated.
 
-The checksums, the checks of a file read back, their messages and the readings of older files are
-:mod:`cipherlab.pipeline.integrity`'s (:class:`CheckpointError` among them, importable from here too).
+The checksums, the checks of a file read back and their messages (a file an older cipherlab wrote: one
+line naming the converter) are :mod:`cipherlab.pipeline.integrity`'s (:class:`CheckpointError` among them,
+importable from here too).
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ from cipherlab.base.config import Config, config_from_dict
 from cipherlab.base.device import pick_device
 from cipherlab.base.errors import first_line, require_file, student_place, why, writable_file
 from cipherlab.base.files import write_atomic
-from cipherlab.pipeline.integrity import (EXPORT_FORMAT, HUB_CONFIG_FILE, HUB_MODEL_FILE, CheckpointError, check_fits,
-                                          check_sum, check_weights, export_sha256, payload_sha256, payload_tensors,
-                                          read_export, read_log_torn, read_model_folder, tensors_sha256)
+from cipherlab.pipeline.integrity import (EXPORT_FORMAT, HUB_CONFIG_FILE, HUB_MODEL_FILE, CheckpointError,
+                                          check_current, check_fits, check_sum, check_weights, export_sha256,
+                                          payload_sha256, payload_tensors, read_export, read_log_torn,
+                                          read_model_folder, tensors_sha256)
 from cipherlab.student.parts import PartError, require_trained_parts, validate_parts
 
 __all__ = ["CHECKPOINT_FORMAT", "EXPORT_FORMAT", "CheckpointError", "MAX_MODEL_VALUES", "STORED_MODEL_LIMITS",
@@ -98,6 +100,7 @@ def load_checkpoint(
         raise CheckpointError(f"{path}: a cipherlab checkpoint without its {', '.join(missing)}; {_CHECKPOINT_FIX}")
     check_weights(path, payload["model"], _CHECKPOINT_FIX)
     check_sum(path, payload)
+    check_current(path, payload["config"])
     check_fits(path, payload, config, identity)
     return payload
 

@@ -7,9 +7,9 @@
   metadata (:func:`metadata_dict`); each a :class:`CheckpointError` of one line naming the file and the fix;
 - a model export read back (:func:`read_export`) and a Hugging Face model folder (:func:`read_model_folder`), each
   checked as it is read;
-- older files: a checkpoint saved before checkpoints carried a checksum, an export before exports carried one
-  over the whole model (the committed ones are checked against :data:`_WHOLE_BY_TENSORS`), a ``log.jsonl`` whose
-  last line a stopped run cut short (:func:`read_log_torn`): read with a note, not refused.
+- a file an older cipherlab wrote (no checksum over the whole model, a configuration field missing): refused with
+  one line naming the converter (:func:`check_current`, :func:`cipherlab.base.config.older`);
+- a ``log.jsonl`` whose last line a stopped run cut short (:func:`read_log_torn`): read with a note, not refused.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
-from cipherlab.base.config import LEGACY_DEFAULTS, Config
+from cipherlab.base.config import Config, lacking_fields, older
 from cipherlab.base.errors import require_file, why
 
-__all__ = ["EXPORT_FORMAT", "HUB_CONFIG_FILE", "HUB_MODEL_FILE", "CheckpointError", "check_fits", "check_sum",
-           "check_weights", "check_whole", "export_sha256", "metadata_dict", "payload_sha256", "payload_tensors",
-           "read_export", "read_log_torn", "read_model_folder", "tensors_sha256"]
+__all__ = ["EXPORT_FORMAT", "HUB_CONFIG_FILE", "HUB_MODEL_FILE", "CheckpointError", "check_current", "check_fits",
+           "check_sum", "check_weights", "check_whole", "export_sha256", "metadata_dict", "payload_sha256",
+           "payload_tensors", "read_export", "read_log_torn", "read_model_folder", "tensors_sha256"]
 
 EXPORT_FORMAT = "cipherlab-model-1"
 HUB_MODEL_FILE = "model.safetensors"  # a model folder's model: an export, as export_checkpoint writes it
@@ -64,9 +64,7 @@ def check_fits(path: Path, payload: dict, config: Config | None, identity: dict 
     """Refuse (CheckpointError naming ``path``) a checkpoint made with another configuration than ``config`` (but
     for :data:`_RUNTIME_FIELDS`) or another tokenizer or data than ``identity``; None checks nothing."""
     if config is not None:
-        saved, now = {**LEGACY_DEFAULTS, **payload["config"]}, config.to_dict()
-        # A field the checkpoint lacks had its LEGACY_DEFAULTS value, as config_from_dict reads it; one added
-        # to Config after that table goes on with its value now (its default reproduces the old behaviour).
+        saved, now = payload["config"], config.to_dict()
         diffs = [
             f"{key}: {saved.get(key)!r} in the checkpoint, {now[key]!r} now"
             for key in now
@@ -97,16 +95,14 @@ def check_sum(path: Path, payload: dict) -> None:
         raise CheckpointError(f"{path}: its checksums are not text (sha256 {stored!r:.20}, model_sha256 "
                               f"{whole!r:.20}): the file is damaged; copy it again, or use another checkpoint of "
                               "the run (last.pt, best.pt) or train again")
-    if stored is None and whole is None:  # saved before checkpoints carried one: still readable, but unchecked
-        print(f"cipherlab: note: {path} has no tensor checksum (saved by an older cipherlab), so damage to it "
-              "cannot be detected; training on saves a checked last.pt", file=sys.stderr)
-        return
+    if whole is None:
+        raise CheckpointError(older(path, "no checksum over the whole model"))
     digest = tensors_sha256(payload_tensors(payload))
     if stored is not None and digest != stored:
         raise CheckpointError(f"{path}: its tensors do not match the checksum saved with them (sha256 "
                               f"{stored[:12]}...): the file is damaged; copy it again, or use another "
                               "checkpoint of the run (last.pt, best.pt) or train again")
-    check_whole(path, whole, payload_sha256(payload, digest), stored,
+    check_whole(path, whole, payload_sha256(payload, digest),
                 "copy it again, or use another checkpoint of the run (last.pt, best.pt) or train again")
 
 
@@ -186,29 +182,20 @@ def _skeleton(value):
     return value if value is None or isinstance(value, (str, int, float, bool)) else repr(value)
 
 
-_NOTED: set[str] = set()  # files already noted as checked by their tensors only (one note a file)
-
-
-def check_whole(path: Path, stored: str | None, actual: str, tensors_digest: str | None, fix: str) -> None:
+def check_whole(path: Path, stored: str, actual: str, fix: str) -> None:
     """Refuse a file whose whole-model checksum differs from ``stored``: a changed byte in its
-    configuration or tokenizers, or another model's metadata on these tensors.
-
-    A file written before files carried one (``stored`` None) is checked against the whole-model
-    checksum recorded for it here if it is one of the committed models (:data:`_WHOLE_BY_TENSORS`,
-    found by its tensors' checksum), else accepted on its tensors' checksum with a note.
-    """
-    expected = stored if stored is not None else _WHOLE_BY_TENSORS.get(tensors_digest or "")
-    if expected is None:
-        if str(path) not in _NOTED:
-            _NOTED.add(str(path))
-            print(f"cipherlab: note: {path} was written by an older cipherlab: its checksum covers its tensors "
-                  "but not its configuration or tokenizers; export it again (or train on) for one over the whole "
-                  "model", file=sys.stderr)
-        return
-    if actual != expected:
+    configuration or tokenizers, or another model's metadata on these tensors."""
+    if actual != stored:
         raise CheckpointError(f"{path}: its configuration or tokenizers do not match the checksum saved with the "
-                              f"model (sha256 {expected[:12]}...): the file was changed after it was written (a "
+                              f"model (sha256 {stored[:12]}...): the file was changed after it was written (a "
                               f"damaged byte, or another model's configuration); {fix}")
+
+
+def check_current(path: Path, config: dict) -> None:
+    """Refuse a file whose configuration lacks a :class:`Config` field: an older cipherlab wrote it."""
+    missing = lacking_fields(config)
+    if missing:
+        raise CheckpointError(older(path, f"its configuration has no {', '.join(missing)}"))
 
 
 def read_log_torn(path: Path) -> list[dict]:
@@ -232,31 +219,6 @@ def read_log_torn(path: Path) -> list[dict]:
     return records
 
 
-# The models committed under results/ were exported before files carried a whole-model checksum, and
-# results/ is never rewritten: each one's whole-model checksum (:func:`export_sha256`), recorded here
-# by its tensors' checksum, so their configuration and tokenizers are checked too.
-_WHOLE_BY_TENSORS = {
-    "ca5566d6899ba71f1434da244ad113b3a2d14076fcf4db7532e3e32f928a4bff":  # results/aligned/c1.safetensors
-        "104afc37397c0f89ddd3606367cba0211032bb447fbedbef7d87f9b069107e90",
-    "bc2ee1f24f8eaccd5f87d1f11daadee717653514253ca64bf4e04757d6e8613d":  # results/aligned/c2.safetensors
-        "771610b10ad381e0fc6e4c48cadbf47e337cabc85f06c5eb7ece5496d47fa60a",
-    "981ab2d8bdda90b8a64b0a10d711b4f4864573cbf5d39b64817153f53803724e":  # results/aligned/c3.safetensors
-        "f41ad54c5834d92d59c76f3b56bef4472b5c832a30bb9ae631589921daff59ff",
-    "e8d85ffb28d416f76ceccefb7e87e9b5af471f8f2c11a60765f86da6aa087fbb":  # results/aligned/c4.safetensors
-        "605c55451237cbe7f620230bddfacd4047bef88f5ede555674740ce454d63f70",
-    "ef27492e286976a73bf6f7b6b24044d030c343ea5bb3cfc0fe05ca1d411b033c":  # results/checkpoints/c1.safetensors
-        "98d182f64eaa98c259836ad4cec57fb3bfcaa8fbaba3dbf909e14d1ee554561c",
-    "6a2f70a4b58497f0f2d7c290b432c188dbbd2285e7275ea07c473e842cefec55":  # results/checkpoints/c2.safetensors
-        "8e6bd129715fd500d4dddfa0b6bc983087f057a48e1992836f3d1fb66916d120",
-    "70eba904e78a004b710a3e25c56ac99ae9d08a055b5bf66d272f518bf06630fe":  # results/checkpoints/c3.safetensors
-        "eb39cada5a92310bbc57106c71609c5669217b52fa461cd25ac96b19b7e69b50",
-    "899b6f81b5fb797291e0547b162173f107aaad6377b8123563eac96b25204687":  # results/checkpoints/c4.safetensors
-        "baac540b2b113bb11474797b4783e2530e7971750e66a52ec4d335df0af39449",
-    "ab5afaad3a221ad910ac131c987252d9564ffe4d501d4101c0572a1476d9eaf0":  # results/checkpoints/c5.safetensors
-        "cc3fbd6bfeb44ad224d68ad51f78dcde81ab32a9b66cc9439d7576227c74d8fe",
-}
-
-
 # --------------------------------------------------------------------------- model exports and folders read back
 
 
@@ -275,17 +237,17 @@ def read_export(path: Path) -> dict:
             f"{path}: not a cipherlab model export (metadata format {metadata.get('format')!r}, "
             f"expected {EXPORT_FORMAT!r})"
         )
-    stored = metadata.get("sha256")
-    if stored is None:
-        raise CheckpointError(f"{path}: no tensor checksum in its metadata (written by an older cipherlab); "
-                              "export it again with `python -m cipherlab export`")
+    stored, whole = metadata.get("sha256"), metadata.get("model_sha256")
+    if stored is None or whole is None:
+        lacking = "tensor checksum" if stored is None else "checksum over the whole model"
+        raise CheckpointError(older(path, f"no {lacking}"))
     digest = tensors_sha256(tensors)
     if digest != stored:
         raise CheckpointError(f"{path}: its tensors do not match the checksum stored when it was exported "
                               f"(sha256 {stored[:12]}...): the file is damaged; copy or export it again")
-    check_whole(path, metadata.get("model_sha256"), export_sha256(metadata, digest), stored,
-                "copy or export it again")
+    check_whole(path, whole, export_sha256(metadata, digest), "copy or export it again")
     payload = {part: metadata_dict(path, metadata, part) for part in ("config", "artifacts", "identity")}
+    check_current(path, payload["config"])
     payload["model"] = {}
     for key, value in tensors.items():
         group, _, name = key.partition(".")

@@ -18,9 +18,9 @@ all write this one JSON object, and ``report``, the tables and the book read it 
   :func:`cipherlab.analysis.probes.probe_sets` (``random_letters``, ``stdlib``, ...) keep their names.
 
 ``schema`` names this layout (:data:`SCHEMA`). A field that a run could not measure is ``None``
-(peak memory off CUDA and Linux, parameters of a run probed again without training). Records of an
-older layout are converted once by ``results/migrate_records.py``; :func:`check_record` refuses them
-with a line that says so.
+(peak memory off CUDA and Linux, parameters of a run probed again without training). A record an older
+cipherlab wrote (another layout, or hyperparameters without every field) is refused by :func:`check_record`
+with one line naming the converter (:func:`cipherlab.base.config.older`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from cipherlab.base.config import Config, recipe_caveats
+from cipherlab.base.config import Config, lacking_fields, older, recipe_caveats
 
 __all__ = [
     "RECORD_FIELDS",
@@ -193,27 +193,26 @@ def check_record(record, path: str | os.PathLike) -> dict:
         _check_totals(scored, f"{path}: sets.{name}")
     if not isinstance(record["log"], list):
         raise ValueError(f"{path}: 'log' is not the list of the run's epochs; write the record again")
+    if not isinstance(record["hyperparameters"], dict):
+        raise ValueError(f"{path}: 'hyperparameters' is not the run's configuration; write the record again")
+    missing = lacking_fields(record["hyperparameters"])
+    if missing:
+        raise ValueError(older(path, f"its hyperparameters have no {', '.join(missing)}"))
     return record
 
 
 def _schema_problem(record: dict, path) -> str:
     """What to do with a record not of this layout: convert an older one, upgrade cipherlab for a newer one."""
     schema = record.get("schema")
-    older = "schema" not in record and (isinstance(record.get("test"), dict) and "components" in record
-                                        or isinstance(record.get("brown_test"), dict))  # migrate_records.py's layouts
-    if older:
-        return (f"{path}: no schema field, not a {SCHEMA} record; convert it with "
-                f"python results/migrate_records.py --write {path} (it is of an older layout), or move it out of "
-                "the folder")
-    if "schema" not in record and all(key in record for key in RECORD_FIELDS if key != "schema"):
-        return (f'{path}: no schema field, not a {SCHEMA} record; convert it with "schema": "{SCHEMA}" added, as its '
-                "other fields are that layout's, or move it out of the folder")
+    if "schema" not in record and any(isinstance(record.get(key), dict) for key in ("hyperparameters", "test",
+                                                                                    "brown_test")):  # its layouts
+        return older(path, f"no schema field, not a {SCHEMA} record")
     prefix, _, version = str(schema).rpartition("/")
     if prefix == SCHEMA.rpartition("/")[0] and version.isdigit() and int(version) > int(SCHEMA.rpartition("/")[2]):
         return (f"{path}: schema {schema!r}, written by a newer cipherlab than this one (which reads {SCHEMA}); "
                 "update cipherlab (git pull, or pip install -U) to read it, or move it out of the folder")
     found = f"schema {schema!r}" if "schema" in record else "no schema field"
-    return f"{path}: {found}, not a {SCHEMA} record nor an older layout cipherlab can convert; move it out of the folder"
+    return f"{path}: {found}, not a {SCHEMA} record; move it out of the folder"
 
 
 def _check_totals(scored: dict, where: str) -> None:
