@@ -64,13 +64,13 @@ def _one_line(text: str) -> str:
 
 
 def priority_table(questions: list[Question], tiers=TIERS[:2]) -> str:
-    """The ranked questions of ``tiers`` as one markdown table: rank, day, tier, chapter, question, why."""
+    """The ranked questions of ``tiers`` as one markdown table: rank, days before the viva, tier, chapter, question, why."""
     days, numbers = revision_day(questions), chapter_numbers()
-    rows = ["| # | day | tier | chapter | question | likely: | costly: |", "|---:|---:|---|---|---|---|---|"]
+    rows = ["| # | days before | tier | chapter | question | likely: | costly: |", "|---:|---:|---|---|---|---|---|"]
     for n, q in enumerate((q for q in questions if tier(q) in tiers), 1):
         likely = ", ".join(LIKELY[t] for t in q.priority if t in LIKELY)
         costly = ", ".join(COSTLY[t] for t in q.priority if t in COSTLY)
-        rows.append(f"| {n} | −{days[q.id]} | {tier(q)} | {numbers[q.chapter]} {q.chapter} | {_one_line(fill_facts(q.question, q.chapter))} "
+        rows.append(f"| {n} | {days[q.id]} | {tier(q)} | {numbers[q.chapter]} {q.chapter} | {_one_line(fill_facts(q.question, q.chapter))} "
                     f"| {likely} | {costly} |")
     return "\n".join(rows)
 
