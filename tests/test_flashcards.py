@@ -12,7 +12,8 @@ import pytest
 
 from cipherbook.viva import MYST_ROLE, Question, load_bank, myst_markup, questions
 from cipherbook.viva.flashcards import (ALL_CHAPTERS, STORAGE_KEY, Deck, Flashcards, bank_questions, card_html,
-                                       card_markdown, card_parts, deck_text, flashcards_html)
+                                       card_markdown, card_parts, deck_data, deck_text, flashcards_html)
+from cipherbook.viva.priority import TIERS, tier
 
 
 def _ids(cards):
@@ -203,7 +204,7 @@ def test_fragment_is_self_contained_and_says_something_without_javascript():
         assert needed in script
     # Before the script runs (or where it never does) only this note shows: no dead buttons.
     static = re.sub(r"<script.*?</script>|<style>.*?</style>", "", fragment, flags=re.S)
-    assert "<button" not in static and "Every question, by chapter" in static and "folded" in static
+    assert "<button" not in static and "Every question, must-know first" in static and "folded" in static
 
 
 # --------------------------------------------------------------------------- "unknown only" and progress kept
@@ -307,3 +308,34 @@ def test_page_script_keeps_marks_across_a_reload_and_deals_unknown_only():
     assert unknown_only.startswith(f"card 1 of {n - 2}")
     assert all_known == f"every card here is known · known {n} of {n}"
     assert forgotten.endswith(f"known 0 of {n}")
+
+
+_NODE_TIER_DRIVER = _NODE_DRIVER.split("const out = [];")[0] + r"""
+const p = page(), tier = p.el("tier");
+tier.value = "must-know"; tier.on.change.call(tier);
+console.log(JSON.stringify([p.status(), p.el("question").innerHTML]));
+"""
+
+
+def test_cards_carry_their_priority_tier():
+    data = deck_data(["task"], seed=0)
+    assert data["tiers"] == list(TIERS)
+    assert {card["id"]: card["tier"] for card in data["cards"]} == {
+        q.id: tier(q) for q in questions("task")}
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed; the script is checked in a browser")
+def test_page_script_priority_menu_deals_only_that_tier():
+    fragment = flashcards_html(chapters=["task"], seed=0)
+    data = _embedded(fragment)
+    script = fragment.split("<script>", 1)[1].split("</script>", 1)[0]
+    root = re.search(r'class="cipherlab-flashcards" id="([^"]+)"', fragment).group(1)
+    must = [card for card in data["cards"] if card["tier"] == "must-know"]
+    result = subprocess.run(["node", "-e", _NODE_TIER_DRIVER], input=json.dumps([json.dumps(data), script, root]),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    status, shown = json.loads(result.stdout)
+    assert 0 < len(must) < len(data["cards"])
+    assert status.startswith(f"card 1 of {len(must)} · ") and " · must-know · " in status
+    assert status.endswith(f"known 0 of {len(must)}")
+    assert shown in {card["question"] for card in must}

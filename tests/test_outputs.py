@@ -26,8 +26,6 @@ IGNORED = {
     **{(p.name, "setup"): "the setup cell prints the machine's device and thread count" for p in NOTEBOOKS},
     ("03_mha.ipynb", "c33-timing"): "a wall-clock timing of decoding with and without the cache",
     ("08_training.ipynb", "d8aa3598-estimates"): "GPU estimates that add collation and operator times measured here",
-    ("10_viva_drill.ipynb", "flashcards"): "the kernel deck's cards print into an Output widget, which the notebook "
-                                           "stores inside the widget and nbval captures as cell output",
     # Cells whose numbers come out of many float32 operations (a toy model trained in the cell, or attention
     # weights of a trained model): their last digits differ between CPUs (AVX-512 or AVX2 kernels, Intel or
     # AMD), measured on two such machines. Their asserts still run; small float differences elsewhere are

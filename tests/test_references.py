@@ -180,22 +180,3 @@ def test_a_reference_to_a_missing_section_or_chapter_or_file_is_reported():
     assert len(unresolved("[chapter 2](01_task.ipynb)", chapters, sections)) == 1
     assert len(unresolved("[the task](01_gone.ipynb)", chapters, sections)) == 1
 
-
-# ---------------------------------------------------------------- chapter 10's revision plan names real questions
-
-BANK_ID = re.compile(r"`((?:000|001|cipherlab)-[\w.]+-\w+)`")
-
-
-def test_the_drills_revision_plan_names_questions_of_the_bank_under_their_own_chapter():
-    """Each row of chapter 10's plan ("| 4 | `000-7.3-6` ... |") names questions that exist, in the bank
-    of that row's chapter, each once."""
-    chapter_of_id = {q.id: int(Path(bank.notebook).name[:2]) for bank in viva.load_bank().values()
-                     for q in bank.questions}
-    drill = nbformat.read(BOOK / "10_viva_drill.ipynb", as_version=4)
-    rows = [line for cell in drill.cells if cell.cell_type == "markdown" for line in cell.source.splitlines()
-            if re.match(r"\| \d+ \|", line)]
-    named = [(int(row.split("|")[1]), qid) for row in rows for qid in BANK_ID.findall(row)]
-    assert len(named) > 20
-    assert [qid for _, qid in named if qid not in chapter_of_id] == []
-    assert [(n, qid) for n, qid in named if chapter_of_id[qid] != n] == []
-    assert len({qid for _, qid in named}) == len(named)

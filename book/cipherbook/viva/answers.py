@@ -20,6 +20,11 @@ import yaml
 
 BANK_DIR = Path(__file__).parent / "bank"
 REQUIRED_KEYS = {"id", "source", "question", "answer"}
+# Why a question is worth drilling early (chapter 10 ranks the bank by them, cipherbook.viva.priority):
+# likely to be asked: "twice" (the course notes ask it, and the drill sheet or the notes again),
+# "ablation" (the notes' ablation and its metrics); costly to get wrong: "yours" (about your own code
+# or numbers), "overclaim" (the notes' answer claims more than it shows, so the memorised one is wrong).
+PRIORITY_TAGS = ("twice", "ablation", "yours", "overclaim")
 REGISTRY = "book/cipherbook/viva/facts.py"  # where FACTS[chapter] is written, for the error messages
 
 # A placeholder in the bank: {fact}`key` or {fact}`key:.3f` -> (key, format spec)
@@ -43,6 +48,7 @@ class Question:
     answer: str
     chapter: str
     lead: str = ""
+    priority: tuple[str, ...] = ()  # a subset of PRIORITY_TAGS, in that order
 
 
 @dataclass(frozen=True)
@@ -73,15 +79,19 @@ def load_chapter(path: Path) -> ChapterBank:
     items = []
     for n, entry in enumerate(data["questions"] or [], start=1):
         where = f"{path}, question {n}"
-        if not isinstance(entry, dict) or not REQUIRED_KEYS <= set(entry) <= REQUIRED_KEYS | {"lead"}:
-            raise ValueError(f"{where}: expected the keys id, source, question, lead, answer")
+        if not isinstance(entry, dict) or not REQUIRED_KEYS <= set(entry) <= REQUIRED_KEYS | {"lead", "priority"}:
+            raise ValueError(f"{where}: expected the keys id, source, question, lead, answer (and optionally priority)")
+        priority = entry.get("priority", [])
+        if not isinstance(priority, list) or not set(priority) <= set(PRIORITY_TAGS) or len(set(priority)) < len(priority):
+            raise ValueError(f"{where}: priority must be a list of distinct tags from {PRIORITY_TAGS}, got {priority!r}")
         question = _require_str(entry, "question", where)
         if "\n\n" in question:
             raise ValueError(f"{where}: the question must be one paragraph (it is shown in bold)")
         items.append(Question(id=_require_str(entry, "id", where), source=_require_str(entry, "source", where),
                               question=question, answer=_require_str(entry, "answer", where),
                               chapter=data["chapter"],
-                              lead=_require_str(entry, "lead", where) if "lead" in entry else ""))
+                              lead=_require_str(entry, "lead", where) if "lead" in entry else "",
+                              priority=tuple(t for t in PRIORITY_TAGS if t in priority)))
     return ChapterBank(chapter=data["chapter"], notebook=data["notebook"], questions=tuple(items),
                        appendix=data.get("appendix"))
 

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from cipherbook.viva.answers import Question, cited_facts, fill_facts, load_bank
+from cipherbook.viva.priority import TIERS, tier
 
 # {role}`text` -> text, for any MyST-style role left after the facts are filled in.
 _MYST_ROLE = re.compile(r"\{[\w:.-]+\}`([^`]*)`")
@@ -295,17 +296,17 @@ def card_html(markdown: str) -> str:
 
 def deck_data(chapters: Iterable[str] | None = None, seed: int = 0) -> dict:
     """The deck as the page's script reads it: every card (question, lead and rest as HTML, with
-    its id, chapter and source), the chapters, and ``Deck(seed)``'s first order."""
+    its id, chapter, priority tier and source), the chapters, the tiers, and ``Deck(seed)``'s first order."""
     cards = bank_questions(chapters)
     index = {q.id: n for n, q in enumerate(cards)}
     rows = []
     for q in cards:
         lead, rest = card_parts(q)
-        rows.append({"id": q.id, "chapter": q.chapter, "source": q.source,
+        rows.append({"id": q.id, "chapter": q.chapter, "tier": tier(q), "source": q.source,
                      "question": card_html(f"**{card_markdown(q.question, q.chapter)}**"),
                      "lead": card_html(lead), "rest": card_html(rest) if rest else ""})
     deck = Deck(cards, seed=seed)
-    return {"seed": seed, "chapters": deck.chapters, "cards": rows, "order": [index[q.id] for q in deck.order]}
+    return {"seed": seed, "chapters": deck.chapters, "tiers": list(TIERS), "cards": rows, "order": [index[q.id] for q in deck.order]}
 
 
 _STYLE = """
@@ -347,7 +348,7 @@ _SCRIPT = r"""
     };
   }
   var random = mulberry32(data.seed + 1);
-  var state = {chapter: "", unknownOnly: false, order: data.order.slice(), pos: 0, revealed: 0, known: {}};
+  var state = {chapter: "", tier: "", unknownOnly: false, order: data.order.slice(), pos: 0, revealed: 0, known: {}};
 
   // Progress lives in the browser's localStorage, so a reload keeps it. Where storage is refused
   // (a sandboxed frame, some file:// pages) the drill still works and forgets on reload.
@@ -366,10 +367,13 @@ _SCRIPT = r"""
   function esc(s) { var d = document.createElement("div"); d.textContent = s; return d.innerHTML; }
   var options = '<option value="">all chapters</option>' + data.chapters.map(function (c) {
     return '<option value="' + esc(c) + '">' + esc(c) + "</option>"; }).join("");
+  var tierOptions = '<option value="">every tier</option>' + data.tiers.map(function (t) {
+    return '<option value="' + esc(t) + '">' + esc(t) + "</option>"; }).join("");
   var ui = document.createElement("div");
   ui.innerHTML =
     '<div class="fc-controls">' +
     '<label for="' + prefix + '-chapter">chapter</label> <select id="' + prefix + '-chapter">' + options + "</select>" +
+    '<label for="' + prefix + '-tier">priority</label> <select id="' + prefix + '-tier">' + tierOptions + "</select>" +
     '<button type="button" id="' + prefix + '-reveal">reveal</button>' +
     '<button type="button" id="' + prefix + '-known">mark known</button>' +
     '<button type="button" id="' + prefix + '-next">next</button>' +
@@ -423,7 +427,9 @@ _SCRIPT = r"""
     element.innerHTML = html;
   }
 
-  function inChapter(i) { return !state.chapter || cards[i].chapter === state.chapter; }
+  function inChapter(i) {  // the chosen chapter and priority tier ("" for every one)
+    return (!state.chapter || cards[i].chapter === state.chapter) && (!state.tier || cards[i].tier === state.tier);
+  }
   function visible() {
     var out = [];
     for (var i = 0; i < cards.length; i++) {
@@ -463,7 +469,7 @@ _SCRIPT = r"""
       return;
     }
     el("status").innerHTML = "card " + (state.pos + 1) + " of " + state.order.length + " · " + esc(card.chapter) +
-      " · " + esc(card.source) + " · " + score;
+      " · " + esc(card.tier) + " · " + esc(card.source) + " · " + score;
     var k = el("known");
     k.textContent = state.known[card.id] ? "known ✓ (unmark)" : "mark known";
     k.className = state.known[card.id] ? "fc-known-on" : "";
@@ -506,6 +512,7 @@ _SCRIPT = r"""
   el("next").addEventListener("click", function () { if (current()) { advance(); showCard(); } });
   el("shuffle").addEventListener("click", function () { shuffle(); showCard(); });
   el("chapter").addEventListener("change", function () { state.chapter = this.value; shuffle(); showCard(); });
+  el("tier").addEventListener("change", function () { state.tier = this.value; shuffle(); showCard(); });
   el("unknown").addEventListener("change", function () { state.unknownOnly = this.checked; shuffle(); showCard(); });
   el("forget").addEventListener("click", function () {
     if (!window.confirm("Forget every card marked known, on every page of this book?")) return;
@@ -522,7 +529,7 @@ def flashcards_html(chapters: Iterable[str] | None = None, seed: int = 0) -> str
     """The flashcards as one self-contained HTML fragment, for a page with no kernel (the built
     book) as well as a notebook: the deck as JSON, an inline style and script (no file, no
     network), reveal (the lead, then the rest), mark known, next, shuffle (seeded), a chapter
-    menu, an "unknown only" filter, "forget known" and the score line "known n of m". The ids of
+    menu, a priority menu (``cipherbook.viva.priority``'s tiers), an "unknown only" filter, "forget known" and the score line "known n of m". The ids of
     the known cards are kept in the browser's ``localStorage`` under ``STORAGE_KEY``, so a reload
     keeps them. Display it with ``IPython.display.HTML``.
 
@@ -539,7 +546,7 @@ def flashcards_html(chapters: Iterable[str] | None = None, seed: int = 0) -> str
     root_id = f"cipherlab-flashcards-{next(_fragment_ids)}-{digest}"
     fallback = (f"<b>Flashcards ({len(data['cards'])} questions, {len(data['chapters'])} chapters).</b> "
                 "The cards need JavaScript, which this viewer does not run. The same questions are "
-                "listed below, under <i>Every question, by chapter</i>, each with its answer folded: "
+                "listed below, under <i>Every question, must-know first</i>, each with its answer folded: "
                 "say your answer out loud, then open it.")
     return (f'<div class="cipherlab-flashcards" id="{root_id}">'
             f"<style>{_STYLE}</style>"
