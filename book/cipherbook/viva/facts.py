@@ -587,7 +587,8 @@ FACTS["results"] = {
     "res_nophase_c5_low_other_p": lambda: common.nophase_lowest("c5")["other"]["p"],
     **{f"res_nophase_lost_{c}_s{s}": (lambda c=c, s=s: sum(res.lines_lost_without_phase()[(c, s)].values()))
        for c in ("c3", "c4") for s in (0, 1)},  # exact lines lost over the seven sets without the period
-    **{f"res_nophase_{c}_s1_free": (lambda c=c: res.nophase_lines(c, 1)) for c in ("c1", "c4", "c5")},
+    **{f"res_nophase_{c}_s{s}_free": (lambda c=c, s=s: res.nophase_lines(c, s))
+       for c, s in (("c1", 0), ("c1", 1), ("c4", 1), ("c5", 1))},  # Brown, free greedy
 
     # §7.8 Q1: what each metric sees
     "res_drop_bit": lambda: res.pct(res.damaged("drop")["bit_accuracy"]),
