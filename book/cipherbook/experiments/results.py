@@ -25,7 +25,7 @@ from cipherlab.pipeline.metrics import compute_metrics
 from cipherlab.pipeline.record import read_record
 from cipherlab.analysis.ablation import (EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
                                REFERENCE_SETS, beam_gains, exact_difference_stderr, lines_of,
-                               load_beam, load_curve, load_generalisation, load_learn_runs,
+                               load_beam, load_generalisation, load_learn_runs,
                                load_run, mcnemar, metric, paired_rows, rate_difference_stderr,
                                run_path, section)
 
@@ -121,23 +121,8 @@ def exact_if_independent(config: str) -> float:
     return sum(p ** n for n in lengths) / len(lengths)
 
 
-def exact_at_mean_length(config: str) -> float:
-    """p ** (mean test-line length), p = 1 - CER: what one line of average length would give."""
-    lengths = test_line_lengths()
-    return (1 - value(config, "char_error_rate")) ** (sum(lengths) / len(lengths))
-
-
 def over_c1_c4(key: str, run: str = RUN, scale: float = 1.0) -> list[float]:
     return [scale * value(c, key, run) for c in C1_C4 if c in records(run)]
-
-
-def epoch_time_spread(run: str = RUN) -> float:
-    """The largest ratio of a configuration's slowest to its fastest epoch (the machine's load, nothing else)."""
-    spreads = []
-    for name in records(run):
-        seconds = [r["seconds"] for r in load_curve(run, name)]
-        spreads.append(max(seconds) / min(seconds))
-    return max(spreads)
 
 
 # greedy vs beam (beam.json): the committed models on the first test lines
@@ -171,12 +156,6 @@ def beam_lowest_p(config: str) -> float:
     return min(mcnemar("1" * (n + k) + "0" * k, "0" * (n + k) + "1" * k)[2] for k in range((lines - n) // 2 + 1))
 
 
-def beam_slowdown(config: str) -> float:
-    """How many times longer beam search took than greedy decoding on the same lines."""
-    entry = beam()[config]
-    return entry[beam_width(config)]["decode_seconds"] / entry["greedy"]["decode_seconds"]
-
-
 # the committed models: C2 and C5 trained on (notes/extended/cpu)
 
 def decode_lps(config: str) -> float:
@@ -189,12 +168,6 @@ def decode_benchmark() -> dict:
     """benchmarks/results/decode.json (``benchmarks/bench_decode.py``): the committed ablation models decoding."""
     path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
     return json.loads(path.read_text(encoding="utf-8"))["configurations"]
-
-
-def decode_checkpoints() -> str:
-    """The folder of the models decode.json timed, as the file records it."""
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
-    return json.loads(path.read_text(encoding="utf-8"))["checkpoints"]
 
 
 def bench_lps(config: str, decoding: str = "greedy") -> float:
@@ -266,17 +239,6 @@ def single_change_fields() -> dict[str, list[str]]:
 
 
 # memory
-
-def state_mib(config: str) -> float:
-    """Weights, gradients and AdamW moments in fp32, the part of training memory the model size fixes."""
-    return BYTES_PER_PARAM_TRAINING * records()[config]["params"] / 2**20
-
-
-def peak_mib(config: str) -> float:
-    peak = records()[config].get("peak_memory_bytes")
-    if peak is None:
-        raise ValueError(f"results/{RUN}/{config}.json has no peak memory (it ran where none is measured)")
-    return peak / 2**20
 
 
 def triangle(n: int) -> int:

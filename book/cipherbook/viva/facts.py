@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
@@ -44,7 +43,7 @@ from cipherlab.models.norm import LayerNorm, RMSNorm
 from cipherlab.models.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from cipherlab.models.transformer import cross_kv_cache_bytes, kv_cache_bytes
 from cipherlab.analysis.ablation import (BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, PRIMARY_RUN,
-                               exact_lines_stderr, reference)
+                               reference)
 from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
 FACTS: dict[str, dict[str, Callable[[], object]]] = {}
