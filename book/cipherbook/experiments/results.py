@@ -25,7 +25,7 @@ from cipherlab.pipeline.metrics import compute_metrics
 from cipherlab.pipeline.record import read_record
 from cipherlab.analysis.ablation import (EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
                                REFERENCE_SETS, beam_gains, exact_difference_stderr, lines_of,
-                               load_beam, load_curve, load_generalisation, load_learn_runs,
+                               load_beam, load_generalisation, load_learn_runs,
                                load_run, mcnemar, metric, paired_rows, rate_difference_stderr,
                                run_path, section)
 
@@ -121,23 +121,8 @@ def exact_if_independent(config: str) -> float:
     return sum(p ** n for n in lengths) / len(lengths)
 
 
-def exact_at_mean_length(config: str) -> float:
-    """p ** (mean test-line length), p = 1 - CER: what one line of average length would give."""
-    lengths = test_line_lengths()
-    return (1 - value(config, "char_error_rate")) ** (sum(lengths) / len(lengths))
-
-
 def over_c1_c4(key: str, run: str = RUN, scale: float = 1.0) -> list[float]:
     return [scale * value(c, key, run) for c in C1_C4 if c in records(run)]
-
-
-def epoch_time_spread(run: str = RUN) -> float:
-    """The largest ratio of a configuration's slowest to its fastest epoch (the machine's load, nothing else)."""
-    spreads = []
-    for name in records(run):
-        seconds = [r["seconds"] for r in load_curve(run, name)]
-        spreads.append(max(seconds) / min(seconds))
-    return max(spreads)
 
 
 # greedy vs beam (beam.json): the committed models on the first test lines
@@ -171,12 +156,6 @@ def beam_lowest_p(config: str) -> float:
     return min(mcnemar("1" * (n + k) + "0" * k, "0" * (n + k) + "1" * k)[2] for k in range((lines - n) // 2 + 1))
 
 
-def beam_slowdown(config: str) -> float:
-    """How many times longer beam search took than greedy decoding on the same lines."""
-    entry = beam()[config]
-    return entry[beam_width(config)]["decode_seconds"] / entry["greedy"]["decode_seconds"]
-
-
 # the committed models: C2 and C5 trained on (notes/extended/cpu)
 
 def decode_lps(config: str) -> float:
@@ -189,12 +168,6 @@ def decode_benchmark() -> dict:
     """benchmarks/results/decode.json (``benchmarks/bench_decode.py``): the committed ablation models decoding."""
     path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
     return json.loads(path.read_text(encoding="utf-8"))["configurations"]
-
-
-def decode_checkpoints() -> str:
-    """The folder of the models decode.json timed, as the file records it."""
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
-    return json.loads(path.read_text(encoding="utf-8"))["checkpoints"]
 
 
 def bench_lps(config: str, decoding: str = "greedy") -> float:
@@ -266,17 +239,6 @@ def single_change_fields() -> dict[str, list[str]]:
 
 
 # memory
-
-def state_mib(config: str) -> float:
-    """Weights, gradients and AdamW moments in fp32, the part of training memory the model size fixes."""
-    return BYTES_PER_PARAM_TRAINING * records()[config]["params"] / 2**20
-
-
-def peak_mib(config: str) -> float:
-    peak = records()[config].get("peak_memory_bytes")
-    if peak is None:
-        raise ValueError(f"results/{RUN}/{config}.json has no peak memory (it ran where none is measured)")
-    return peak / 2**20
 
 
 def triangle(n: int) -> int:
@@ -525,3 +487,105 @@ def decode_benchmark_machine() -> str:
     path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
     machine = json.loads(path.read_text(encoding="utf-8"))["machine"]
     return f"{machine['cpu_count']} cores, {machine['torch_threads']} torch thread, torch {machine['torch']}"
+
+
+# the lead table's yardsticks and costs (results/assignment-cpu), the period withheld (results/nophase)
+
+ACPU_RUNS = (("c1", 0), ("c1", 1), ("c2", 0), ("c3", 0), ("c4", 0), ("c5", 0))  # the runs the folder holds
+
+
+def acpu_lines(config: str, seed: int = 0, set_name: str = "test") -> int:
+    """Lines of a probe set a results/assignment-cpu run decoded exactly: "test" (length-aware greedy),
+    "test_free" (free greedy), "random_letters", "stdlib"."""
+    return assignment_cpu()[(config, seed)]["sets"][set_name]["exact_lines"]
+
+
+def acpu_gain_over_better_c1(config: str, set_name: str = "test") -> int:
+    """Exact lines ``config`` (seed 0) decoded beyond C1's better seed on the same set."""
+    return acpu_lines(config, 0, set_name) - max(acpu_lines("c1", s, set_name) for s in (0, 1))
+
+
+def with_column(table, header: str, cells: dict):
+    """A handout table with one more column: ``cells`` maps each row's run name to its cell."""
+    from cipherlab.analysis.handout import Table
+
+    return Table(table.name, table.caption, [*table.headers, header],
+                 [[*row, cells[row[0]]] for row in table.rows])
+
+
+def without_column(table, header: str):
+    """A handout table without the column ``header``."""
+    from cipherlab.analysis.handout import Table
+
+    at = table.headers.index(header)
+    return Table(table.name, table.caption, [h for i, h in enumerate(table.headers) if i != at],
+                 [[c for i, c in enumerate(row) if i != at] for row in table.rows])
+
+
+def seconds_per_step(record: dict) -> float:
+    """Training seconds per optimiser step: seconds per epoch over the steps an epoch took (from the log)."""
+    return record["seconds_per_epoch"] / steps_per_epoch(record)
+
+
+def acpu_over_c1(config: str, measure: str) -> float:
+    """``config``'s (seed 0) "peak" memory, "step" seconds or "epoch" seconds over C1's seed 0 (assignment-cpu)."""
+    get = {"peak": lambda r: r["peak_memory_bytes"], "step": seconds_per_step,
+           "epoch": lambda r: r["seconds_per_epoch"]}[measure]
+    return get(assignment_cpu()[(config, 0)]) / get(assignment_cpu()[("c1", 0)])
+
+
+@functools.cache
+def lines_lost_without_phase() -> dict[tuple[str, int], dict[str, int]]:
+    """Per run of results/nophase, per probe set: exact lines of the reference run (the period handed in) minus
+    those of the same configuration and seed without it (negative: gained)."""
+    reference, nophase = ref_runs(), load_learn_runs("nophase")
+    return {key: {name: section(reference[key], name)["exact_lines"] - section(r, name)["exact_lines"]
+                  for name, _ in REFERENCE_SETS} for key, r in sorted(nophase.items())}
+
+
+def nophase_lines(config: str, seed: int, set_name: str = "test_free") -> int:
+    """Exact lines of a results/nophase run on one probe set (by default Brown, free greedy)."""
+    return section(load_learn_runs("nophase")[(config, seed)], set_name)["exact_lines"]
+
+
+@functools.cache
+def chunk_tokens(model_path: str) -> dict:
+    """Source tokens per full chunk, as the aligned BPE of a committed model splits the cipher of its Brown test
+    lines and of its random strings (letters and space): ``{"brown": Counter, "random": Counter, "chunk_chars"}``,
+    each Counter ``{tokens in a chunk: chunks}``. Few merges apply to random strings, so their chunks are more
+    tokens, and their late characters sit at token positions Brown chunks seldom reach."""
+    import collections
+
+    import torch
+
+    from cipherlab.analysis.probes import probe_sets
+    from cipherlab.data.cipher import encrypt
+    from cipherlab.pipeline.checkpoint import load_trained
+
+    _, codec, config = load_trained(model_path, "cpu")
+    record = next(iter(load_learn_runs("aligned").values()))
+    n = config.chunk_chars
+    out = {"chunk_chars": n}
+    for name, lines in (("brown", lines_of(record)), ("random", probe_sets(config, n_random=200)["random_letters"])):
+        counts = collections.Counter()
+        for line in lines:
+            for start in range(0, len(line) - n + 1, n):  # whole chunks only
+                ids = codec.encode_source(encrypt(line[start:start + n]))
+                counts[sum(k > 0 for k in codec.source_chars(torch.tensor([ids]))[0].tolist())] += 1
+        out[name] = counts
+    return out
+
+
+def steps_per_epoch(record: dict) -> int:
+    """Optimiser steps one epoch took, from the log (its ``step`` counts every step so far)."""
+    return round(record["log"][-1]["step"] / len(record["log"]))
+
+
+def c3_saving_per_module() -> int:
+    """Parameters GQA (C3) saves in each self-attention module at the assignment's sizes; an error unless the
+    aligned BPE as trained (results/assignment-cpu) and the course notes' BPEs give the same saving."""
+    notes = assignment_params()["c1"] - assignment_params()["c3"]
+    trained = assignment_cpu()[("c1", 0)]["params"] - assignment_cpu()[("c3", 0)]["params"]
+    if notes != trained:
+        raise ValueError(f"C3 saves {notes:,} with the notes' BPEs but {trained:,} as trained")
+    return notes // self_attention_modules()

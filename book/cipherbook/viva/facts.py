@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
@@ -44,7 +43,7 @@ from cipherlab.models.norm import LayerNorm, RMSNorm
 from cipherlab.models.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from cipherlab.models.transformer import cross_kv_cache_bytes, kv_cache_bytes
 from cipherlab.analysis.ablation import (BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, PRIMARY_RUN,
-                               exact_lines_stderr, reference)
+                               reference)
 from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
 FACTS: dict[str, dict[str, Callable[[], object]]] = {}
@@ -530,6 +529,16 @@ FACTS["results"] = {
     "res_acpu_seed_gap": lambda: abs(res.acpu_exact("c1", 0) - res.acpu_exact("c1", 1)),
     "res_acpu_c2c5_p_max": lambda: max(r["p"] for r in res.acpu_paired() if r["other"][0] in ("c2", "c5")),
     "res_acpu_c3c4_p_min": lambda: min(res.acpu_against_better_c1(c)["p"] for c in ("c3", "c4")),
+    "res_acpu_best_gain": lambda: res.acpu_gain_over_better_c1("c2"),  # C2's and C5's, over C1's better seed
+    "res_acpu_c5_free": lambda: res.acpu_lines("c5", 0, "test_free"),
+    **{f"res_acpu_random_{c}_s{s}": (lambda c=c, s=s: res.acpu_lines(c, s, "random_letters")) for c, s in res.ACPU_RUNS},
+    # C5 against C1 (seed 0), the handout's costs; C3's and C4's epochs over C1's
+    "res_acpu_c5_peak_ratio": lambda: res.acpu_over_c1("c5", "peak"),
+    "res_acpu_c5_step_ratio": lambda: res.acpu_over_c1("c5", "step"),
+    "res_acpu_c5_steps": lambda: res.steps_per_epoch(res.assignment_cpu()[("c5", 0)]),
+    "res_acpu_c1_steps": lambda: res.steps_per_epoch(res.assignment_cpu()[("c1", 0)]),
+    "res_acpu_c3_epoch_ratio": lambda: res.acpu_over_c1("c3", "epoch"),
+    "res_acpu_c4_epoch_ratio": lambda: res.acpu_over_c1("c4", "epoch"),
     # the noise of the timings: C1's seeds' seconds per epoch, two back-to-back decodings of one model (percent)
     "res_acpu_c1_epoch_spread": lambda: res.pct(res.acpu_epoch_seed_spread()),
     "res_bench_repeat_spread": lambda: res.pct(res.bench_repeat_spread()),
@@ -558,7 +567,6 @@ FACTS["results"] = {
     "res_nophase_runs": lambda: len(common.nophase_runs()),
     "res_nophase_tests": common.nophase_tests,
     "res_nophase_below_05": common.nophase_below,
-    "res_nophase_below_bonferroni": lambda: common.nophase_below(common.nophase_bonferroni()),
     "res_nophase_bonferroni": common.nophase_bonferroni,
     "res_nophase_repeated": lambda: len(common.nophase_repeated()),
     "res_nophase_alphabet_lines": lambda: common.nophase_lines("random_alphabet"),
@@ -578,21 +586,19 @@ FACTS["results"] = {
     "res_nophase_c5_low_exact": lambda: common.nophase_lowest("c5")["exact"],
     "res_nophase_c5_low_lines": lambda: common.nophase_lowest("c5")["lines"],
     "res_nophase_c5_low_other_p": lambda: common.nophase_lowest("c5")["other"]["p"],
+    **{f"res_nophase_lost_{c}_s{s}": (lambda c=c, s=s: sum(res.lines_lost_without_phase()[(c, s)].values()))
+       for c in ("c3", "c4") for s in (0, 1)},  # exact lines lost over the seven sets without the period
+    **{f"res_nophase_{c}_s{s}_free": (lambda c=c, s=s: res.nophase_lines(c, s))
+       for c, s in (("c1", 0), ("c1", 1), ("c4", 1), ("c5", 1))},  # Brown, free greedy
 
     # §7.8 Q1: what each metric sees
-    "res_demo_chars": lambda: len(res.SENTENCE),
-    "res_drop_at": lambda: res.DROP_AT,
     "res_drop_bit": lambda: res.pct(res.damaged("drop")["bit_accuracy"]),
-    "res_drop_neighbour_bits": lambda: res.drop_bits()["neighbour_bits"],
     "res_drop_lev": lambda: int(res.damaged("drop")["levenshtein"]),
-    "res_drop_chrf": lambda: res.damaged("drop")["chrf"],
     "res_drop_bleu": lambda: res.damaged("drop")["bleu"],
-    "res_swap_bit": lambda: res.pct(res.damaged("swap")["bit_accuracy"]),
     "res_swap_lev": lambda: int(res.damaged("swap")["levenshtein"]),
     "res_swap_bleu": lambda: res.damaged("swap")["bleu"],
     "res_swap_rouge1": lambda: res.damaged("swap")["rouge1"],
     "res_swap_rougeL": lambda: res.damaged("swap")["rougeL"],
-    "res_swap_rouge2": lambda: res.damaged("swap")["rouge2"],
     # §7.8 Q3: exact lines against BLEU
     "res_c1c4_exact_min": lambda: min(res.over_c1_c4("sequence_accuracy", scale=100)),
     "res_c1c4_exact_max": lambda: max(res.over_c1_c4("sequence_accuracy", scale=100)),
@@ -600,17 +606,11 @@ FACTS["results"] = {
     "res_c1c4_bleu_max": lambda: max(res.over_c1_c4("bleu")),
     "res_bits_exact_max": lambda: max(res.over_c1_c4("sequence_accuracy", BITS_RUN, 100)),
     "res_exact_pct_at_99pct_chars_256": lambda: res.pct(0.99 ** 256),
-    "res_test_lines": lambda: len(res.test_line_lengths()),
-    "res_mean_line_chars": lambda: sum(res.test_line_lengths()) / len(res.test_line_lengths()),
     "res_longest_line": lambda: max(res.test_line_lengths()),
     "res_c1_cer": lambda: res.pct(res.value("c1", "char_error_rate")),
     "res_c1_exact": lambda: res.exact_pct("c1"),
     "res_c1_exact_if_chars_independent": lambda: res.pct(res.exact_if_independent("c1")),
-    "res_c1_char_right_prob": lambda: 1 - res.value("c1", "char_error_rate"),
-    "res_c1_exact_at_mean": lambda: res.pct(res.exact_at_mean_length("c1")),
     # §7.8 Q4: BLEU and ROUGE depend on their units
-    "res_lower_rougeL": lambda: res.damaged("lower")["rougeL"],
-    "res_lower_bleu": lambda: res.damaged("lower")["bleu"],
     "res_bleu_words": lambda: res.bleu_by_unit("13a"),
     "res_bleu_chars": lambda: res.bleu_by_unit("char"),
     "res_c5_chrf": lambda: res.value("c5", "chrf"),
@@ -626,16 +626,12 @@ FACTS["results"] = {
     "res_beam_c2_beam": lambda: res.beam_exact("c2", "beam"),
     "res_beam_c5_greedy": lambda: res.beam_exact("c5", "greedy"),
     "res_beam_c5_beam": lambda: res.beam_exact("c5", "beam"),
-    "res_beam_c5_lines_lost": lambda: -res.beam_lines_gained("c5"),
     "res_beam_c5_lowest_p": lambda: res.beam_lowest_p("c5"),
-    "res_beam_c2_slowdown": lambda: res.beam_slowdown("c2"),
-    "res_beam_c5_slowdown": lambda: res.beam_slowdown("c5"),
     # §7.8 Q7: what the KV cache saves
     "res_chunk_chars": res.run_chunk_chars,
     "res_uncached_positions": lambda: res.triangle(res.run_chunk_chars() + 1),
     "res_cached_positions": lambda: res.run_chunk_chars() + 1,
     "res_extended_run": lambda: f"results/{EXTENDED_RUN}",
-    "res_bench_models": lambda: str(Path(res.decode_checkpoints()).parent),
     "res_bench_lines": lambda: res.decode_benchmark()["c5"]["lines_per_second"]["lines"],
     "res_bench_c1_lps": lambda: res.bench_lps("c1"),
     "res_bench_c2_lps": lambda: res.bench_lps("c2"),
@@ -645,12 +641,9 @@ FACTS["results"] = {
     "res_bench_beam_cost_min": lambda: min(res.bench_beam_cost()),
     "res_bench_beam_cost_max": lambda: max(res.bench_beam_cost()),
     # §7.9 Q1: what one change at a time guarantees
-    "res_seeds": lambda: len({r["seed"] for r in res.records().values()}),
-    "res_c1_exact_se": lambda: res.pct(exact_lines_stderr(res.records()["c1"])),
     "res_budget_minutes": lambda: res.records()["c1"]["hyperparameters"]["time_budget_s"] / 60,
     "res_epochs_min": lambda: min(r["epochs"] for r in res.records().values()),
     "res_epochs_max": lambda: max(r["epochs"] for r in res.records().values()),
-    "res_epoch_time_spread": res.epoch_time_spread,
     "res_equal_epochs": lambda: res.records(EQUAL_EPOCHS_RUN)["c1"]["epochs"],
     # §7.9 Q1: C4 at equal epochs and in the time-budget run
     "res_equal_c4_exact": lambda: res.against_c1("c4", "sequence_accuracy"),
@@ -668,23 +661,22 @@ FACTS["results"] = {
     "res_bytes_bit_max": lambda: max(res.over_c1_c4("bit_accuracy", scale=100)),
     "res_bits_bit_min": lambda: min(res.over_c1_c4("bit_accuracy", BITS_RUN, 100)),
     "res_bits_bit_max": lambda: max(res.over_c1_c4("bit_accuracy", BITS_RUN, 100)),
-    # §7.9 Q5: what peak memory means here
-    "res_device": lambda: next(iter(res.records().values()))["device"],
-    "res_c1_peak_mib": lambda: res.peak_mib("c1"),
-    "res_c5_peak_mib": lambda: res.peak_mib("c5"),
-    "res_c1_state_mib": lambda: res.state_mib("c1"),
-    "res_c5_state_mib": lambda: res.state_mib("c5"),
-    "res_c1_state_share": lambda: res.state_mib("c1") / res.peak_mib("c1"),
-    # §7.9 Q6: fewest parameters
-    "res_fewest_run": lambda: res.fewest({name: r["params"] for name, r in res.records().items()}),
+    # §7.9 Q5: what peak memory means here, C1 and C5 at the assignment preset (results/assignment-cpu, seed 0)
+    "res_c1_peak_mib": lambda: res.assignment_cpu()[("c1", 0)]["peak_memory_bytes"] / 2**20,
+    "res_c5_peak_mib": lambda: res.assignment_cpu()[("c5", 0)]["peak_memory_bytes"] / 2**20,
+    "res_c1_state_mib": lambda: res.BYTES_PER_PARAM_TRAINING * res.assignment_cpu()[("c1", 0)]["params"] / 2**20,
+    "res_c5_state_mib": lambda: res.BYTES_PER_PARAM_TRAINING * res.assignment_cpu()[("c5", 0)]["params"] / 2**20,
+    "res_c1_state_share": lambda: (res.assignment_cpu()[("c1", 0)]["params"] * res.BYTES_PER_PARAM_TRAINING
+                                   / res.assignment_cpu()[("c1", 0)]["peak_memory_bytes"]),
+    # §7.9 Q6: fewest parameters, the assignment preset as trained (aligned BPE) and with the course notes' BPEs
     "res_fewest_assignment": lambda: res.fewest(res.assignment_params()),
-    **{f"res_{name}_params": (lambda name=name: res.assignment_params()[name]) for name in CONFIG_NAMES},
-    "res_c3_saving": lambda: res.assignment_params()["c1"] - res.assignment_params()["c3"],
-    "res_c4_saving": lambda: res.assignment_params()["c1"] - res.assignment_params()["c4"],
+    **{f"res_acpu_{name}_params": (lambda name=name: res.assignment_cpu()[(name, 0)]["params"])
+       for name in ("c1", "c3", "c4", "c5")},
+    **{f"res_{name}_params": (lambda name=name: res.assignment_params()[name]) for name in ("c1", "c3")},
     "res_heads": lambda: make_config("c3", "assignment").n_heads,
     "res_kv_heads": lambda: make_config("c3", "assignment").n_kv_heads,
     "res_self_attn_modules": res.self_attention_modules,
-    "res_c3_per_module": lambda: (res.assignment_params()["c1"] - res.assignment_params()["c3"]) // res.self_attention_modules(),
+    "res_c3_per_module": res.c3_saving_per_module,  # the same with either BPE
     "res_norm_layers": res.norm_layers,
 }
 
