@@ -255,8 +255,8 @@ def assignment_tokens(n: int = 12) -> list[tuple[int, str, int, int, int]]:
     return rows
 
 
-def start_marker_spread(causal: bool, marker: bool, length: int = CPU_C2.chunk_chars, seed: int = 0) -> float:
-    """How much a fresh C2-sized RoPE self-attention's output varies over positions 1 .. length-1.
+def start_marker_spread(causal: bool, marker: bool, length: int = ASSIGNMENT_C2.chunk_chars, seed: int = 0) -> float:
+    """How much a fresh RoPE self-attention's output, at the assignment's C2 sizes, varies over positions 1 .. length-1.
 
     The input is one vector at every position; marker=True puts a different vector at position
     0, as BOS starts every decoder input. causal: with the decoder's causal mask (else none, as
@@ -264,12 +264,12 @@ def start_marker_spread(causal: bool, marker: bool, length: int = CPU_C2.chunk_c
     coordinate: 0 up to rounding means the layer's output says nothing about where it is.
     """
     torch.manual_seed(seed)
-    rope = RotaryPositionalEmbedding(cpu_head_dim(), max_len=length)
-    attn = MultiHeadAttention(CPU_C2.d_model, CPU_C2.n_heads, dropout=0.0, rope=rope).eval()
+    rope = RotaryPositionalEmbedding(assignment_head_dim(), max_len=length)
+    attn = MultiHeadAttention(ASSIGNMENT_C2.d_model, ASSIGNMENT_C2.n_heads, dropout=0.0, rope=rope).eval()
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(1, 1, CPU_C2.d_model, generator=g).repeat(1, length, 1)  # (1, L, D)
+    x = torch.randn(1, 1, ASSIGNMENT_C2.d_model, generator=g).repeat(1, length, 1)  # (1, L, D)
     if marker:
-        x[:, 0] = torch.randn(CPU_C2.d_model, generator=g)
+        x[:, 0] = torch.randn(ASSIGNMENT_C2.d_model, generator=g)
     with torch.no_grad():
         out = attn(x, x, x, causal_mask(length) if causal else None)[0, 1:]  # (L - 1, D)
     return (out.amax(0) - out.amin(0)).max().item()
