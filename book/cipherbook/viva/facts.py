@@ -246,8 +246,6 @@ FACTS["positional"] = {
     "bits_exact_lines": lambda: pos.shared_value(f"{common.BITS} exact lines", {c: common.exact_lines(common.BITS, c) for c in ("c1", "c2")}),
     "bits_c1_bit": lambda: common.percent(common.BITS, "c1", "bit_accuracy"),
     "bits_c2_bit": lambda: common.percent(common.BITS, "c2", "bit_accuracy"),
-    "bits_c1_epochs": lambda: common.run_records(common.BITS)["c1"]["epochs"],
-    "bits_c2_epochs": lambda: common.run_records(common.BITS)["c2"]["epochs"],
     # C2 against C1 in the reference ablation (results/reference): the default recipe, two seeds, paired
     "key_period": lambda: common.KEY_PERIOD,
     "ref_seeds": common.reference_seeds,
