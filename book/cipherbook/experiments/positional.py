@@ -224,8 +224,39 @@ def cpu_head_dim() -> int:
     return CPU_C2.d_model // CPU_C2.n_heads
 
 
-def start_marker_spread(causal: bool, marker: bool, length: int = CPU_C2.chunk_chars, seed: int = 0) -> float:
-    """How much a fresh C2-sized RoPE self-attention's output varies over positions 1 .. length-1.
+ASSIGNMENT_C2 = make_config("c2", "assignment")  # the preset students train, default recipe
+
+
+def assignment_head_dim() -> int:
+    return ASSIGNMENT_C2.d_model // ASSIGNMENT_C2.n_heads
+
+
+def long_pairs(chars: int, head_dim: int = D_MODEL // N_HEADS) -> int:
+    """How many RoPE pairs of a head of ``head_dim`` have wavelengths beyond ``chars`` positions."""
+    return int((wavelengths(head_dim) > chars).sum())
+
+
+def assignment_tokens(n: int = 12) -> list[tuple[int, str, int, int, int]]:
+    """The first ``n`` source tokens of the opening validation line under the assignment preset's aligned BPE
+    over phase-tagged bytes: (index, plaintext it covers, first character, last character, key phase), the phase
+    being what the codec hands the model as ``src_phase`` (``SubwordCodec.source_phase``)."""
+    from cipherbook.experiments import bpe
+    from cipherlab.pipeline.codec import SubwordCodec
+
+    src, tgt = bpe.tokenizers("aligned")
+    plain, cipher = bpe.opening_line()
+    codec = SubwordCodec(src, tgt, aligned=True)
+    ids = torch.tensor([src.encode(cipher)[:n]])
+    chars, phases = codec.source_chars(ids)[0].tolist(), codec.source_phase(ids)[0].tolist()
+    rows, start = [], 0
+    for index, (c, phase) in enumerate(zip(chars, phases)):
+        rows.append((index, plain[start:start + c], start, start + c - 1, phase))
+        start += c
+    return rows
+
+
+def start_marker_spread(causal: bool, marker: bool, length: int = ASSIGNMENT_C2.chunk_chars, seed: int = 0) -> float:
+    """How much a fresh RoPE self-attention's output, at the assignment's C2 sizes, varies over positions 1 .. length-1.
 
     The input is one vector at every position; marker=True puts a different vector at position
     0, as BOS starts every decoder input. causal: with the decoder's causal mask (else none, as
@@ -233,12 +264,12 @@ def start_marker_spread(causal: bool, marker: bool, length: int = CPU_C2.chunk_c
     coordinate: 0 up to rounding means the layer's output says nothing about where it is.
     """
     torch.manual_seed(seed)
-    rope = RotaryPositionalEmbedding(cpu_head_dim(), max_len=length)
-    attn = MultiHeadAttention(CPU_C2.d_model, CPU_C2.n_heads, dropout=0.0, rope=rope).eval()
+    rope = RotaryPositionalEmbedding(assignment_head_dim(), max_len=length)
+    attn = MultiHeadAttention(ASSIGNMENT_C2.d_model, ASSIGNMENT_C2.n_heads, dropout=0.0, rope=rope).eval()
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(1, 1, CPU_C2.d_model, generator=g).repeat(1, length, 1)  # (1, L, D)
+    x = torch.randn(1, 1, ASSIGNMENT_C2.d_model, generator=g).repeat(1, length, 1)  # (1, L, D)
     if marker:
-        x[:, 0] = torch.randn(CPU_C2.d_model, generator=g)
+        x[:, 0] = torch.randn(ASSIGNMENT_C2.d_model, generator=g)
     with torch.no_grad():
         out = attn(x, x, x, causal_mask(length) if causal else None)[0, 1:]  # (L - 1, D)
     return (out.amax(0) - out.amin(0)).max().item()
