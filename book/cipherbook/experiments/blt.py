@@ -23,7 +23,7 @@ import torch
 from cipherlab.data.cipher import bits_to_bytes
 from cipherlab.pipeline.codec import ByteCodec, build_model, select_lines
 from cipherlab.base.config import DEFAULT_RECIPE, TOKENIZATIONS, make_config
-from cipherlab.data.corpus import CHUNK_CHARS, load_corpus, make_chunks
+from cipherlab.data.corpus import CHUNK_CHARS, load_corpus, make_chunks, shuffle_chunks
 from cipherbook.experiments.common import (calibration_bits, calibration_lines,  # noqa: F401 -- the BLT chapter's cells call them here
                                           calibration_run, scored_step)  # noqa: F401
 from cipherlab.models.blt import BLTModel, ByteEntropyModel, WindowedSelfAttention, fixed_patch_membership
@@ -85,6 +85,42 @@ def chunk_patch_stats() -> dict:
             "target_bytes_with_bos": float(np.mean(target)),
             "target_global_slots": float(np.mean([n // SETTINGS.blt_patch_tgt + 1 for n in target])),
             "share_at_cap": float(np.mean(lengths == SETTINGS.blt_max_patch)), "mean_patch": float(lengths.mean())}
+
+
+RECIPE_STATS_LINES = 300  # training lines cut into chunks by recipe_chunk_patch_stats: a few seconds
+
+
+@functools.lru_cache(maxsize=None)
+def recipe_chunk_patch_stats(n_lines: int = RECIPE_STATS_LINES, seed: int = 0) -> dict:
+    """Source patches on the assignment preset's training chunks of the first ``n_lines`` training lines,
+    as English and as the default recipe makes them (phase-shuffled, letters case-flipped), under the
+    assignment's fit (whole English training lines).
+
+    For each kind ("English", "recipe-shuffled"): "mean_patch" (bytes per patch, cap included) and
+    "after_letter" (share of positions i >= 1 after a letter that start a patch).
+    """
+    config, model, cutoff = SETTINGS, entropy_model(), threshold()
+    lines = corpus().splits["train"][:n_lines]
+    english = make_chunks(corpus().plain, corpus().cipher, lines, config.chunk_chars)
+    kinds = {"English": english,
+             "recipe-shuffled": shuffle_chunks(english, config.phase_shuffle, seed, flip_case=config.case_flip)}
+    out = {}
+    for kind, chunks in kinds.items():
+        lengths, after, started = [], 0, 0
+        for c in chunks:
+            seq = bits_to_bytes(c.cipher)
+            if not seq:
+                continue
+            starts = model.patch_boundaries(seq, cutoff, config.blt_max_patch)
+            lengths.append(np.diff(starts + [len(seq)]))
+            is_start = set(starts)
+            for i in range(1, len(seq)):
+                if c.plain[i - 1].isalpha():
+                    after += 1
+                    started += i in is_start
+        out[kind] = {"mean_patch": float(np.concatenate(lengths).mean()), "after_letter": started / after,
+                     "chunks": len(chunks)}
+    return out
 
 
 @functools.lru_cache(maxsize=1)
