@@ -130,14 +130,20 @@ def test_own_questions_live_only_in_their_own_banks():
         assert own == OWN.get(bank.chapter, []), bank.chapter
 
 
+def _own_questions(chapter):
+    return [q for q in viva.questions(chapter) if OWN_ID.match(q.id)]
+
+
 @pytest.mark.parametrize("chapter", sorted(OWN))
 def test_own_questions_ask_what_would_break_and_cite_computed_facts(chapter):
-    """In the course notes' style, answered from the chapter's measurements: every answer quotes
-    at least one computed fact, and no measurement is typed into a lead or an answer by hand: no
-    decimal, percentage or number of two digits or more outside facts, code and maths."""
-    questions = viva.questions(chapter)
-    assert 6 <= len(questions) <= 8
-    assert sum("what would break if" in q.question.lower() for q in questions) >= len(questions) - 1
+    """Answered from the chapter's measurements: every answer quotes at least one computed fact, and
+    no measurement is typed into a lead or an answer by hand: no decimal, percentage or number of two
+    digits or more outside facts, code and maths. A bank of cipherlab's own questions only (chapter 11)
+    asks in the course notes' "what would break if" style."""
+    questions = _own_questions(chapter)
+    if chapter not in MASTER:
+        assert 6 <= len(questions) <= 8
+        assert sum("what would break if" in q.question.lower() for q in questions) >= len(questions) - 1
     for q in questions:
         text = q.lead + "\n\n" + q.answer
         assert cited_facts(text), q.id
@@ -147,7 +153,7 @@ def test_own_questions_ask_what_would_break_and_cite_computed_facts(chapter):
 
 @pytest.mark.parametrize("chapter", sorted(OWN))
 def test_own_answers_open_with_a_first_paragraph_of_at_most_fifty_words(chapter):
-    for q in viva.questions(chapter):
+    for q in _own_questions(chapter):
         first = q.answer.split("\n\n")[0]
         assert viva.spoken_words(first) <= viva.LEAD_WORDS, q.id
 
