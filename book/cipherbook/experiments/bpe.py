@@ -64,6 +64,17 @@ def drill_trace() -> list[tuple[tuple[str, str], int]]:
     return learn_merges(drill_words(), DRILL_MERGES, return_counts=True)
 
 
+def drill_ties() -> list[int]:
+    """For each merge of the drill's trace: how many pairs had the top count (more than 1: the tie rule chose)."""
+    from cipherlab.data.tokenizers.bpe import merge_symbols, pair_counts
+
+    words, ties = drill_words(), []
+    for pair, count in drill_trace():
+        ties.append(sum(c == count for c in pair_counts(words).values()))
+        words = {merge_symbols(symbols, pair): n for symbols, n in words.items()}
+    return ties
+
+
 def drill_segmented() -> dict[tuple[str, ...], int]:
     """The drill's words after its merges, with their counts (which merging never changes)."""
     merges = [pair for pair, _ in drill_trace()]
@@ -155,6 +166,22 @@ def cipher_at_phase(word: str, phase: int) -> str:
 def reference_source_vocab(config: str = "c1", preset: str = "cpu") -> int | None:
     """The source vocabulary a preset asks for; None means no merges (whole bytes in "bytes" mode)."""
     return make_config(config, preset).src_vocab
+
+
+@functools.lru_cache(maxsize=1)
+def notes_bits_tokenizer() -> BPETokenizer:
+    """The bits-mode source tokenizer ``results/notes/cpu-bits`` trained: its vocabulary, its training lines."""
+    from cipherlab.base.config import config_from_dict
+    from cipherlab.data.tokenizers import get_tokenizers
+
+    config = config_from_dict(load_run(BITS)["c1"]["hyperparameters"])
+    src, _ = get_tokenizers(select_lines(corpus(), config), config.source_mode, config.src_vocab, None)
+    return src
+
+
+def notes_bits_straddle() -> float:
+    """Share of that tokenizer's tokens on the validation lines that cut a character boundary."""
+    return boundary_straddle_rate(notes_bits_tokenizer(), eval_cipher_lines())
 
 
 def mode_table(configs=("c1", "c2", "c3", "c4")) -> dict[str, dict]:
@@ -340,14 +367,20 @@ def merges_runs() -> dict[str, dict]:
     return {name: records[name] for name in order if name in records}
 
 
+# Runs of results/merges made while the model added the key-phase vector of token *position* mod 8 to
+# phase-tagged tokens (now: each token's first character's phase, src_phase); as results/merges/make_readme.py.
+POSITION_PHASE = {"m-phase2560-aligned-bits", "m-phase2560-chunks", "m-phase3072-chunks", "m-phase2560-chunks-chars"}
+
+
 def merges_summary(record: dict) -> dict:
     """What one run of ``results/merges`` changed and what it reached."""
     h, sets = record["hyperparameters"], record["sets"]
+    phase_by = "-" if h["source_mode"] != "phase" else "position" if record["name"] in POSITION_PHASE else "token"
     return {"source": h["source_mode"] if h["src_vocab"] is None else f"{h['source_mode']} BPE {h['src_vocab']}",
             "learned on": "-" if h["src_vocab"] is None and h["tgt_vocab"] is None else h.get("merges_on", "lines"),
             "target": ("aligned" if h.get("target_tokens") == "aligned" else
                        "characters" if h["tgt_vocab"] is None else f"BPE {h['tgt_vocab']}"),
-            "val accuracy": [e["val_accuracy"] for e in record["log"]],
+            "key phase by": phase_by,
             "random exact": (sets["random_letters"]["exact_lines"], sets["random_letters"]["lines"]),
             "Brown exact": (sets["test"]["exact_lines"], sets["test"]["lines"])}
 
@@ -357,3 +390,37 @@ def aligned_runs() -> dict[tuple[str, int], dict]:
     from cipherlab.analysis.ablation import load_learn_runs
 
     return load_learn_runs(ALIGNED_RUN)
+
+
+def merges_exact(name: str, section: str = "random_letters") -> tuple[int, int]:
+    """(exact lines, lines) of one run of ``results/merges`` on one decoded set."""
+    sets = merges_runs()[name]["sets"][section]
+    return sets["exact_lines"], sets["lines"]
+
+
+def brown_exact_by_merges_on() -> dict[str, list[tuple[int, int]]]:
+    """(exact, lines) on the Brown test lines of the results/merges runs whose source has merges, by where the
+    merges were learned ("lines" or "chunks")."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for record in merges_runs().values():
+        s = merges_summary(record)
+        if s["learned on"] != "-" and s["source"] != "bytes":
+            out.setdefault(s["learned on"], []).append(s["Brown exact"])
+    return out
+
+
+def dropout_random() -> dict:
+    """C1 seed 0, cpu preset, aligned BPE: exact random strings without BPE-dropout (results/merges) and with it
+    (results/aligned), and the standard error of their difference in strings (two binomials)."""
+    import math
+
+    off, n = merges_exact("m-phase3072-chunks-tokenphase")
+    on_sets = aligned_runs()[("c1", 0)]["sets"]["random_letters"]
+    on, n_on = on_sets["exact_lines"], on_sets["lines"]
+    assert n == n_on
+    se = math.sqrt(off * (n - off) / n + on * (n - on) / n)
+    from cipherlab.analysis.ablation import load_learn_runs
+
+    reference = load_learn_runs("reference")[("c1", 0)]["sets"]["random_letters"]  # the same run with no merges
+    assert reference["lines"] == n
+    return {"off": off, "on": on, "lines": n, "se": se, "z": (on - off) / se, "no_merges": reference["exact_lines"]}

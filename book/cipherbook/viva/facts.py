@@ -27,7 +27,7 @@ import torch
 
 from cipherbook import broken
 from cipherlab.data.cipher import BITS_PER_CHAR, KEY, encrypt, key_phase
-from cipherlab.base.config import CONFIG_NAMES, make_config
+from cipherlab.base.config import CONFIG_NAMES, TOKENIZATIONS, make_config
 from cipherlab.data.corpus import CHUNK_CHARS, load_corpus
 from cipherbook.experiments import attention as att
 from cipherbook.experiments import blt, bpe, common, mha
@@ -371,6 +371,18 @@ FACTS["bpe"] = {
     "mode_bits_bit_min": lambda: min(r["bits_bit"] for r in bpe.mode_table().values()),
     "mode_bits_bit_max": lambda: max(r["bits_bit"] for r in bpe.mode_table().values()),
     "wordpiece_disagree_share": lambda: bpe.segmentation_disagreements()[0] / bpe.segmentation_disagreements()[1],
+    "straddle_bits_notes": bpe.notes_bits_straddle,
+    "aligned_src_merges": lambda: bpe.aligned_runs()[("c1", 0)]["tokens"]["source_merges"],
+    "merges_lines_brown_max": lambda: max(e for e, _ in bpe.brown_exact_by_merges_on()["lines"]),
+    "merges_chunks_brown_min": lambda: min(e for e, n in bpe.brown_exact_by_merges_on()["chunks"] if n == 200),
+    "merges_brown_lines": lambda: bpe.merges_exact("m-phase2560-chunks", "test")[1],
+    "dropout_off_random": lambda: bpe.dropout_random()["off"],
+    "dropout_on_random": lambda: bpe.dropout_random()["on"],
+    "dropout_random_lines": lambda: bpe.dropout_random()["lines"],
+    "dropout_gain_se": lambda: bpe.dropout_random()["se"],
+    "dropout_gain_z": lambda: bpe.dropout_random()["z"],
+    "nomerge_random": lambda: bpe.dropout_random()["no_merges"],
+    "aligned_bpe_dropout": lambda: TOKENIZATIONS["aligned"]["bpe_dropout"],
 }
 
 
