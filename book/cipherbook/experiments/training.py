@@ -23,11 +23,6 @@ from cipherbook.experiments.common import sinusoidal_table
 from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.pipeline.train import WarmupInverseSqrt, make_optimizer
 
-# The course notes' batches and schedule: 256-character chunks, 8,192 source tokens a batch, 1,000 warm-up steps
-# to 3e-4. The assignment preset's own (32-character chunks, 1,024 tokens, 200 steps to 1e-3) is what was
-# measured to learn at the notes' sizes on a CPU; the chapter's planner keeps the notes', whose memory the
-# notes measured.
-NOTES_SCHEDULE = dict(chunk_chars=CHUNK_CHARS, token_budget=8192, warmup_steps=1000, lr=3e-4, onset_step=None)
 # the course notes' model: their BPE sizes, free embedding rows (built without a codec); the preset's schedule
 NOTES_SIZES = make_config("c1", "assignment", recipe="notes", **TOKENIZATIONS["notes"])
 SMOOTHING = NOTES_SIZES.label_smoothing  # 0.1
@@ -292,9 +287,6 @@ def warmup_contrast(wiring: str, depth: int = 12, steps: int = 60, lr: float = 3
 
 PLAN_CONFIGS = ("c1", "c3", "c5")  # C2 and C4 have C1's sizes and FLOPs
 PLAN_GPUS = ("T4", "A100", "H100")
-# Peak GPU memory of one training run each, as the course notes report it (§7.2; their GPU and code,
-# not named): the only measured GPU figures this book has to set the planner against.
-COURSE_NOTES_PEAK_GB = {"c1": 3.00, "c3": 2.99}
 # The CPU time charged per kernel launch in the book's plan: an assumption, stated, so the chapter's
 # figures do not move with the load of the machine that builds it (`plan` measures the machine's own).
 PLAN_LAUNCH_US = 20.0
@@ -302,16 +294,14 @@ PLAN_LAUNCH_US = 20.0
 
 @functools.lru_cache(maxsize=1)
 def gpu_plan(configs: tuple = PLAN_CONFIGS, gpus: tuple = PLAN_GPUS) -> dict:
-    """``cipherlab.analysis.plan`` for the course notes' model and batches (the assignment preset's sizes with
-    ``NOTES_SCHEDULE``): the step costs measured once on this CPU
+    """``cipherlab.analysis.plan`` for the students' run, as ``python -m cipherlab plan --preset assignment``
+    plans it (the preset's own recipe, tokenisation and batches): the step costs measured once on this CPU
     ("plan", as ``plan_preset`` returns it), then every GPU's estimate of each configuration
     ("gpus": {gpu: {config: ``gpu_estimate``}}), at the planner's default utilisation and session and
     ``PLAN_LAUNCH_US`` per kernel launch."""
     from cipherlab.analysis import plan as planner
 
-    plan = planner.plan_preset("assignment", planner.GPUS[gpus[0]], configs=configs, recipe="notes",
-                               launch_us=PLAN_LAUNCH_US,
-                               overrides={**TOKENIZATIONS["notes"], **NOTES_SCHEDULE})  # the course notes' model
+    plan = planner.plan_preset("assignment", planner.GPUS[gpus[0]], configs=configs, launch_us=PLAN_LAUNCH_US)
     estimates = {gpu: {r["config"]: planner.gpu_estimate(r, planner.GPUS[gpu], plan["mfu"], plan["hours"],
                                                          plan["sizes"]["max_epochs"], PLAN_LAUNCH_US)
                        for r in plan["configs"]}
