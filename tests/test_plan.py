@@ -31,6 +31,9 @@ def test_plan_smoke_on_every_configuration(tmp_path, capsys):
     assert "121 TFLOP/s" in report and "x 30 % utilisation" in report
     result = json.loads(out.read_text())
     assert result["estimate"] is True and [r["config"] for r in result["configs"]] == ["c1", "c2", "c3", "c4", "c5"]
+    shared_us = min(r["per_step"]["dispatch_us_measured"] for r in result["configs"])  # the host's, charged to all
+    assert {r["gpu"]["launch_us"] for r in result["configs"]} == {shared_us}
+    assert "without a better validation accuracy" in report  # the score the default recipe selects on
     for r in result["configs"]:
         assert r["config"] in report
         assert r["params"] == sum(p.numel() for p in _model(r["config"]).parameters())
@@ -41,8 +44,8 @@ def test_plan_smoke_on_every_configuration(tmp_path, capsys):
         assert g["flop_epoch_seconds"] == pytest.approx(floor)
         per = r["per_step"]
         assert per["kernels"]["train_step"] > per["kernels"]["validation_step"] > 0 and per["dispatch_us_measured"] > 0
-        overhead = (e["steps"] * (per["kernels"]["train_step"] * per["dispatch_us_measured"] * 1e-6 + per["collate_seconds"])
-                    + r["validation"]["steps"] * (per["kernels"]["validation_step"] * per["dispatch_us_measured"] * 1e-6
+        overhead = (e["steps"] * (per["kernels"]["train_step"] * shared_us * 1e-6 + per["collate_seconds"])
+                    + r["validation"]["steps"] * (per["kernels"]["validation_step"] * shared_us * 1e-6
                                                   + per["collate_seconds"]))
         assert g["overhead_epoch_seconds"] == pytest.approx(overhead)
         assert g["epoch_seconds"] == pytest.approx(floor + overhead)

@@ -92,6 +92,7 @@ PUBLIC_MEASUREMENT = {"gpu": "RTX2080TI", "config": "c1", "preset": "assignment"
 # The assignment preset trained for one epoch on a CPU (one thread of a shared 2-core machine): each record's
 # first epoch gives the steps an epoch really took and the seconds a step. Read when the repository is at hand.
 CPU_RECORDS = Path(__file__).resolve().parents[2] / "results" / "assignment-cpu"
+_SELECTED = {"val_accuracy": "validation accuracy", "val_loss": "validation loss"}  # Config.select_on
 DISPATCH_REPEATS = 9  # timed tiny forward + backward passes, for the CPU cost of one operator
 TINY_CHARS = 8  # characters of the tiny batch those passes use
 COLLATE_REPEATS = 5
@@ -456,9 +457,13 @@ def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float
                 shared[key] = (codec, how, _token_ratios(codec, train))
             codec, how, ratios = shared[key]
             extra = {"codec": codec, "tokens_how": how, "ratios": ratios}
-        record = plan_config(config, corpus, **extra)
-        record["gpu"] = gpu_estimate(record, gpu, mfu, hours, config.max_epochs, launch_us)
-        records.append(record)
+        records.append(plan_config(config, corpus, **extra))
+    # The CPU cost of one operator is the host's, not a configuration's: charge every configuration the least
+    # measured (the machine least disturbed by others' load), so that a busy moment does not rank them.
+    shared_us = launch_us if launch_us is not None else min(r["per_step"]["dispatch_us_measured"] for r in records)
+    for record, name in zip(records, configs):
+        record["gpu"] = gpu_estimate(record, gpu, mfu, hours, make_config(name, preset, recipe, **overrides).max_epochs,
+                                     shared_us)
     plan = {
         "estimate": True,
         "preset": preset,
@@ -468,7 +473,8 @@ def plan_preset(preset: str, gpu: GPU, *, mfu: float = DEFAULT_MFU, hours: float
         "hours": hours,
         "sizes": {k: getattr(base, k) for k in ("d_model", "n_heads", "enc_layers", "dec_layers", "ffn_dim",
                                                 "chunk_chars", "token_budget", "max_batch_size", "max_epochs",
-                                                "patience", "source_mode", "src_vocab", "tgt_vocab")},
+                                                "patience", "select_on", "source_mode", "src_vocab",
+                                                "tgt_vocab")},
         "data": str(corpus.data_dir),
         "torch": torch.__version__,
         "configs": records,
@@ -555,8 +561,8 @@ def report(plan: dict) -> str:
         f"the per-step term ({first['per_step']['kernels']['train_step']:,} kernels x {first['gpu']['launch_us']:.0f} us + "
         f"{_duration(first['per_step']['collate_seconds'])} collation = "
         f"{_duration(first['gpu']['step_overhead_seconds'])} a step for {first['config']})",
-        f"  max_epochs {s['max_epochs']} (early stopping after {s['patience']} epochs without a better validation "
-        f"loss) would take {slowest['gpu']['hours_for_max_epochs']:.1f} h for the slowest ({slowest['config']})",
+        f"  max_epochs {s['max_epochs']} (early stopping after {s['patience']} epochs without a better "
+        f"{_SELECTED.get(s.get('select_on'), 'validation score')}) would take {slowest['gpu']['hours_for_max_epochs']:.1f} h for the slowest ({slowest['config']})",
         "",
         "How it is estimated",
         "  FLOPs: torch FlopCounterMode on the real model (matrix multiplications only) for one chunk of "
@@ -571,7 +577,8 @@ def report(plan: dict) -> str:
         " kernel launch, each charged the CPU time one operator takes here"
         + (f" (--launch-us {plan['launch_us']:g})" if plan["launch_us"] is not None else
            " (measured: a forward and backward pass of one row of "
-           f"{TINY_CHARS} characters, where the arithmetic is negligible, over its operators; a faster host CPU pays less)")
+           f"{TINY_CHARS} characters, where the arithmetic is negligible, over its operators; the least of the "
+           "configurations' measurements, charged to all of them; a faster host CPU pays less)")
         + "; collation measured on this CPU",
         "  not counted: the final decoding of the test lines, checkpoint writes; the two terms are added because the"
         " trainer waits for each step's loss (little overlap); measure an epoch on the GPU and compare",
