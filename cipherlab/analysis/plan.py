@@ -223,11 +223,11 @@ def _bpe_batch(codec: SubwordCodec, src_len: int, tgt_len: int, rows: int = 1) -
     return {"src": src, "tgt": tgt}
 
 
-def _blt_batch(codec: ByteCodec, chunk: Chunk, n: int) -> dict[str, torch.Tensor]:
-    """The first ``n`` characters of a real chunk, collated with its entropy patches."""
+def _blt_batch(codec: ByteCodec, chunk: Chunk, n: int, rows: int = 1) -> dict[str, torch.Tensor]:
+    """The first ``n`` characters of a real chunk, collated with its entropy patches, ``rows`` times."""
     piece = Chunk(chunk.line, chunk.part, chunk.plain[:n], chunk.cipher[: 8 * n])
     data = codec.dataset([piece])
-    return codec.collate([data[0]])
+    return codec.collate([data[0]] * rows)
 
 
 # --------------------------------------------------------------------------- tokens per character
@@ -311,6 +311,7 @@ def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", rat
             return max(1, round(rt * n)) + 2  # + BOS and EOS
 
         batches = [_bpe_batch(codec, src_len(n), tgt_len(n) - 2) for n in points]
+        pair = _bpe_batch(codec, src_len(c), tgt_len(c) - 2, rows=2)
         units = (f"{tokens_how}: {rs:.3f} source and {rt:.3f} target tokens per character, measured on "
                  f"{sampled} training chunks")
     else:
@@ -323,11 +324,32 @@ def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", rat
             return n + 2
 
         batches = [_blt_batch(codec, example, n) for n in points]
+        pair = _blt_batch(codec, example, c, rows=2)
         units = "bytes (one per character), entropy patches of a real training chunk"
     steps = [measure_step(model, b, codec.tgt_pad_id, config.label_smoothing) for b in batches]
-    forward = _fit(points, [s["forward_flops"] for s in steps])
-    step_flops = _fit(points, [s["forward_flops"] + s["backward_flops"] for s in steps])
-    activations = _fit(points, [s["activation_bytes"] for s in steps])
+    # Not all of a step grows with its rows: C1-C4's bit-factored embeddings build their whole table once a
+    # batch. Two rows of the longest chunk against one split each quantity into a per-batch part (taken as
+    # independent of the length: a table's size is its vocabulary's) and a per-row part.
+    two = measure_step(model, pair, codec.tgt_pad_id, config.label_smoothing)
+    one = steps[-1]
+
+    def split(key) -> tuple[float, list[float]]:
+        once = max(2 * key(one) - key(two), 0.0)
+        return once, [max(key(s) - once, 0.0) for s in steps]
+
+    once_forward, forward_rows = split(lambda s: s["forward_flops"])
+    once_step, step_rows = split(lambda s: s["forward_flops"] + s["backward_flops"])
+    once_saved, saved_rows = split(lambda s: s["activation_bytes"])
+    forward_row, step_row, saved_row = _fit(points, forward_rows), _fit(points, step_rows), _fit(points, saved_rows)
+
+    def forward(rows: int, n: int) -> float:
+        return once_forward + rows * forward_row(n)
+
+    def step_flops(rows: int, n: int) -> float:
+        return once_step + rows * step_row(n)
+
+    def activations(rows: int, n: int) -> float:
+        return once_saved + rows * saved_row(n)
 
     def epoch(chunks: list[Chunk]) -> dict:
         chars = [len(ch.plain) for ch in chunks]
@@ -339,9 +361,9 @@ def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", rat
             work.append((len(batch), n))
         return {"chunks": len(chunks), "characters": sum(chars), "steps": len(work),
                 "source_tokens": sum(lengths), "target_tokens": sum(tgt_len(n) - 1 for n in chars),
-                "train_flops": sum(b * step_flops(n) for b, n in work),
-                "forward_flops": sum(b * forward(n) for b, n in work),
-                "max_activation_bytes": max(b * activations(n) for b, n in work)}
+                "train_flops": sum(step_flops(b, n) for b, n in work),
+                "forward_flops": sum(forward(b, n) for b, n in work),
+                "max_activation_bytes": max(activations(b, n) for b, n in work)}
 
     typical_rows = min(config.max_batch_size, max(config.token_budget // src_len(c), 1))
     kernels = count_kernels(model, batches[-1], codec.tgt_pad_id, config)
@@ -357,7 +379,8 @@ def plan_config(config: Config, corpus, *, codec=None, tokens_how: str = "", rat
                      for n, s in zip(points, steps)],
         "typical_batch": {"rows": typical_rows, "source_tokens": typical_rows * src_len(c),
                           "target_tokens": typical_rows * (tgt_len(c) - 1), "chunk_chars": c,
-                          "flops": typical_rows * step_flops(c), "activation_bytes": typical_rows * activations(c)},
+                          "flops": step_flops(typical_rows, c), "activation_bytes": activations(typical_rows, c)},
+        "per_batch": {"flops": once_step, "activation_bytes": once_saved},  # not multiplied by the rows
         "train_epoch": epoch(train),
         "validation": epoch(val),
         "per_step": {"kernels": kernels, "collate_seconds": collate_seconds(codec, full_chunks, typical_rows),
@@ -567,7 +590,8 @@ def report(plan: dict) -> str:
         "How it is estimated",
         "  FLOPs: torch FlopCounterMode on the real model (matrix multiplications only) for one chunk of "
         + ", ".join(str(m["chunk_chars"]) for m in first["measured"])
-        + " characters on the CPU; x rows (FLOPs are linear in the batch), quadratic in the chunk length between",
+        + " characters on the CPU, and for two rows of the longest: a per-batch part (C1-C4's bit-factored embedding"
+        " tables, built once a batch) plus the rest x rows, quadratic in the chunk length between",
         "  peak memory: 16 B/parameter (fp32 weights, gradients, AdamW's two moments) + 2 B/parameter (bf16 copies)"
         " + the tensors saved for backward of the largest batch, measured in fp32 (bf16 autocast keeps many in 2 bytes);"
         " not counted: the CUDA context (a few hundred MB) and allocator fragmentation; (!) = over the GPU's memory",
