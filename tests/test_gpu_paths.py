@@ -105,10 +105,10 @@ def test_train_config_builds_the_fused_model_on_cuda_and_the_scratch_one_on_cpu(
     monkeypatch.setattr(cipherlab.pipeline.train, "load_corpus", lambda data_dir: None)  # no data needed to get there
     monkeypatch.setattr(cipherlab.pipeline.train, "select_lines", lambda corpus, config: None)
     monkeypatch.setattr(cipherlab.pipeline.train, "fit_codec", lambda config, corpus: None)
-    monkeypatch.setattr(cipherlab.pipeline.train, "build_model", build)
+    monkeypatch.setattr(cipherlab.pipeline.codec, "build_model", build)  # what the default builder calls
     with pytest.raises(_Built):
         cipherlab.pipeline.train.train_config(make_config("c1", "smoke"), tmp_path, device=device)
-    assert asked == {"fused_attention": fused, "parts": {}}  # cipherlab's own parts: no student's class
+    assert asked == {"fused_attention": fused}  # cipherlab's own model (OWN_MODEL): no student's class
 
 
 def _kernels(model) -> set[bool]:

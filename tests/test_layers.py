@@ -22,8 +22,8 @@ FOLDERS = {
     "models": set(),
     "base": {"models"},
     "data": {"base", "models"},
-    "student": {"data", "base", "models"},
-    "pipeline": {"student", "data", "base", "models"},
+    "pipeline": {"data", "base", "models"},
+    "student": {"pipeline", "data", "base", "models"},
     "analysis": {"pipeline", "student", "data", "base", "models"},
     "cli": {"analysis", "pipeline", "student", "data", "base", "models"},
 }

@@ -1,4 +1,4 @@
-"""Training with a student's own classes: ``--part PART=FILE.py:NAME`` and ``build_model(..., parts=...)``."""
+"""Training with a student's own classes: ``--part PART=FILE.py:NAME`` and ``PartsBuilder(parts)``."""
 
 import hashlib
 import json
@@ -14,8 +14,9 @@ from cipherlab.pipeline.codec import build_model
 from cipherlab.base.config import make_config
 from cipherlab.models import ModelArgs, MultiHeadAttention
 from cipherlab.models.norm import make_norm
-from cipherlab.student.adapters import MAX_LEN, NORM_EPS, PrefixAttention, RotaryAdapter
-from cipherlab.student.parts import EDITED_PARTS, PartError, class_sha256, mismatch, validate_parts
+from cipherlab.student.adapters import MAX_LEN, NORM_EPS, PrefixAttention, RotaryAdapter, put_parts
+from cipherlab.student.parts import (EDITED_PARTS, PartError, PartsBuilder, check_names, class_sha256, mismatch,
+                                     validate_parts)
 from samples import SAMPLE_LINES
 
 TINY = ["--preset", "smoke", "--set", "max_epochs=1", "--set", "max_train_lines=40", "--set", "max_eval_lines=2",
@@ -211,19 +212,20 @@ def test_a_part_trained_model_refuses_another_file_and_a_resume_without_the_part
 
 
 def test_from_python_a_part_trained_model_loads_with_its_parts_as_an_argument(trained):
-    """No ambient state: ``load_trained(path, parts=...)`` alone decides, and the same call without them refuses."""
+    """No ambient state: ``load_trained(path, builder=PartsBuilder(...))`` alone decides, and the same call without
+    it refuses."""
     root, student, _, _ = trained
     best = root / "run" / "best.pt"
     own = _load(root)
-    model, _, _ = load_trained(best, "cpu", parts={"attention": own["MyAttention"]})
+    model, _, _ = load_trained(best, "cpu", builder=PartsBuilder({"attention": own["MyAttention"]}))
     assert all(isinstance(layer.self_attn, own["MyAttention"]) for layer in model.encoder.layers)
     assert all(isinstance(layer.self_attn.inner, own["MyAttention"]) for layer in model.decoder.layers)
     with pytest.raises(PartError, match=f"^{best}: .*pass --part attention={student}:MyAttention"):
         load_trained(best)
     with pytest.raises(PartError, match="its attention was MyAttention of .*, not MyNorm; pass --part"):
-        load_trained(best, parts={"attention": own["MyNorm"]})
+        load_trained(best, builder=PartsBuilder({"attention": own["MyNorm"]}))
     with pytest.raises(PartError, match=f"^{best}: .*it was trained with cipherlab's own norm"):
-        load_trained(best, parts={"attention": own["MyAttention"], "norm": own["MyNorm"]})
+        load_trained(best, builder=PartsBuilder({"attention": own["MyAttention"], "norm": own["MyNorm"]}))
     assert not isinstance(PartError("x"), CheckpointError)  # a part is the reader's to fix, not the file
 
 
@@ -273,12 +275,18 @@ def test_ablate_refuses_a_part_no_configuration_has_a_place_for(tmp_path, capsys
     assert "none of c2, c5 has a place for positional" in _one_line_error(capsys)
 
 
+def _built(config, parts, **sizes):
+    """What PartsBuilder does, with the sizes given rather than a codec's: cipherlab's model, then the parts."""
+    check_names(parts, config)
+    return put_parts(build_model(config, **sizes), parts)
+
+
 def test_build_model_puts_each_part_in_its_place(tmp_path):
     own = _load(tmp_path)
     sizes = dict(vocab_sizes=(40, 50), pad_id=0)
     c1 = make_config("c1", "smoke", recipe="notes")
-    model = build_model(c1, parts={"attention": own["MyAttention"], "norm": own["MyNorm"],
-                                   "positional": own["MyPositions"]}, **sizes)
+    model = _built(c1, {"attention": own["MyAttention"], "norm": own["MyNorm"], "positional": own["MyPositions"]},
+                   **sizes)
     assert all(isinstance(layer.self_attn, own["MyAttention"]) for layer in model.encoder.layers)
     assert all(isinstance(layer.self_attn, PrefixAttention) and isinstance(layer.self_attn.inner, own["MyAttention"])
                for layer in model.decoder.layers)  # the decoder's keeps the prefix, as a KV cache would
@@ -286,7 +294,7 @@ def test_build_model_puts_each_part_in_its_place(tmp_path):
     norms = [m for m in model.modules() if isinstance(m, own["MyNorm"])]
     assert len(norms) == 2 * len(model.encoder.layers) + 3 * len(model.decoder.layers) + 2
     assert isinstance(model.pos_enc, own["MyPositions"])
-    c2 = build_model(make_config("c2", "smoke", recipe="notes"), parts={"rope": own["MyRope"]}, **sizes)
+    c2 = _built(make_config("c2", "smoke", recipe="notes"), {"rope": own["MyRope"]}, **sizes)
     rope = c2.encoder.layers[0].self_attn.rope
     assert isinstance(rope, RotaryAdapter) and isinstance(rope.inner, own["MyRope"])
     assert c2.decoder.layers[0].cross_attn.rope is rope
@@ -299,8 +307,7 @@ def test_decoding_step_by_step_with_own_parts_gives_the_full_pass_logits(tmp_pat
     own = _load(tmp_path)
     parts = {"attention": own["MyAttention"]} | ({"rope": own["MyRope"]} if part == "rope" else {})
     torch.manual_seed(0)
-    model = build_model(make_config(config, "smoke", recipe="notes"), parts=parts, vocab_sizes=(40, 50),
-                        pad_id=0).eval()
+    model = _built(make_config(config, "smoke", recipe="notes"), parts, vocab_sizes=(40, 50), pad_id=0).eval()
     src, tgt = torch.randint(3, 40, (2, 7)), torch.randint(3, 50, (2, 6))
     with torch.no_grad():
         full = model(src, tgt)
@@ -315,7 +322,7 @@ def test_python_api_errors_name_the_part(tmp_path):
     with pytest.raises(PartError, match="unknown part 'attn'"):
         validate_parts({"attn": own["MyAttention"]}, c1)
     with pytest.raises(PartError, match=r"rope=.*student.py:MyRope: c1 has no rotary embedding"):
-        build_model(c1, parts={"rope": own["MyRope"]}, vocab_sizes=(40, 50), pad_id=0)
+        PartsBuilder({"rope": own["MyRope"]})(c1, None)
     with pytest.raises(PartError, match="not a subclass of torch.nn.Module"):
         validate_parts({"norm": dict}, c1)
     validate_parts({"attention": own["MyAttention"], "norm": own["MyNorm"]}, c1)  # fits: no error

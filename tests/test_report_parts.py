@@ -58,8 +58,9 @@ def test_two_versions_of_one_class_are_flagged_and_one_class_everywhere_is_not(t
 
 def test_table_md_names_the_parts_and_says_when_they_are_mixed(tmp_path):
     from cipherlab.pipeline.evaluate import write_table
+    from cipherlab.student.parts import parts_lines
     runs = _runs(tmp_path, {name: _mine() for name in ("c1", "c2")})
-    table = write_table(runs)[0].read_text(encoding="utf-8")
+    table = write_table(runs, notes=parts_lines)[0].read_text(encoding="utf-8")
     assert ("Parts (--part): C1: attention = MyAttention of /home/me/my_attention.py (class sha256 aaaaaaaaaaaa); "
             "C2: attention = MyAttention") in table and "C3: cipherlab's own" in table
     assert "Mixed: attention (mha) is yours in C1, C2 and cipherlab's in C4; their differences include" in table
@@ -104,7 +105,8 @@ def test_the_students_parts_wherever_they_apply_are_not_mixed(tmp_path):
         "in C5); positional: yours in C1, C3, C4 (no place for it in C2, C5); rope: yours in C2 (no place for it in "
         "C1, C3, C4, C5)")
     from cipherlab.pipeline.evaluate import write_table
-    assert "Mixed" not in write_table(runs)[0].read_text(encoding="utf-8")
+    from cipherlab.student.parts import parts_lines
+    assert "Mixed" not in write_table(runs, notes=parts_lines)[0].read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("change, said", [

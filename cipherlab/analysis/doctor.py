@@ -41,7 +41,7 @@ import torch
 from cipherlab.analysis.attention_maps import attention_view, band_mass, example_chunks
 from cipherlab.pipeline.checkpoint import check_data, model_from_payload, read_payload
 from cipherlab.data.cipher import PERIOD, encrypt
-from cipherlab.pipeline.codec import select_lines
+from cipherlab.pipeline.codec import OWN_MODEL, ModelBuilder, select_lines
 from cipherlab.data.corpus import REPO_DATA_DIR, load_corpus, load_pairs
 from cipherlab.pipeline.decode import decrypt_lines
 from cipherlab.base.device import pick_device
@@ -399,17 +399,17 @@ def diagnose_checkpoint(checkpoint: str | Path, *, data_dir: str | Path | None =
                         outside: str | Path | None = None, device: str | None = None, lines: int = DEFAULT_LINES,
                         n_random: int = DEFAULT_RANDOM, seed: int = DEFAULT_SEED,
                         attention_chunks: int = DEFAULT_ATTENTION_CHUNKS, progress=None,
-                        parts: dict[str, type] | None = None) -> dict:
+                        builder: ModelBuilder = OWN_MODEL) -> dict:
     """:func:`diagnose` a checkpoint file, with what it is under ``"checkpoint"``: the doctor command.
 
     ``print(report(diagnose_checkpoint(CK)))`` prints what ``python -m cipherlab doctor --checkpoint CK``
     prints (the results chapter runs it so on the committed models). Raises CheckpointError, naming the file,
     for a checkpoint trained on other data than ``data_dir``'s (its test split would not be held out).
-    ``parts``: the student's classes it was trained with, as :func:`cipherlab.pipeline.checkpoint.load_trained`'s.
+    ``builder``: what rebuilds the model, as :func:`cipherlab.pipeline.checkpoint.load_trained`'s.
     """
     started = time.perf_counter()
     payload = read_payload(checkpoint)  # what load_trained reads; the data digest is needed too
-    model, codec, config = model_from_payload(payload, pick_device(device), checkpoint, parts=parts)
+    model, codec, config = model_from_payload(payload, pick_device(device), checkpoint, builder=builder)
     corpus = select_lines(load_corpus(data_dir), config)
     check_data(payload, corpus, checkpoint, "its test split would not be held out; pass the --data-dir it was trained with")
     outside_dir = Path(outside) if outside else OUTSIDE_DIR

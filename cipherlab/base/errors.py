@@ -48,6 +48,7 @@ from cipherlab.base.files import write_atomic
 
 __all__ = [
     "DEBUG_ENV",
+    "PartError",
     "SIGPIPE_EXIT",
     "describe",
     "first_line",
@@ -85,6 +86,11 @@ _FIXES = {
     errno.ENAMETOOLONG: "choose a shorter path",
 }
 _DEFAULT_FIX = "check the path"
+
+
+class PartError(ValueError):
+    """A class given in place of one of cipherlab's that cannot stand in for it, or a model file given other
+    classes than it was trained with (:mod:`cipherlab.student.parts` raises it; the pipeline passes it on)."""
 
 
 def first_line(message: object) -> str:

@@ -12,7 +12,7 @@ from cipherlab.analysis.doctor import (DEFAULT_ATTENTION_CHUNKS, DEFAULT_LINES, 
                                        diagnose_checkpoint, report)
 from cipherlab.base.errors import outside_results, writable_file, write_text_atomic
 from cipherlab.cli.common import device_option
-from cipherlab.student.parts import import_parts
+from cipherlab.student.parts import PartsBuilder, import_parts
 from cipherlab.pipeline.runs import StepBar
 
 __all__ = ["register_cli"]
@@ -33,7 +33,7 @@ def _cmd_doctor(args) -> int:
         result = diagnose_checkpoint(args.checkpoint, data_dir=args.data_dir, outside=args.outside,
                                      device=args.device, lines=args.lines, n_random=args.random, seed=args.seed,
                                      attention_chunks=args.attention_chunks, progress=step,
-                                     parts=import_parts(args.part, load=load_target))
+                                     builder=PartsBuilder(import_parts(args.part, load=load_target)))
     print(report(result))
     if args.json:
         write_text_atomic(args.json, json.dumps(result, indent=2) + "\n")  # whole or not at all (a full disk)

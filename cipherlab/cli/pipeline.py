@@ -64,7 +64,8 @@ from cipherlab.cli.common import device_option
 from cipherlab.pipeline.record import read_record
 from cipherlab.pipeline.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
                                 write_table)
-from cipherlab.student.parts import PARTS, PartError, import_parts, load_parts, parse_part, part_records, unused_parts
+from cipherlab.student.parts import (PARTS, PartError, PartsBuilder, import_parts, load_parts, parse_part, parts_lines,
+                                     unused_parts)
 from cipherlab.analysis.score import read_text_lines, text_lines
 from cipherlab.pipeline.tracking import DEFAULT_PROJECT, check_wandb_dir, require_wandb, start_wandb
 from cipherlab.base.files import own_folder, own_record
@@ -95,8 +96,9 @@ def _cmd_train(args) -> int:
     config = make_config(args.config, args.preset, args.recipe, **overrides)
     for caveat in recipe_caveats(config):
         print(f"note: {config.name} ({config.preset} preset) cannot take all of the recipe: {caveat}")
-    parts = load_parts(args.part, config, load=load_target)  # loaded and tried before anything else
-    _note_parts(parts, config)
+    builder = PartsBuilder(import_parts(args.part, load=load_target, config=config))
+    builder.prepare(config)  # each part tried once, before anything else
+    _note_parts(builder, config)
     out = Path(args.out) if args.out else Path("runs") / config.run_name / config.name
     results_folder = _results_folder(args.results_dir, config.run_name)
     created = _missing_folders(out, results_folder)  # removed again if the run ends leaving them empty
@@ -114,7 +116,7 @@ def _cmd_train(args) -> int:
             # the first line at once: reading the data and fitting the tokenizers take seconds to minutes
             print(f"{config.name} ({config.preset} preset, {config.recipe} recipe) -> {out}: reading the data, "
                   "fitting or loading the tokenizers, building the model ...", flush=True)
-            return _tracked(args, config, parts, out, started)
+            return _tracked(args, config, builder, out, started)
     finally:
         _remove_empty(created)
 
@@ -128,15 +130,15 @@ def _check_wandb(args) -> None:
         check_wandb_dir()
 
 
-def _tracked(args, config, parts: dict, out: Path, started: float) -> int:
+def _tracked(args, config, builder: PartsBuilder, out: Path, started: float) -> int:
     """:func:`_train_and_score`, logged to a W&B run with --wandb (closed however the run ends)."""
     if not args.wandb:
-        return _train_and_score(args, config, parts, out, started)
+        return _train_and_score(args, config, builder, out, started)
     tracker = start_wandb(config, out, project=args.wandb, group=args.wandb_group, command=_command(args),
-                          parts=part_records(parts))
+                          parts=builder.records)
     code = 1  # an exception on the way out marks the W&B run failed
     try:
-        code = _train_and_score(args, config, parts, out, started, tracker)
+        code = _train_and_score(args, config, builder, out, started, tracker)
         return code
     finally:
         tracker.finish(exit_code=code)
@@ -161,13 +163,13 @@ def _remove_empty(folders: list[Path]) -> None:
             folder.rmdir()  # only an empty folder can be removed
 
 
-def _train_and_score(args, config, parts: dict, out: Path, started: float, tracker=None) -> int:
+def _train_and_score(args, config, builder: PartsBuilder, out: Path, started: float, tracker=None) -> int:
     """The rest of ``train``, in the --out folder it owns: train, evaluate best.pt, write the record.
     ``tracker`` (--wandb's :class:`cipherlab.pipeline.tracking.WandbLogger`) is told of every step and the results."""
     length_aware = _length_aware(args)
     try:
         run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True,
-                           parts=parts, logger=tracker)
+                           builder=builder, logger=tracker)
     except (TrainingDiverged, NotLearning) as e:
         return _error(str(e))
     except KeyboardInterrupt:
@@ -191,13 +193,13 @@ def _train_and_score(args, config, parts: dict, out: Path, started: float, track
         + f". Evaluating {run.best_checkpoint} on the test lines ({decoding_name(1, length_aware)} decoding)"
     )
     metrics = evaluate_checkpoint(run.best_checkpoint, data_dir=args.data_dir, device=run.device,
-                                  length_aware=length_aware, parts=parts)
+                                  length_aware=length_aware, builder=builder)
     record = results_record(config, run, metrics)
     if run.parts:
         record["parts"] = run.parts  # [{"part", "file", "class", "sha256", "class_sha256"}]: the student's classes
     record["command"] = _command(args)
     record["wall_seconds"] = time.monotonic() - started  # data, tokenizers, training and the test lines
-    path = write_results(config, record, args.results_dir)
+    path = write_results(config, record, args.results_dir, notes=parts_lines)
     if tracker is not None:
         tracker.test(metrics)
     print(f"{metrics_line(metrics)} -> {path}")
@@ -223,10 +225,10 @@ def _results_folder(results_dir: str, run_name: str) -> Path:
     return outside_results(Path(results_dir) / run_name, "--results-dir", on_purpose="--results-dir results")
 
 
-def _note_parts(parts: dict, config) -> None:
+def _note_parts(builder: PartsBuilder, config) -> None:
     """One line per part of the student's: what it replaces, and that only its interface (and a backward pass
     through it) was checked."""
-    for record in part_records(parts):
+    for record in builder.records:
         part, name = record["part"], record["class"]
         check = f"python -m cipherlab check {PARTS[part].check(config)} {record['file'] or 'FILE.py'}:{name}"
         print(f"note: {part} is your {name}, in place of {PARTS[part].replaces}; its interface fits and gradients "
@@ -236,10 +238,10 @@ def _note_parts(parts: dict, config) -> None:
 # --------------------------------------------------------------------------- evaluate / decrypt
 
 
-def _checkpoint_parts(values) -> dict[str, type]:
-    """The classes of the ``--part`` values, imported; loading the checkpoint tries them with its configuration
-    and compares them with those it was trained with (without ``--part``, it says which to pass)."""
-    return import_parts(values, load=load_target)
+def _checkpoint_parts(values) -> PartsBuilder:
+    """The builder of the ``--part`` values' classes, imported; loading the checkpoint tries them with its
+    configuration and compares them with those it was trained with (without ``--part``, it says which to pass)."""
+    return PartsBuilder(import_parts(values, load=load_target))
 
 
 def _length_aware(args) -> bool:
@@ -260,7 +262,7 @@ def _cmd_evaluate(args) -> int:
         writable_file(outside_results(args.json, "--json"), "--json")  # before the work
     metrics = evaluate_checkpoint(
         args.checkpoint, data_dir=args.data_dir, device=args.device, split=args.split, beam_size=args.beam,
-        length_aware=_length_aware(args), parts=_checkpoint_parts(args.part),
+        length_aware=_length_aware(args), builder=_checkpoint_parts(args.part),
     )
     text = _json_text(metrics)
     if args.json:
@@ -343,7 +345,7 @@ _DECODING_NOTES = {
 def _cmd_decrypt(args) -> int:
     length_aware = _length_aware(args)
     lines = _read_cipher_lines(args)
-    model, codec, config = load_trained(args.checkpoint, args.device, parts=_checkpoint_parts(args.part))
+    model, codec, config = load_trained(args.checkpoint, args.device, builder=_checkpoint_parts(args.part))
     print(f"cipherlab: {decoding_name(args.beam, length_aware)} decoding ({_DECODING_NOTES[length_aware]})",
           file=sys.stderr)  # stdout holds the plaintext lines alone
     note = foreign_note([decrypt_with_key(bits) for bits in lines], trained_alphabet(codec), _source_name(args),
@@ -411,7 +413,7 @@ def _cmd_ablate(args) -> int:
     minutes = (time.monotonic() - started) / 60
     if len(failed) == len(names):
         return _error(f"every configuration failed ({', '.join(failed)}); see the messages above")
-    md, _ = write_table(Path(args.results_dir) / run_name)
+    md, _ = write_table(Path(args.results_dir) / run_name, notes=parts_lines)
     print(md.read_text(encoding="utf-8"))
     print(f"ablation of {len(names)} configurations took {minutes:.1f} minutes; table in {md}")
     if failed:

@@ -40,16 +40,15 @@ from safetensors import SafetensorError
 from safetensors.torch import save_file
 from torch import nn
 
-from cipherlab.pipeline.codec import Codec, build_model, codec_from_artifacts
+from cipherlab.pipeline.codec import OWN_MODEL, Codec, ModelBuilder, codec_from_artifacts
 from cipherlab.base.config import Config, config_from_dict
 from cipherlab.base.device import pick_device
-from cipherlab.base.errors import first_line, require_file, student_place, why, writable_file
+from cipherlab.base.errors import PartError, first_line, require_file, student_place, why, writable_file
 from cipherlab.base.files import write_atomic
 from cipherlab.pipeline.integrity import (EXPORT_FORMAT, HUB_CONFIG_FILE, HUB_MODEL_FILE, CheckpointError,
                                           check_current, check_fits, check_sum, check_weights, export_sha256,
                                           payload_sha256, payload_tensors, read_export, read_log_torn,
                                           read_model_folder, tensors_sha256)
-from cipherlab.student.parts import PartError, require_trained_parts, validate_parts
 
 __all__ = ["CHECKPOINT_FORMAT", "EXPORT_FORMAT", "CheckpointError", "MAX_MODEL_VALUES", "STORED_MODEL_LIMITS",
            "check_data", "check_model_size", "export_sha256", "export_checkpoint", "HUB_CONFIG_FILE",
@@ -155,15 +154,15 @@ def read_log(path: str | os.PathLike, *, torn_ok: bool = False) -> list[dict]:
 
 
 def load_trained(path: str | os.PathLike, device: torch.device | str | None = None, *,
-                 parts: dict[str, type] | None = None) -> tuple[nn.Module, Codec, Config]:
+                 builder: ModelBuilder = OWN_MODEL) -> tuple[nn.Module, Codec, Config]:
     """(model in eval mode on ``device``, its codec, its configuration) from a checkpoint file.
 
     ``path`` is a training checkpoint (``best.pt``, read with ``weights_only=True``) or a model
     exported by :func:`export_checkpoint` (``.safetensors``: tensors and JSON, no pickle at all).
-    ``parts``: the student's classes the model was trained with, e.g. ``{"attention": MyAttention}``
-    (``cipherlab.student.parts``); a model trained with parts loads only with the same ones.
+    ``builder``: what builds the model (:class:`~cipherlab.pipeline.codec.ModelBuilder`); a model trained with
+    other classes in place of cipherlab's loads only with a builder that puts the same ones in.
     """
-    return model_from_payload(read_payload(path), pick_device(device), path, parts=parts)
+    return model_from_payload(read_payload(path), pick_device(device), path, builder=builder)
 
 
 def read_payload(path: str | os.PathLike) -> dict:
@@ -221,21 +220,22 @@ def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike, *, half: 
 
 
 def model_from_payload(payload: dict, device: torch.device, path: str | os.PathLike = "the checkpoint", *,
-                       parts: dict[str, type] | None = None) -> tuple[nn.Module, Codec, Config]:
+                       builder: ModelBuilder = OWN_MODEL) -> tuple[nn.Module, Codec, Config]:
     """(model in eval mode on ``device``, its codec, its configuration) from :func:`read_payload`'s dict.
 
     A payload whose configuration, codec or weights do not fit together is a CheckpointError naming ``path``;
-    ``parts`` other than the model was trained with (or a class that does not fit) a PartError naming it.
+    a ``builder`` that cannot rebuild it (other classes than it was trained with, or one that does not fit) a
+    PartError naming it.
     """
-    parts = dict(parts or {})
     try:
         config = config_from_dict(payload["config"])
-        require_trained_parts(payload["artifacts"].get("parts") or [], parts, str(path))
-        if parts:
-            validate_parts(parts, config)
+        problem = builder.refuse(payload["artifacts"].get("parts") or [])
+        if problem:
+            raise PartError(f"{path}: {problem}")
+        builder.prepare(config)
         codec = codec_from_artifacts(config, payload["artifacts"])
-        check_model_size(config, codec, payload["model"], path, parts=parts)  # before any weight is allocated
-        model = build_model(config, codec, parts=parts)
+        check_model_size(config, codec, payload["model"], path, builder=builder)  # before any weight is allocated
+        model = builder(config, codec)
         model.load_state_dict(payload["model"])
     except CheckpointError:
         raise
@@ -270,7 +270,7 @@ MAX_MODEL_VALUES = 10**9  # weights and buffers (4 GB in float32)
 
 
 def check_model_size(config: Config, codec: Codec, tensors: dict[str, torch.Tensor],
-                     path: str | os.PathLike = "the checkpoint", *, parts: dict[str, type] | None = None) -> None:
+                     path: str | os.PathLike = "the checkpoint", *, builder: ModelBuilder = OWN_MODEL) -> None:
     """Refuse (CheckpointError naming ``path``) a stored configuration whose model is beyond
     :data:`STORED_MODEL_LIMITS` or :data:`MAX_MODEL_VALUES`, or whose weights' names and shapes are
     not the file's ``tensors`` (names, shapes and dtypes), or whose weights hold NaN or infinite values: checked
@@ -287,7 +287,7 @@ def check_model_size(config: Config, codec: Codec, tensors: dict[str, torch.Tens
                               f"from a file ({'; '.join(beyond)}); {fix}")
     try:
         with torch.device("meta"):
-            built = build_model(config, codec, parts=parts).state_dict()
+            built = builder(config, codec).state_dict()
     except Exception:  # e.g. a student's part that needs real memory: load_state_dict checks instead
         return
     shapes = {key: tuple(t.shape) for key, t in built.items()}

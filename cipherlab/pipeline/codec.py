@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Sequence
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -36,8 +37,6 @@ from cipherlab.data.corpus import ByteChunkDataset, SubwordChunkDataset, collate
 from cipherlab.models import ModelArgs, ScaledDotProductAttention, Seq2SeqTransformer
 from cipherlab.models.blt import BLTArgs, BLTModel, ByteEntropyModel, fixed_patch_membership, patch_membership
 from cipherlab.models.blt_patching import as_byte_array
-from cipherlab.student.adapters import put_parts
-from cipherlab.student.parts import check_names
 from cipherlab.data.tokenizers import BPETokenizer, get_tokenizers
 from cipherlab.data.tokenizers.cipher_task import aligned_target_ids
 from cipherlab.data.tokenizers.pretokenize import phase_symbols
@@ -45,6 +44,8 @@ from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS,
 
 __all__ = [
     "ByteCodec",
+    "ModelBuilder",
+    "OWN_MODEL",
     "Codec",
     "SubwordCodec",
     "blt_args",
@@ -294,7 +295,6 @@ def build_model(
     config: Config,
     codec: Codec | None = None,
     *,
-    parts: dict[str, type] | None = None,
     vocab_sizes: tuple[int, int] | None = None,
     pad_id: int | None = None,
     fused_attention: bool = False,
@@ -308,14 +308,7 @@ def build_model(
     through ``F.scaled_dot_product_attention`` instead of the scratch maths (the same weights and,
     up to float rounding, the same outputs; training on CUDA asks for it,
     :func:`cipherlab.pipeline.train.fused_attention_on`).
-
-    ``parts`` (C1-C4): a student's classes in place of cipherlab's, by part name, e.g.
-    ``{"attention": MyAttention}`` (the names and interfaces: :mod:`cipherlab.student.parts`; check a class with
-    :func:`cipherlab.student.parts.validate_parts` first for one-line errors). The model is cipherlab's, built
-    as always; :func:`cipherlab.student.adapters.put_parts` then puts the parts in place of its modules.
     """
-    parts = dict(parts or {})
-    check_names(parts, config)  # unknown names, and parts this configuration has no place for
     if config.tokenization == "blt":
         model = BLTModel(blt_args(config))
         for module in model.modules():  # BLTArgs has no fused_attention field: set each kernel
@@ -333,8 +326,46 @@ def build_model(
         raise ValueError(f"build_model({config.name}): bit_embeddings need each id's code; pass the codec")
     else:
         pads, codes = (pad_id, pad_id), (None, None)
-    model = Seq2SeqTransformer(model_args(config, vocab_sizes, pads, codes, fused_attention=fused_attention))
-    return put_parts(model, parts)
+    return Seq2SeqTransformer(model_args(config, vocab_sizes, pads, codes, fused_attention=fused_attention))
+
+
+class ModelBuilder(Protocol):
+    """What builds a run's model: :data:`OWN_MODEL` (:func:`build_model`), or one made above the pipeline with
+    other classes in place of some of cipherlab's (:class:`cipherlab.student.parts.PartsBuilder`). Training
+    and loading call it; they know nothing else of what it puts in."""
+
+    records: list[dict]
+    """What a checkpoint records of the builder (``artifacts["parts"]``): [] for cipherlab's own model."""
+
+    def prepare(self, config: Config) -> None:
+        """Raise (one line) when it cannot build ``config``'s model: called once, before any data is read."""
+
+    def __call__(self, config: Config, codec: Codec | None, *, fused_attention: bool = False) -> nn.Module:
+        """The model, with fresh weights (seed first for the same ones)."""
+
+    def refuse(self, trained: list[dict]) -> str | None:
+        """Why a model file whose builder recorded ``trained`` cannot be rebuilt by this one; None if it can."""
+
+
+class _OwnModel:
+    """:data:`OWN_MODEL`: cipherlab's own model, :func:`build_model`."""
+
+    records: list[dict] = []
+
+    def prepare(self, config: Config) -> None:
+        pass
+
+    def __call__(self, config: Config, codec: Codec | None, *, fused_attention: bool = False) -> nn.Module:
+        return build_model(config, codec, fused_attention=fused_attention)
+
+    def refuse(self, trained: list[dict]) -> str | None:
+        if not trained:
+            return None
+        return "; ".join(f"it was trained with its own {r['part']}, {r['class']} of {r['file']}; pass --part "
+                         f"{r['part']}={r['file'] or 'FILE.py'}:{r['class']}" for r in trained)
+
+
+OWN_MODEL: ModelBuilder = _OwnModel()
 
 
 def model_args(config: Config, vocab_sizes: tuple[int, int], pad_ids: tuple[int, int] = (0, 0),

@@ -19,12 +19,13 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from cipherlab.pipeline.checkpoint import check_data, model_from_payload, read_payload
-from cipherlab.pipeline.codec import select_lines
+from cipherlab.pipeline.codec import OWN_MODEL, ModelBuilder, select_lines
 from cipherlab.base.config import Config, change_from_c1
 from cipherlab.data.corpus import load_corpus, load_pairs, resolve_data_dir
 from cipherlab.pipeline.decode import decrypt_lines, foreign_note, length_aware_by_default, trained_alphabet
@@ -33,7 +34,6 @@ from cipherlab.base.errors import write_text_atomic
 from cipherlab.pipeline.metrics import compute_metrics
 from cipherlab.pipeline.record import make_record, read_record, set_metrics
 from cipherlab.base.markdown import markdown_table
-from cipherlab.student.parts import mixed_parts
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -55,7 +55,7 @@ def evaluate_checkpoint(
     beam_size: int = 1,
     max_lines: int | None = None,
     length_aware: bool | None = None,
-    parts: dict[str, type] | None = None,
+    builder: ModelBuilder = OWN_MODEL,
 ) -> dict:
     """Metrics of the checkpoint on the whole lines of ``split``, plus decoding speed.
 
@@ -65,12 +65,12 @@ def evaluate_checkpoint(
     The split is the one the checkpoint was trained with (its preset's line limits); a
     checkpoint trained on other data is refused. ``split="all"`` is the exception: it scores
     every line of the data folder's file and accepts any data, for checking that a model
-    learned the cipher rather than its training text (e.g. ``data_dir="data/stdlib"``). ``parts``:
-    the student's classes it was trained with (:func:`cipherlab.pipeline.checkpoint.load_trained`).
+    learned the cipher rather than its training text (e.g. ``data_dir="data/stdlib"``). ``builder``:
+    what rebuilds the model (:func:`cipherlab.pipeline.checkpoint.load_trained`).
     """
     device = pick_device(device)
     payload = read_payload(path)
-    model, codec, config = model_from_payload(payload, device, path, parts=parts)
+    model, codec, config = model_from_payload(payload, device, path, builder=builder)
     if split == "all":  # any data, however few lines: no split is needed
         plain, cipher = load_pairs(data_dir)
     else:
@@ -132,17 +132,18 @@ def results_record(config: Config, run, test_metrics: dict) -> dict:
                        peak_memory_bytes=run.peak_memory_bytes)
 
 
-def write_results(config: Config, record: dict, results_dir: str | os.PathLike = "results") -> Path:
+def write_results(config: Config, record: dict, results_dir: str | os.PathLike = "results", *,
+                  notes: Callable[[list[dict]], list[str]] | None = None) -> Path:
     """Write ``results_dir/<run name>/<config>.json`` and refresh that folder's table; return the json path.
 
     The run name is the preset (``cpu``), or e.g. ``cpu-bits`` for a source mode other than the
-    preset's own. The training log travels inside the record (its ``log``).
+    preset's own. The training log travels inside the record (its ``log``). ``notes``: as :func:`write_table`'s.
     """
     folder = Path(results_dir) / config.run_name
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{record['config']}.json"
     write_text_atomic(path, json.dumps(record, indent=2) + "\n")
-    write_table(folder)
+    write_table(folder, notes=notes)
     return path
 
 
@@ -193,10 +194,12 @@ def _decodings(records: list[dict]) -> str:
     return " / ".join(kinds) + " decoding"
 
 
-def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
+def write_table(folder: str | os.PathLike, *, notes: Callable[[list[dict]], list[str]] | None = None
+                ) -> tuple[Path, Path]:
     """Gather every ``c*.json`` of one preset's folder into ``table.md`` and ``table.csv``.
 
-    The Markdown table is rounded for reading; the CSV keeps every value unrounded.
+    The Markdown table is rounded for reading; the CSV keeps every value unrounded. ``notes``: lines to add
+    under the table, given the records (the command line's: which runs used a student's parts).
     """
     folder = Path(folder)
     records = [read_record(p) for p in sorted(folder.glob("c[0-9]*.json"))]
@@ -219,7 +222,7 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
         f"Device: {first.get('device_name') or first['device']}; torch {first['versions']['torch']}; "
         f"commit {first['git_commit'] or 'unknown'}; seed {first['seed']}.",
         "",
-        *_parts_lines(records),
+        *(notes(records) if notes else []),
     ]
     md_path, csv_path = folder / "table.md", folder / "table.csv"
     write_text_atomic(md_path, "\n".join(md))
@@ -229,22 +232,3 @@ def write_table(folder: str | os.PathLike) -> tuple[Path, Path]:
     writer.writerows([_cell(r, read, None) for _, read, _ in TABLE_COLUMNS] for r in records)
     write_text_atomic(csv_path, buffer.getvalue())
     return md_path, csv_path
-
-
-def _parts_lines(records: list[dict]) -> list[str]:
-    """table.md's lines on the student's parts (``parts`` of the records, :func:`cipherlab.student.parts.part_records`):
-    each run's class, file and source hash, and whether the table mixes them with cipherlab's own or two versions
-    of one class where the runs hold the same component (:func:`cipherlab.student.parts.mixed_parts`); [] when
-    every run used cipherlab's own."""
-    own = {r["config"]: [p for p in r.get("parts") or [] if isinstance(p, dict)] for r in records}
-    if not any(own.values()):
-        return []
-    lines = ["Parts (--part): " + "; ".join(
-        f"{config.upper()}: " + (", ".join(f"{p.get('part')} = {p.get('class')} of {p.get('file') or '?'} "
-                                           f"(class sha256 {(p.get('class_sha256') or p.get('sha256') or '?')[:12]})"
-                                           for p in parts) if parts else "cipherlab's own")
-        for config, parts in own.items()) + "."]
-    mixed = mixed_parts({r["config"].upper(): (r.get("components"), own[r["config"]]) for r in records})
-    if mixed:
-        lines.append("Mixed: " + "; ".join(mixed) + "; their differences include the parts'.")
-    return [*lines, ""]

@@ -31,7 +31,6 @@ from cipherlab.base.device import autocast
 from cipherlab.base.files import write_atomic
 from cipherlab.pipeline.checkpoint import CheckpointError, read_log
 from cipherlab.pipeline.codec import teacher_forcing_logits
-from cipherlab.student.parts import mismatch
 
 try:  # peak resident memory on CPU; the module does not exist on Windows
     import resource
@@ -112,9 +111,9 @@ def refuse_lost_last(last_path: Path, out_dir: Path, best_path: Path, log_path: 
         )
 
 
-def refuse_other_parts(last_path: Path, trained: list[dict], given: list[dict]) -> None:
-    """Refuse to resume a run with other parts (``artifacts["parts"]``) than it was trained with."""
-    problem = mismatch(trained, given)
+def refuse_other_parts(last_path: Path, problem: str | None) -> None:
+    """Refuse to resume a run whose model builder cannot rebuild its last.pt (``problem``, from
+    :meth:`~cipherlab.pipeline.codec.ModelBuilder.refuse`: other parts than it was trained with)."""
     if problem:
         raise CheckpointError(f"{last_path}: {problem} to resume it, or train into a new --out folder")
 

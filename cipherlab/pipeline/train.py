@@ -16,7 +16,7 @@ and the position in the epoch, so ``resume=True`` continues exactly where the ru
 for bit on CPU. A NaN or infinite loss stops the run before it touches the weights or the checkpoints; ``log.jsonl``
 gets one JSON record per epoch; an observer (:class:`TrainingLogger`) hears of every step, validation and epoch.
 :func:`train_config` puts data, codec (:mod:`cipherlab.pipeline.codec`), model and trainer together for a
-``Config``, with a student's own classes in place of cipherlab's if given (``parts``, :mod:`cipherlab.student.parts`).
+``Config``, the model built by a :class:`~cipherlab.pipeline.codec.ModelBuilder` (cipherlab's own by default).
 
 What is not the loop lives elsewhere: checkpoint files (written atomically, read with ``weights_only=True``) in
 :mod:`cipherlab.pipeline.checkpoint`; progress bars, resuming's checks, why a run diverged and every message in
@@ -31,7 +31,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -46,11 +46,10 @@ from cipherlab.base.device import autocast, pick_device
 from cipherlab.data.corpus import BucketBatchSampler, load_corpus, make_chunks, shuffle_chunks
 from cipherlab.pipeline.checkpoint import (CHECKPOINT_FORMAT, load_checkpoint, read_log, rng_state, save_checkpoint,
                                            set_rng_state)
-from cipherlab.pipeline.codec import build_model, fit_codec, select_lines, teacher_forcing_logits
+from cipherlab.pipeline.codec import OWN_MODEL, ModelBuilder, fit_codec, select_lines, teacher_forcing_logits
 from cipherlab.pipeline.runs import (NotLearning, TrainingDiverged, TrainingLogger, announce, diverged_message, epoch_bar,
                                      not_learning_message, peak_memory_bytes, refuse_lost_best, refuse_lost_last,
                                      refuse_other_parts, trim_logs)
-from cipherlab.student.parts import part_records, validate_parts
 
 __all__ = ["Batches", "FitResult", "NotLearning", "RunResult", "Trainer", "TrainingDiverged", "TrainingLogger",
            "WarmupInverseSqrt", "fused_attention_on", "make_optimizer", "make_scheduler", "peak_memory_bytes",
@@ -199,8 +198,10 @@ class Trainer:
         progress: bool | None = None,
         bf16: bool | None = None,
         logger: TrainingLogger | None = None,
+        builder: ModelBuilder = OWN_MODEL,
     ):
         self.model = model.to(device)
+        self.builder = builder  # what built the model: resuming refuses a last.pt it did not build
         self.logger = logger
         self.last_grad_norm, self.last_lr = math.nan, math.nan  # of the latest optimiser step
         self.bf16 = bf16  # bf16 autocast: None = on CUDA only (cipherlab.base.device.autocast)
@@ -258,7 +259,7 @@ class Trainer:
 
     def _restore(self) -> None:
         payload = load_checkpoint(self.last_path, config=self.config, identity=self.identity)
-        refuse_other_parts(self.last_path, payload["artifacts"].get("parts") or [], self.artifacts.get("parts") or [])
+        refuse_other_parts(self.last_path, self.builder.refuse(payload["artifacts"].get("parts") or []))
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
@@ -478,7 +479,7 @@ class RunResult:
     peak_memory_bytes: int | None
     device: str
     best_checkpoint: Path
-    parts: list[dict] = field(default_factory=list)  # the student's parts it was trained with (cipherlab.student.parts)
+    parts: list[dict] = field(default_factory=list)  # what the builder recorded (ModelBuilder.records)
 
 
 def fused_attention_on(device: torch.device | str, enabled: bool | None = None) -> bool:
@@ -500,7 +501,7 @@ def train_config(
     time_budget_s: float | None = None,
     verbose: bool = False,
     progress: bool | None = None,
-    parts: Mapping[str, type] | None = None,
+    builder: ModelBuilder = OWN_MODEL,
     max_steps: int | None = None,
     logger: TrainingLogger | None = None,
 ) -> RunResult:
@@ -509,14 +510,12 @@ def train_config(
     ``logger``: told of every step, validation and epoch (:class:`TrainingLogger`; the command line's
     ``--wandb`` passes :class:`cipherlab.pipeline.tracking.WandbLogger`); None tells no one.
 
-    ``parts``: a student's classes in place of cipherlab's, e.g. ``{"attention": MyAttention}``
-    (:mod:`cipherlab.student.parts`). They are validated first, before any data is read, and the checkpoints
-    record them (``artifacts["parts"]``); the model loads again only with the same parts.
+    ``builder``: what builds the model (:class:`~cipherlab.pipeline.codec.ModelBuilder`), asked first whether it
+    can, before any data is read; the checkpoints record what it says of itself (``artifacts["parts"]``).
     """
     prepared = time.monotonic()
-    parts = dict(parts or {})
-    validate_parts(parts, config)  # one line, before anything else, for a part that does not fit
-    records = part_records(parts)
+    builder.prepare(config)  # one line, before anything else, for a model it cannot build
+    records = builder.records
     device = pick_device(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -536,7 +535,7 @@ def train_config(
         return Batches(dataset, sampler, codec.collate)
 
     seed_everything(config.seed)  # the initial weights depend on the seed alone
-    model = build_model(config, codec, parts=parts, fused_attention=fused_attention_on(device))
+    model = builder(config, codec, fused_attention=fused_attention_on(device))
     trainer = Trainer(
         model,
         batches("train", shuffle=True),
@@ -550,6 +549,7 @@ def train_config(
         verbose=verbose,
         progress=progress,
         logger=logger,
+        builder=builder,
     )
     if verbose:  # the command line: what is about to run, and progress where no bar shows (a log, `| tee`)
         announce(trainer, time.monotonic() - prepared, progress)

@@ -73,11 +73,13 @@ import torch
 from torch import nn
 
 from cipherlab.base.config import COMPONENTS, Config, ConfigError
-from cipherlab.base.errors import describe, register_student_code, student_line, student_line_in, why
+from cipherlab.base.errors import (PartError, describe, register_student_code, student_line, student_line_in,
+                                   why)
 from cipherlab.models.attention import causal_mask, padding_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding
+from cipherlab.pipeline.codec import build_model
 from cipherlab.student.adapters import (MAX_LEN, RotaryAdapter, build_own_attention, build_own_norm,
-                                       build_own_positional, build_own_rope)
+                                       build_own_positional, build_own_rope, put_parts)
 from cipherlab.student.trials import TooLong, Unfit, randn, state_change, time_limit, torch_state
 
 __all__ = [
@@ -87,6 +89,7 @@ __all__ = [
     "PARTS",
     "Part",
     "PartError",
+    "PartsBuilder",
     "TRIAL_TIME_LIMIT_S",
     "check_names",
     "class_sha256",
@@ -99,6 +102,7 @@ __all__ = [
     "parse_part",
     "part_places",
     "part_records",
+    "parts_lines",
     "require_trained_parts",
     "shadowed_internals",
     "unused_parts",
@@ -109,8 +113,6 @@ B, L = 2, 5  # the batch and length of the trial inputs
 EXAMPLE = "--part attention=my_attention.py:MyAttention"
 
 
-class PartError(ValueError):
-    """A part that cannot stand in for cipherlab's, or a checkpoint given other parts than it was trained with."""
 
 
 # --------------------------------------------------------------------------- trial calls
@@ -458,6 +460,25 @@ def mixed_parts(runs: Mapping[str, tuple[Mapping[str, str] | None, Iterable[dict
     return mixed
 
 
+def parts_lines(records: list[dict]) -> list[str]:
+    """table.md's lines on the student's parts (``parts`` of the records, :func:`part_records`): each run's class,
+    file and source hash, and whether the table mixes them with cipherlab's own or two versions of one class where
+    the runs hold the same component (:func:`mixed_parts`); [] when every run used cipherlab's own. The notes of
+    :func:`cipherlab.pipeline.evaluate.write_table`."""
+    own = {r["config"]: [p for p in r.get("parts") or [] if isinstance(p, dict)] for r in records}
+    if not any(own.values()):
+        return []
+    lines = ["Parts (--part): " + "; ".join(
+        f"{config.upper()}: " + (", ".join(f"{p.get('part')} = {p.get('class')} of {p.get('file') or '?'} "
+                                           f"(class sha256 {(p.get('class_sha256') or p.get('sha256') or '?')[:12]})"
+                                           for p in parts) if parts else "cipherlab's own")
+        for config, parts in own.items()) + "."]
+    mixed = mixed_parts({r["config"].upper(): (r.get("components"), own[r["config"]]) for r in records})
+    if mixed:
+        lines.append("Mixed: " + "; ".join(mixed) + "; their differences include the parts'.")
+    return [*lines, ""]
+
+
 # --------------------------------------------------------------------------- checks before training
 
 
@@ -630,6 +651,38 @@ def require_trained_parts(trained: Iterable[dict], parts: Mapping[str, type], wh
     problem = mismatch(list(trained), part_records(parts))
     if problem:
         raise PartError(f"{where}: {problem}")
+
+
+# --------------------------------------------------------------------------- the one way parts enter a model
+
+class PartsBuilder:
+    """Where a student's classes enter cipherlab's model, and the only place: a
+    :class:`~cipherlab.pipeline.codec.ModelBuilder` that builds cipherlab's model
+    (:func:`cipherlab.pipeline.codec.build_model`) and puts ``parts`` (``{"attention": MyAttention, ...}``) in
+    place of its modules (:func:`cipherlab.student.adapters.put_parts`). Each class is tried once per
+    configuration (:func:`validate_parts`, in :meth:`prepare`, which training and loading call before reading
+    any data). Pass it to :func:`cipherlab.pipeline.train.train_config`,
+    :func:`cipherlab.pipeline.checkpoint.load_trained` or :func:`cipherlab.pipeline.evaluate.evaluate_checkpoint`
+    as ``builder=``. With no parts it builds cipherlab's own model and still names the ``--part`` that a model
+    trained with parts needs (:meth:`refuse`)."""
+
+    def __init__(self, parts: Mapping[str, type] | None = None):
+        self.parts = dict(parts or {})
+        self.records = part_records(self.parts)  # what the checkpoints record (artifacts["parts"])
+        self._tried: set[str] = set()  # the configurations (their repr) the classes were tried with
+
+    def prepare(self, config: Config) -> None:
+        if repr(config) not in self._tried:
+            validate_parts(self.parts, config)
+            self._tried.add(repr(config))
+
+    def __call__(self, config: Config, codec, *, fused_attention: bool = False) -> nn.Module:
+        check_names(self.parts, config)  # unknown names, and parts this configuration has no place for
+        model = build_model(config, codec, fused_attention=fused_attention)
+        return put_parts(model, self.parts) if self.parts else model
+
+    def refuse(self, trained: list[dict]) -> str | None:
+        return mismatch(list(trained), self.records)
 
 
 # --------------------------------------------------------------------------- names nn.Module already has
