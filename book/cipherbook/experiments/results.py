@@ -421,6 +421,21 @@ def over_c1(runs: dict, key: str) -> dict[tuple[str, int], float]:
     return {(c, s): r[key] / c1.get(s, mean) for (c, s), r in runs.items()}
 
 
+def ref_epoch_over_c1(config: str) -> float:
+    """results/reference: ``config``'s seconds per epoch over C1's of the same seed, the mean over the two seeds."""
+    ratios = [v for (c, _), v in over_c1(ref_runs(), "seconds_per_epoch").items() if c == config]
+    return sum(ratios) / len(ratios)
+
+
+def goal_thresholds() -> dict[str, list[float]]:
+    """The thresholds of ablation.REFERENCE_GOALS in percent: "chars" (characters or bits right), "exact" (lines)."""
+    from cipherlab.analysis.ablation import REFERENCE_GOALS
+    out: dict[str, list[float]] = {"chars": [], "exact": []}
+    for _, metric, bar, _ in REFERENCE_GOALS:
+        out["exact" if metric == "sequence_accuracy" else "chars"].append(100 * bar)
+    return out
+
+
 def kv_cache_bytes_per_token(config: str, preset: str = "assignment") -> int:
     """Bytes of decoder self-attention keys and values one generated token adds to the cache (float32), from the
     configuration's sizes: 2 (K and V) x layers x KV heads x head width x 4 bytes."""
@@ -483,10 +498,12 @@ def acpu_against_better_c1(config: str) -> dict:
 
 
 def decode_benchmark_machine() -> str:
-    """The machine decode.json was timed on, as it records it: cores, torch threads, torch."""
+    """The machine decode.json was timed on, as it records it: cores, torch threads, torch, load at start and end."""
     path = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "decode.json"
     machine = json.loads(path.read_text(encoding="utf-8"))["machine"]
-    return f"{machine['cpu_count']} cores, {machine['torch_threads']} torch thread, torch {machine['torch']}"
+    return (f"{machine['cpu_count']} cores, {machine['torch_threads']} torch thread, torch {machine['torch']}, load "
+            f"average (1 min) {machine['load_average_1_5_15min_at_start'][0]} at start, "
+            f"{machine['load_average_1_5_15min_at_end'][0]} at end")
 
 
 # the lead table's yardsticks and costs (results/assignment-cpu), the period withheld (results/nophase)

@@ -531,6 +531,13 @@ FACTS["results"] = {
     "res_ref_c5_time_ratio": lambda: (sum(r["train_seconds"] for (c, _), r in res.ref_runs().items() if c == "c5")
                                       / sum(r["train_seconds"] for (c, _), r in res.ref_runs().items() if c == "c1")),
     "res_ref_epochs": common.reference_epochs,
+    "res_ref_c2_epoch_ratio": lambda: res.ref_epoch_over_c1("c2"),  # seconds per epoch, mean over seeds
+    "res_ref_c3_epoch_ratio": lambda: res.ref_epoch_over_c1("c3"),
+    "res_ref_c4_epoch_ratio": lambda: res.ref_epoch_over_c1("c4"),
+    "res_total_cache_drop_pct": mha.total_cache_drop_pct,  # C3's whole decode cache against C1's (chapter 3)
+    "res_goal_chars": lambda: min(res.goal_thresholds()["chars"]),  # ablation.REFERENCE_GOALS
+    "res_goal_exact_min": lambda: min(res.goal_thresholds()["exact"]),
+    "res_goal_exact_max": lambda: max(res.goal_thresholds()["exact"]),
     "res_ref_c5_time_ratio_min": lambda: min(res.ref_time_ratios("c5")),  # seed by seed
     "res_ref_c5_time_ratio_max": lambda: max(res.ref_time_ratios("c5")),
     # the assignment preset, one epoch on a CPU (results/assignment-cpu): the chapter's lead table
