@@ -410,17 +410,30 @@ def brown_exact_by_merges_on() -> dict[str, list[tuple[int, int]]]:
 
 
 def dropout_random() -> dict:
-    """C1 seed 0, cpu preset, aligned BPE: exact random strings without BPE-dropout (results/merges) and with it
-    (results/aligned), and the standard error of their difference in strings (two binomials)."""
-    import math
+    """C1 seed 0, cpu preset, aligned BPE, on the same 200 random letter strings: exact without BPE-dropout
+    (results/merges) and with it (results/aligned), the strings only one of the two decoded, McNemar's exact p,
+    and the same run with no merges (results/reference)."""
+    from cipherlab.analysis.ablation import load_learn_runs, mcnemar
 
-    off, n = merges_exact("m-phase3072-chunks-tokenphase")
+    off_sets = merges_runs()["m-phase3072-chunks-tokenphase"]["sets"]["random_letters"]
     on_sets = aligned_runs()[("c1", 0)]["sets"]["random_letters"]
-    on, n_on = on_sets["exact_lines"], on_sets["lines"]
-    assert n == n_on
-    se = math.sqrt(off * (n - off) / n + on * (n - on) / n)
-    from cipherlab.analysis.ablation import load_learn_runs
-
+    assert off_sets["lines"] == on_sets["lines"]
+    only_on, only_off, p = mcnemar(on_sets["exact_by_line"], off_sets["exact_by_line"])
     reference = load_learn_runs("reference")[("c1", 0)]["sets"]["random_letters"]  # the same run with no merges
-    assert reference["lines"] == n
-    return {"off": off, "on": on, "lines": n, "se": se, "z": (on - off) / se, "no_merges": reference["exact_lines"]}
+    assert reference["lines"] == on_sets["lines"]
+    return {"off": off_sets["exact_lines"], "on": on_sets["exact_lines"], "lines": on_sets["lines"],
+            "only_on": only_on, "only_off": only_off, "p": p, "no_merges": reference["exact_lines"]}
+
+
+def aligned_brown_cost() -> dict[tuple[str, int], dict]:
+    """results/aligned against results/reference (no merges), the same configuration and seed, on the Brown
+    free lines: {(config, seed): {"only_aligned", "only_reference", "p" (McNemar's exact), "lines"}}."""
+    from cipherlab.analysis.ablation import load_learn_runs, mcnemar, section
+
+    reference = load_learn_runs("reference")
+    out = {}
+    for key, run in aligned_runs().items():
+        a, b = section(run, "test_free"), section(reference[key], "test_free")
+        only_a, only_b, p = mcnemar(a["exact_by_line"], b["exact_by_line"])
+        out[key] = {"only_aligned": only_a, "only_reference": only_b, "p": p, "lines": a["lines"]}
+    return out
