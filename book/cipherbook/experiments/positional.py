@@ -75,6 +75,36 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, rope: RotaryPositionalEmbeddin
     return rq @ rk.T  # (L, L)
 
 
+Q_PAIR, K_PAIR = (1.0, 0.3), (0.6, 0.8)  # the animation's query and key, one 2-D pair each
+
+
+def rotated_pair(rope: RotaryPositionalEmbedding, pair: tuple, i: int, position: int) -> tuple[float, float]:
+    """Pair i of a head vector that is zero elsewhere, after cipherlab's RoPE at ``position``."""
+    half = rope.head_dim // 2
+    x = torch.zeros(1, 1, 1, rope.head_dim)
+    x[..., i], x[..., i + half] = pair
+    y = rope.rotate(x, offset=position)[0, 0, 0]
+    return y[i].item(), y[i + half].item()
+
+
+def pair_score(rope: RotaryPositionalEmbedding, m: int, n: int, i: int = 1) -> float:
+    """Pair i's share of the score: Q_PAIR rotated to query position m dotted with K_PAIR at key position n."""
+    (qx, qy), (kx, ky) = rotated_pair(rope, Q_PAIR, i, m), rotated_pair(rope, K_PAIR, i, n)
+    return qx * kx + qy * ky
+
+
+def draw_pair(ax, rope: RotaryPositionalEmbedding, m: int, n: int, i: int = 1) -> None:
+    """Draw pair i of the query at m (blue) and of the key at n (orange) as arrows, the score in the title."""
+    import matplotlib.pyplot as plt
+
+    ax.clear()
+    ax.add_patch(plt.Circle((0, 0), 1.1, fill=False, color="0.85"))
+    for pair, position, colour in ((Q_PAIR, m, "tab:blue"), (K_PAIR, n, "tab:orange")):
+        ax.annotate("", rotated_pair(rope, pair, i, position), (0, 0), arrowprops=dict(color=colour, width=2, headwidth=8))
+    ax.set(xlim=(-1.3, 1.3), ylim=(-1.3, 1.3), aspect="equal", xticks=[], yticks=[])
+    ax.set_title(f"m={m}, n={n}, pair {i}: score {pair_score(rope, m, n, i):+.3f}", fontsize=11)
+
+
 def toeplitz_error(scores: torch.Tensor) -> float:
     """How far (..., Lq, Lk) scores are from depending on (key position - query position) alone.
 

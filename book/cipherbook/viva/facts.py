@@ -211,6 +211,7 @@ FACTS["positional"] = {
     "causal_self_attn_permutation_max_diff": lambda: _pos_permutation_checks()["causal"],
     "learned_pe_params": lambda: f"{pos.count_parameters(LearnedPositionalEncoding(common.D_MODEL, common.MAX_LEN)):,}",
     "phase_readout_float64_fit_share": lambda: _pos_phase_readout_table()["table, float64"]["fit"],
+    "phase_readout_float64_beyond_share": lambda: _pos_phase_readout_table()["table, float64"]["beyond"],
     "pe_min_row_distance": pos.min_row_distance,
     "pe_table_rank_float64": lambda: pos.table_rank(True),
     "pair_first_misread": pos.first_misread,
@@ -263,6 +264,8 @@ FACTS["positional"] = {
     "nophase_c2_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "exact"),
     "nophase_c2_alphabet_p": lambda: common.nophase_by_seed("c2", "random_alphabet", "p", ".2g"),
     # C2 against C1 with the aligned BPE (results/aligned): merged tokens, the period handed in
+    "aligned_alphabet_lines": lambda: pos.shared_value("aligned random_alphabet lines", {
+        row["seed"]: row["lines"] for row in common.aligned_paired() if (row["config"], row["set"]) == ("c2", "random_alphabet")}),
     "aligned_c1_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "base_exact"),
     "aligned_c2_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "exact"),
     "aligned_c2_alphabet_p": lambda: common.aligned_by_seed("c2", "random_alphabet", "p", ".2g"),
