@@ -64,10 +64,11 @@ def _one_line(text: str) -> str:
 
 
 def priority_table(questions: list[Question], tiers=TIERS[:2]) -> str:
-    """The ranked questions of ``tiers`` as one markdown table: rank, days before the viva, tier, chapter, question, why."""
+    """The ranked questions of ``tiers`` as one markdown table: rank, days before the viva, tier, chapter, question, why.
+    The rank counts every question of ``questions`` (ranked), so a table of one tier goes on from the one before."""
     days, numbers = revision_day(questions), chapter_numbers()
     rows = ["| # | days before | tier | chapter | question | likely: | costly: |", "|---:|---:|---|---|---|---|---|"]
-    for n, q in enumerate((q for q in questions if tier(q) in tiers), 1):
+    for n, q in ((n, q) for n, q in enumerate(questions, 1) if tier(q) in tiers):
         likely = ", ".join(LIKELY[t] for t in q.priority if t in LIKELY)
         costly = ", ".join(COSTLY[t] for t in q.priority if t in COSTLY)
         rows.append(f"| {n} | {days[q.id]} | {tier(q)} | {numbers[q.chapter]} {q.chapter} | {_one_line(fill_facts(q.question, q.chapter))} "
