@@ -177,14 +177,14 @@ def _crafted_export(tiny, tmp_path: Path, **changes) -> Path:
 
 
 def test_a_crafted_configuration_is_refused_before_any_weight_is_allocated(tiny, tmp_path, monkeypatch):
-    import cipherlab.pipeline.checkpoint as checkpoint
+    import cipherlab.pipeline.codec as codec  # what load_trained's default builder (OWN_MODEL) calls
 
     def no_real_model(*args, **kwargs):
         assert torch.empty(0).device.type == "meta", "a model was built outside the meta device"
         return real(*args, **kwargs)
 
-    real = checkpoint.build_model
-    monkeypatch.setattr(checkpoint, "build_model", no_real_model)
+    real = codec.build_model
+    monkeypatch.setattr(codec, "build_model", no_real_model)
     huge = _crafted_export(tiny, tmp_path, d_model=8192, n_heads=8)
     with pytest.raises(CheckpointError, match=r"larger model than cipherlab builds from a file \(d_model=8192, "
                                               r"at most 4096\)"):
