@@ -39,6 +39,21 @@ def assignment_model() -> Seq2SeqTransformer:
     return build_model(NOTES_SIZES, vocab_sizes=(NOTES_SIZES.src_vocab, NOTES_SIZES.tgt_vocab), pad_id=0)
 
 
+@functools.lru_cache(maxsize=1)
+def preset_codec():
+    """The codec of the assignment preset as students train it (C1, aligned BPE): its tokenizers learned
+    from the preset's training lines (about 15 s on a CPU; C1-C4 share it)."""
+    config = make_config("c1", "assignment")
+    return fit_codec(config, select_lines(load_corpus(), config))
+
+
+@functools.lru_cache(maxsize=1)
+def preset_model() -> Seq2SeqTransformer:
+    """A freshly initialised C1 of the assignment preset as students train it (bit-factored embeddings), seeded."""
+    torch.manual_seed(0)
+    return preset_codec().build_model(make_config("c1", "assignment"))
+
+
 def tying_saves() -> int:
     """Parameters an untied output head (a separate tgt_vocab x d_model matrix, no bias) would add."""
     return NOTES_SIZES.tgt_vocab * NOTES_SIZES.d_model
