@@ -431,8 +431,8 @@ def goal_thresholds() -> dict[str, list[float]]:
     """The thresholds of ablation.REFERENCE_GOALS in percent: "chars" (characters or bits right), "exact" (lines)."""
     from cipherlab.analysis.ablation import REFERENCE_GOALS
     out: dict[str, list[float]] = {"chars": [], "exact": []}
-    for _, metric, bar, _ in REFERENCE_GOALS:
-        out["exact" if metric == "sequence_accuracy" else "chars"].append(100 * bar)
+    for _, name, bar, _ in REFERENCE_GOALS:
+        out["exact" if name == "sequence_accuracy" else "chars"].append(100 * bar)
     return out
 
 
