@@ -63,6 +63,26 @@ def scaled_embedding_std() -> float:
     return (model.src_embed.weight * math.sqrt(model.d_model)).std().item()
 
 
+@functools.cache
+def recipe_embedding_std() -> dict[str, float]:
+    """Standard deviations, after the sqrt(d_model) factor, of what the default recipe adds to the position
+    code in a fresh ``assignment``-preset C1: the bit-factored source embedding over its whole vocabulary,
+    and the key-phase vector over the key's period."""
+    from cipherbook.experiments.training import preset_model
+
+    model = preset_model()
+    with torch.inference_mode():
+        tokens = model.src_embed(torch.arange(model.args.src_vocab_size)) * math.sqrt(model.d_model)
+        phases = model.phase_embed(KEY_PERIOD, 0, torch.device("cpu"))
+    return {"tokens": tokens.std().item(), "phase": phases.std().item()}
+
+
+def cpu_head_dim() -> int:
+    """The head width of the ``cpu`` preset's C2: d_model // n_heads."""
+    config = make_config("c2", "cpu")
+    return config.d_model // config.n_heads
+
+
 def rope_scores(q: torch.Tensor, k: torch.Tensor, rope: RotaryPositionalEmbedding) -> torch.Tensor:
     """(L, L) scores between the same query vector placed at every position and the same key vector.
 
