@@ -106,6 +106,17 @@ def byte_drill_table() -> dict[str, dict]:
     return table
 
 
+def byte_drill_heldout() -> dict:
+    """``byte_drill_table``'s row for English the toy BPE never saw: the first EVAL_LINES validation lines (its
+    prose sample is one of its training phrases)."""
+    unit, lines = Utf8ByteUnit(), eval_plain_lines()
+    tokens = [byte_tokenize(line) for line in lines]
+    words, n_tokens = sum(len(line.split()) for line in lines), sum(map(len, tokens))
+    return {"chars": sum(map(len, lines)), "bytes": sum(len(line.encode("utf-8")) for line in lines),
+            "words": words, "tokens": n_tokens, "tokens_per_word": n_tokens / words,
+            "round_trip": all(unit.join(t) == line for t, line in zip(tokens, lines))}
+
+
 # --------------------------------------------------------------------------- small tokenizers on the corpus
 
 @functools.lru_cache(maxsize=1)
@@ -396,6 +407,15 @@ def merges_exact(name: str, section: str = "random_letters") -> tuple[int, int]:
     """(exact lines, lines) of one run of ``results/merges`` on one decoded set."""
     sets = merges_runs()[name]["sets"][section]
     return sets["exact_lines"], sets["lines"]
+
+
+def merges_paired(a: str, b: str, section: str = "random_letters") -> tuple[int, int, float]:
+    """Two runs of ``results/merges`` on the same lines of one set: (lines only ``a`` decoded exactly, lines only
+    ``b`` did, McNemar's exact p)."""
+    from cipherlab.analysis.ablation import mcnemar
+
+    runs = merges_runs()
+    return mcnemar(runs[a]["sets"][section]["exact_by_line"], runs[b]["sets"][section]["exact_by_line"])
 
 
 def brown_exact_by_merges_on() -> dict[str, list[tuple[int, int]]]:

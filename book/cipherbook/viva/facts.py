@@ -405,6 +405,15 @@ FACTS["bpe"] = {
     "aligned_brown_lines": lambda: bpe.aligned_brown_cost()[("c1", 1)]["lines"],
     "nomerge_random": lambda: bpe.dropout_random()["no_merges"],
     "aligned_bpe_dropout": lambda: TOKENIZATIONS["aligned"]["bpe_dropout"],
+    "heldout_lines": lambda: bpe.EVAL_LINES,
+    "heldout_tokens_per_word": lambda: bpe.byte_drill_heldout()["tokens_per_word"],
+    "merges_aligned_chars_brown_p": lambda: bpe.merges_paired("m-phase2560-chunks", "m-phase2560-chunks-chars", "test")[2],
+    "merges_aligned_chars_random_p": lambda: bpe.merges_paired("m-phase2560-chunks", "m-phase2560-chunks-chars")[2],
+    "merges_3072_2560_random_p": lambda: bpe.merges_paired("m-phase3072-chunks", "m-phase2560-chunks")[2],
+    "merges_last_random_lines": lambda: bpe.merges_exact("m-phase3072-chunks-tokenphase")[1],
+    "merges_last_brown_lines": lambda: bpe.merges_exact("m-phase3072-chunks-tokenphase", "test")[1],
+    "aligned_c1s1_brown_gained": lambda: bpe.aligned_brown_cost()[("c1", 1)]["only_aligned"],
+    "aligned_c4s1_brown_gained": lambda: bpe.aligned_brown_cost()[("c4", 1)]["only_aligned"],
 }
 
 
