@@ -25,6 +25,9 @@ REQUIRED_KEYS = {"id", "source", "question", "answer"}
 # "ablation" (the notes' ablation and its metrics); costly to get wrong: "yours" (about your own code
 # or numbers), "overclaim" (the notes' answer claims more than it shows, so the memorised one is wrong).
 PRIORITY_TAGS = ("twice", "ablation", "yours", "overclaim")
+# ``premise: disputed``: the question (the course notes' own words) takes as given a claim that cipherlab's runs do
+# not bear out; its lead says which part. The drill shows the question with this note, not as if the claim held.
+PREMISE_NOTES = {"disputed": "premise disputed"}
 REGISTRY = "book/cipherbook/viva/facts.py"  # where FACTS[chapter] is written, for the error messages
 
 # A placeholder in the bank: {fact}`key` or {fact}`key:.3f` -> (key, format spec)
@@ -49,6 +52,7 @@ class Question:
     chapter: str
     lead: str = ""
     priority: tuple[str, ...] = ()  # a subset of PRIORITY_TAGS, in that order
+    premise: str = ""  # a key of PREMISE_NOTES ("disputed"), or "" when the question's premise holds
 
 
 @dataclass(frozen=True)
@@ -79,8 +83,13 @@ def load_chapter(path: Path) -> ChapterBank:
     items = []
     for n, entry in enumerate(data["questions"] or [], start=1):
         where = f"{path}, question {n}"
-        if not isinstance(entry, dict) or not REQUIRED_KEYS <= set(entry) <= REQUIRED_KEYS | {"lead", "priority"}:
-            raise ValueError(f"{where}: expected the keys id, source, question, lead, answer (and optionally priority)")
+        optional = {"lead", "priority", "premise"}
+        if not isinstance(entry, dict) or not REQUIRED_KEYS <= set(entry) <= REQUIRED_KEYS | optional:
+            raise ValueError(f"{where}: expected the keys id, source, question, lead, answer "
+                             "(and optionally priority, premise)")
+        premise = entry.get("premise", "")
+        if premise and (not isinstance(premise, str) or premise not in PREMISE_NOTES):
+            raise ValueError(f"{where}: premise must be one of {tuple(PREMISE_NOTES)}, got {premise!r}")
         priority = entry.get("priority", [])
         if not isinstance(priority, list) or not set(priority) <= set(PRIORITY_TAGS) or len(set(priority)) < len(priority):
             raise ValueError(f"{where}: priority must be a list of distinct tags from {PRIORITY_TAGS}, got {priority!r}")
@@ -91,7 +100,7 @@ def load_chapter(path: Path) -> ChapterBank:
                               question=question, answer=_require_str(entry, "answer", where),
                               chapter=data["chapter"],
                               lead=_require_str(entry, "lead", where) if "lead" in entry else "",
-                              priority=tuple(t for t in PRIORITY_TAGS if t in priority)))
+                              priority=tuple(t for t in PRIORITY_TAGS if t in priority), premise=premise))
     return ChapterBank(chapter=data["chapter"], notebook=data["notebook"], questions=tuple(items),
                        appendix=data.get("appendix"))
 
@@ -119,6 +128,12 @@ def _bank_for(chapter: str) -> ChapterBank:
         known = sorted(p.stem for p in BANK_DIR.glob("*.yml"))
         raise KeyError(f"no viva bank for chapter {chapter!r} (expected {path}); known chapters: {known}")
     return load_chapter(path)
+
+
+def shown_question(q: Question) -> str:
+    """The question as the drill shows it (its placeholders still in): ending in "(premise disputed)" where
+    ``q.premise`` says the course notes' question assumes what cipherlab's runs do not show."""
+    return f"{q.question} ({PREMISE_NOTES[q.premise]})" if q.premise else q.question
 
 
 def cited_facts(text: str) -> list[str]:

@@ -22,7 +22,7 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 
-from cipherbook.viva.answers import Question, cited_facts, fill_facts, load_bank
+from cipherbook.viva.answers import Question, cited_facts, fill_facts, load_bank, shown_question
 from cipherbook.viva.priority import TIERS, tier
 
 # {role}`text` -> text, for any MyST-style role left after the facts are filled in.
@@ -192,7 +192,7 @@ def deck_text(chapter: str | None = None) -> str:
     lines = []
     for q in bank_questions(None if chapter is None else [chapter]):
         lead, rest = card_parts(q)
-        lines += [f"[{q.chapter}] {q.id} ({q.source})", f"Q: {card_markdown(q.question, q.chapter)}",
+        lines += [f"[{q.chapter}] {q.id} ({q.source})", f"Q: {card_markdown(shown_question(q), q.chapter)}",
                   f"A: {lead}", *([rest] if rest else []), ""]
     return "\n".join(lines)
 
@@ -252,7 +252,7 @@ class Flashcards:
         self._status.value = (f"card {self.deck.position + 1} of {len(self.deck.order)} · {q.chapter} · "
                               f"{q.source} · <b>{self.deck.score_line()}</b>")
         with self._question:
-            display(Markdown(f"**{card_markdown(q.question, q.chapter)}**"))
+            display(Markdown(f"**{card_markdown(shown_question(q), q.chapter)}**"))
         if not keep_answer:
             self._answer.clear_output()
 
@@ -303,7 +303,7 @@ def deck_data(chapters: Iterable[str] | None = None, seed: int = 0) -> dict:
     for q in cards:
         lead, rest = card_parts(q)
         rows.append({"id": q.id, "chapter": q.chapter, "tier": tier(q), "source": q.source,
-                     "question": card_html(f"**{card_markdown(q.question, q.chapter)}**"),
+                     "question": card_html(f"**{card_markdown(shown_question(q), q.chapter)}**"),
                      "lead": card_html(lead), "rest": card_html(rest) if rest else ""})
     deck = Deck(cards, seed=seed)
     return {"seed": seed, "chapters": deck.chapters, "tiers": list(TIERS), "cards": rows, "order": [index[q.id] for q in deck.order]}

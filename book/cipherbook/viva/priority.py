@@ -12,14 +12,16 @@ answer claims more than it shows, so the memorised answer is the wrong one). The
 
 Inside a tier, a question with more reasons comes first, then book order. ``revision_day`` spreads
 the first two tiers over the days of chapter 10's week; ``priority_table`` and ``tier_list`` render
-them as CommonMark + HTML for the chapter.
+them as CommonMark + HTML for the chapter, each question whose premise the bank disputes (``premise: disputed``)
+marked so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from cipherbook.viva.answers import ChapterBank, Question, fill_facts, load_bank
+from cipherbook.viva.answers import ChapterBank, Question, fill_facts, load_bank, shown_question
 
 TIERS = ("must-know", "next", "read once")
 LIKELY = {"twice": "asked twice", "ablation": "the ablation"}
@@ -71,19 +73,21 @@ def priority_table(questions: list[Question], tiers=TIERS[:2]) -> str:
     for n, q in ((n, q) for n, q in enumerate(questions, 1) if tier(q) in tiers):
         likely = ", ".join(LIKELY[t] for t in q.priority if t in LIKELY)
         costly = ", ".join(COSTLY[t] for t in q.priority if t in COSTLY)
-        rows.append(f"| {n} | {days[q.id]} | {tier(q)} | {numbers[q.chapter]} {q.chapter} | {_one_line(fill_facts(q.question, q.chapter))} "
+        rows.append(f"| {n} | {days[q.id]} | {tier(q)} | {numbers[q.chapter]} {q.chapter} | {_one_line(fill_facts(shown_question(q), q.chapter))} "
                     f"| {likely} | {costly} |")
     return "\n".join(rows)
 
 
 def tier_list(questions: list[Question], render) -> str:
     """Every question under its tier's heading, must-know first, numbered through, each shown by
-    ``render(number, question)`` (``cipherbook.viva.render_question``) with its chapter."""
+    ``render(number, question)`` (``cipherbook.viva.render_question``) with its chapter, a disputed premise
+    marked in the question (``shown_question``)."""
     parts, n, numbers = [], 0, chapter_numbers()
     for name in TIERS:
         members = [q for q in questions if tier(q) == name]
         parts.append(f"### {name[0].upper()}{name[1:]} ({len(members)} questions)")
         for q in members:
             n += 1
-            parts.append(render(n, q).replace("<small>", f"<small>chapter {numbers[q.chapter]} ({q.chapter}) · ", 1))
+            shown = dataclasses.replace(q, question=shown_question(q))
+            parts.append(render(n, shown).replace("<small>", f"<small>chapter {numbers[q.chapter]} ({q.chapter}) · ", 1))
     return "\n\n".join(parts)
