@@ -40,7 +40,7 @@ import yaml
 # the bank and its facts, re-exported: ``from cipherbook.viva import load_bank`` keeps working
 from cipherbook.viva.answers import (BANK_DIR, FACT_ROLE, FACT_SPAN, REQUIRED_KEYS, ChapterBank, Question,  # noqa: F401
                                     cited_facts, compute_facts, fill_facts, format_fact, load_bank, load_chapter,
-                                    load_facts, prose_facts, questions, refill_prose)
+                                    load_facts, prose_facts, questions, refill_prose, shown_question)
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -308,7 +308,7 @@ def render_question(number: int, q: Question) -> str:
 
     The blank lines inside ``<details>`` let the answer's markdown, maths and lists render.
     """
-    return (f"**Q{number}. {fill_facts(q.question, q.chapter)}**\n\n"
+    return (f"**Q{number}. {fill_facts(shown_question(q), q.chapter)}**\n\n"
             f"<small>{q.source} · id `{q.id}`</small>\n\n"
             f"<details>\n<summary>Answer</summary>\n\n{answer_markdown(q)}\n\n</details>")
 
