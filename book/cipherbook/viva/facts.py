@@ -118,6 +118,11 @@ FACTS["attention"] = {
 # --------------------------------------------------------------------------- multi-head and grouped-query attention, the KV cache: experiments/mha.py
 
 FACTS["mha"] = {
+    # the models as trained at the assignment preset (aligned BPE, results/assignment-cpu)
+    "mha_acpu_c1_params": lambda: res.assignment_cpu()[("c1", 0)]["params"],
+    "mha_acpu_c3_params": lambda: res.assignment_cpu()[("c3", 0)]["params"],
+    "mha_acpu_saving_pct": lambda: 100 * (1 - res.assignment_cpu()[("c3", 0)]["params"]
+                                          / res.assignment_cpu()[("c1", 0)]["params"]),
     # the (2, 4, 12), h = 3 trace
     "mha_trace_projected": lambda: str(mha.trace_shapes()["projected"]),
     "mha_trace_heads": lambda: str(mha.trace_shapes()["heads"]),
@@ -286,6 +291,12 @@ _nrm_bf16_errors = functools.cache(nrm.bf16_statistics_errors)
 _nrm_first_norm_inputs = functools.cache(nrm.first_norm_inputs)
 
 FACTS["norm"] = {
+    "norm_aligned_c1_alphabet": lambda: common.aligned_by_seed("c4", "random_alphabet", "base_exact"),
+    "norm_aligned_c4_alphabet": lambda: common.aligned_by_seed("c4", "random_alphabet", "exact"),
+    "norm_aligned_c4_alphabet_p": lambda: common.aligned_by_seed("c4", "random_alphabet", "p", ".2g"),
+    "norm_aligned_alphabet_lines": lambda: pos.shared_value("aligned random_alphabet lines", {
+        row["seed"]: row["lines"] for row in common.aligned_paired() if (row["config"], row["set"]) == ("c4", "random_alphabet")}),
+    "norm_aligned_bonferroni": common.aligned_bonferroni,
     "ln_params": lambda: sum(p.numel() for p in LayerNorm(common.D_MODEL).parameters()),
     "rms_params": lambda: sum(p.numel() for p in RMSNorm(common.D_MODEL).parameters()),
     "bf16_smallest_normal": lambda: f"{torch.finfo(torch.bfloat16).smallest_normal:.2e}",
@@ -588,6 +599,8 @@ FACTS["results"] = {
     "res_acpu_c3c4_p_min": lambda: min(res.acpu_against_better_c1(c)["p"] for c in ("c3", "c4")),
     "res_acpu_best_gain": lambda: res.acpu_gain_over_better_c1("c2"),  # C2's and C5's, over C1's better seed
     "res_acpu_c5_free": lambda: res.acpu_lines("c5", 0, "test_free"),
+    "res_acpu_c5_exact": lambda: res.acpu_exact("c5"),
+    "res_acpu_c1_exact_seeds": lambda: common.seed_by_seed([res.acpu_exact("c1", s) for s in (0, 1)]),
     **{f"res_acpu_random_{c}_s{s}": (lambda c=c, s=s: res.acpu_lines(c, s, "random_letters")) for c, s in res.ACPU_RUNS},
     # C5 against C1 (seed 0), the handout's costs; C3's and C4's epochs over C1's
     "res_acpu_c5_peak_ratio": lambda: res.acpu_over_c1("c5", "peak"),
