@@ -190,14 +190,3 @@ def test_no_chapter_shows_a_broken_image_or_a_dead_control_where_no_script_runs(
     page = notebook_html(chapter)
     assert [src[:40] for src in _Page(page).images if not src.startswith("data:image/")] == []
     assert re.findall(r"<(?:input|select|button)\b[^>]*>", page) == []
-
-
-def test_chapter_4s_player_shows_its_still_and_caption_where_no_script_runs():
-    chapter = BOOK / "04_positional.ipynb"
-    cell = next(c for c in nbformat.read(str(chapter), as_version=4).cells
-                if c.cell_type == "code" and "animation_player(" in c.source)
-    data = cell.outputs[-1]["data"]
-    assert 'class="cipherlab-player"' in data["text/html"] and data["image/png"]  # the site's player, a PDF's PNG
-    page = notebook_html(chapter)
-    assert f'src="data:image/png;base64,{data["image/png"]}"' in page  # the still, in the HTML shown
-    assert f"<figcaption>{data['text/plain']}</figcaption>" in page and "16-frame player" in page

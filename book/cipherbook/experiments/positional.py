@@ -268,11 +268,24 @@ def first_misread(i: int | None = None) -> int:
     return int((~pair_phase_reading(i)).nonzero()[0])
 
 
+def preset_positions() -> int:
+    """Positions of the longest sequence a preset's chunk makes: BOS, its ``chunk_chars`` characters, EOS."""
+    return preset_chunk_chars() + 2
+
+
+PRESET_READOUT_CODES = ("table, float64", "Gaussian, same width", "[sin, cos](pi p/4)")
+
+
+def phase_readout_preset(length: int = CHUNK_CHARS) -> dict:
+    """:func:`phase_readout` fitted on the positions a preset's chunk occupies (0 .. preset_positions()-1) and
+    scored there ("fit") and on the rest of 0 .. length-1 ("beyond"): the float64 table, a random Gaussian
+    code of the same width, the pair of wavelength exactly 8 and the table's pair nearest 8, alone."""
+    codes = phase_codes(length)
+    names = (*PRESET_READOUT_CODES, f"pair {nearest_pair()} alone")
+    return {name: phase_readout(codes[name], fit_positions=preset_positions()) for name in names}
+
+
 # --------------------------------------------------------------------------- where C2 finds the phase
-
-def cpu_head_dim() -> int:
-    return CPU_C2.d_model // CPU_C2.n_heads
-
 
 ASSIGNMENT_C2 = make_config("c2", "assignment")  # the preset students train, default recipe
 
@@ -539,3 +552,19 @@ def preset_chunk_chars() -> int:
     if len(set(values.values())) != 1:
         raise ValueError(f"the presets' chunk_chars differ ({values}); one number for all of them would be wrong")
     return next(iter(values.values()))
+
+
+def reference_totals(config: str) -> dict[int, dict]:
+    """``config`` against C1 in the reference ablation (results/reference), summed over its probe sets, seed by
+    seed: ``{seed: {"lines": ..., "base_exact": C1's exact lines, "exact": config's}}``."""
+    from cipherbook.experiments.common import reference_paired
+
+    totals: dict[int, dict] = {}
+    for row in reference_paired():
+        if row["config"] == config:
+            seed = totals.setdefault(row["seed"], {"lines": 0, "base_exact": 0, "exact": 0})
+            for key in seed:
+                seed[key] += row[key]
+    if not totals:
+        raise ValueError(f"results/reference has no paired outcomes of {config} and c1")
+    return dict(sorted(totals.items()))

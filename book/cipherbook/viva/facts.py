@@ -195,7 +195,7 @@ FACTS["mha"] = {
 # --------------------------------------------------------------------------- positions: experiments/positional.py
 
 _pos_permutation_checks = functools.cache(pos.permutation_checks)  # several facts read one run
-_pos_phase_readout_table = functools.cache(pos.phase_readout_table)
+_pos_phase_readout_preset = functools.cache(pos.phase_readout_preset)
 _pos_bits_alignments = functools.cache(pos.bits_alignments)
 _pos_cross_rope_checks = functools.cache(pos.cross_rope_checks)
 
@@ -217,14 +217,14 @@ FACTS["positional"] = {
     "self_attn_permutation_max_diff": lambda: _pos_permutation_checks()["equivariance"],
     "causal_self_attn_permutation_max_diff": lambda: _pos_permutation_checks()["causal"],
     "learned_pe_params": lambda: f"{pos.count_parameters(LearnedPositionalEncoding(common.D_MODEL, common.MAX_LEN)):,}",
-    "phase_readout_float64_fit_share": lambda: _pos_phase_readout_table()["table, float64"]["fit"],
-    "phase_readout_float64_beyond_share": lambda: _pos_phase_readout_table()["table, float64"]["beyond"],
-    "pe_min_row_distance": pos.min_row_distance,
-    "pe_table_rank_float64": lambda: pos.table_rank(True),
+    "preset_positions": pos.preset_positions,
+    "preset_last_position": lambda: pos.preset_positions() - 1,
+    "phase_readout_table_beyond_share": lambda: _pos_phase_readout_preset()["table, float64"]["beyond"],
+    "phase_readout_gaussian_beyond_share": lambda: _pos_phase_readout_preset()["Gaussian, same width"]["beyond"],
     "pair_first_misread": pos.first_misread,
     "asg_head_dim": pos.assignment_head_dim,
-    "asg_rope_wavelength_pair0": lambda: pos.wavelengths(pos.assignment_head_dim())[0].item(),
-    "asg_rope_wavelength_pair1": lambda: pos.wavelengths(pos.assignment_head_dim())[1].item(),
+    "asg_rope_wavelength_below_period": lambda: pos.pairs_near_period(common.KEY_PERIOD, pos.assignment_head_dim())["below"][1],
+    "asg_rope_wavelength_above_period": lambda: pos.pairs_near_period(common.KEY_PERIOD, pos.assignment_head_dim())["above"][1],
     "phase_chance": lambda: 1 / common.KEY_PERIOD,
     "rope_long_pairs_preset": lambda: pos.long_pairs(pos.preset_chunk_chars()),
     "cpu_head_dim": pos.cpu_head_dim,
@@ -257,15 +257,19 @@ FACTS["positional"] = {
     "bits_c1_bit": lambda: common.percent(common.BITS, "c1", "bit_accuracy"),
     "bits_c2_bit": lambda: common.percent(common.BITS, "c2", "bit_accuracy"),
     # C2 against C1 in the reference ablation (results/reference): the default recipe, two seeds, paired
-    "key_period": lambda: common.KEY_PERIOD,
     "ref_seeds": common.reference_seeds,
     "ref_sets": common.reference_sets,
     "ref_epochs": common.reference_epochs,
-    "ref_c2_lost": lambda: common.reference_against_c1("c2")["lost"],
     "ref_c2_min_p": lambda: common.reference_against_c1("c2")["p"],
     "ref_c2_min_p_seed": lambda: common.reference_against_c1("c2")["seed"],
     "ref_c2_min_p_set": lambda: common.reference_against_c1("c2")["set"],
     "ref_c2_other_seed_p": lambda: common.reference_against_c1("c2")["other_p"],
+    "ref_lines_per_seed": lambda: pos.shared_value("reference lines per seed", {
+        seed: t["lines"] for seed, t in pos.reference_totals("c2").items()}),
+    "ref_c1_exact_by_seed": lambda: common.seed_by_seed([t["base_exact"] for t in pos.reference_totals("c2").values()]),
+    "ref_c2_exact_by_seed": lambda: common.seed_by_seed([t["exact"] for t in pos.reference_totals("c2").values()]),
+    "ref_tests": lambda: FACTS["results"]["res_ref_tests"](),  # the results chapter's, read when quoted
+    "ref_bonferroni": lambda: FACTS["results"]["res_ref_bonferroni"](),
     # C2 against C1 without the key-phase embedding (results/nophase): the same ablation, the period withheld
     "nophase_tests": common.nophase_tests,
     "nophase_bonferroni": common.nophase_bonferroni,
