@@ -101,14 +101,14 @@ def test_stdout_holds_every_handout_metric_of_every_run_and_its_decoding(handout
                        and f"decoded {decoding} " in line)
         table = tables[caption.split(".")[0]]
         assert table[0] == ["run", "bit acc %", "sequence acc %", "Levenshtein per line", "Levenshtein per char %",
-                            "BLEU", "ROUGE-1", "ROUGE-2", "ROUGE-L"]
+                            "chrF", "BLEU", "ROUGE-1", "ROUGE-2", "ROUGE-L"]
         rows = {row[0]: row for row in table[1:]}
         assert sorted(rows) == sorted(NAMES.values())
         for stem, record in records.items():
             s = record["sets"][set_name]
             tokenised = record["config"] != "c5"
             expected = [f"{100 * s['bit_accuracy']:.3f}", f"{100 * s['sequence_accuracy']:.2f}",
-                        f"{s['levenshtein']:.3f}", f"{100 * s['char_error_rate']:.3f}",
+                        f"{s['levenshtein']:.3f}", f"{100 * s['char_error_rate']:.3f}", f"{s['chrf']:.2f}",
                         *([f"{s['bleu']:.2f}", f"{s['rouge1']:.4f}", f"{s['rouge2']:.4f}", f"{s['rougeL']:.4f}"]
                           if tokenised else ["n/c"] * 4)]
             assert rows[NAMES[stem]][1:] == expected, stem
@@ -165,8 +165,8 @@ def test_latex_tables_have_one_row_per_run_and_escape(handout_run):
     text = (tmp / "latex" / "metrics_test.tex").read_text(encoding="utf-8")
     body = text[text.index(r"\midrule") + len(r"\midrule"):text.index(r"\bottomrule")].strip().splitlines()
     assert sorted(line.split(" & ")[0] for line in body) == sorted(NAMES.values())
-    assert all(line.endswith(r" \\") and line.count(" & ") == 8 for line in body)
-    assert r"\toprule" in text and r"\begin{tabular}{lrrrrrrrr}" in text and r"acc \%" in text
+    assert all(line.endswith(r" \\") and line.count(" & ") == 9 for line in body)
+    assert r"\toprule" in text and r"\begin{tabular}{lrrrrrrrrr}" in text and r"acc \%" in text
     for line in text.splitlines():
         if not line.startswith("%"):  # outside the caption comment every % is escaped
             assert "%" not in line.replace(r"\%", ""), line

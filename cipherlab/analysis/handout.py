@@ -7,7 +7,8 @@ during training. Its report is 6 pages at 12 pt with tables and plots, so here a
 
 - :func:`metrics_table`: per run, the metrics of one set (``test``: the records' length-aware greedy
   decoding; ``test_free``: free greedy), with Levenshtein both as mean edits per line and normalised
-  (edits per reference character, the character error rate), every value read from the record;
+  (edits per reference character, the character error rate) and chrF (characters: C5 too), every value read
+  from the record;
 - :func:`costs_tables`: per run, parameters, training tokens per second, seconds and steps per epoch, FLOPs
   per step and per epoch (:mod:`cipherlab.analysis.plan`'s estimate, from a ``plan --json`` file:
   measuring them takes minutes, so ``report`` reads them rather than computing them) and peak memory labelled
@@ -48,7 +49,7 @@ _PLAN_FIX = "write it with python -m cipherlab plan --preset PRESET --json FILE"
 # (record key, header, format as percent?, digits)
 _METRICS = (("bit_accuracy", "bit acc %", True, 3), ("sequence_accuracy", "sequence acc %", True, 2),
             ("levenshtein", "Levenshtein per line", False, 3), ("char_error_rate", "Levenshtein per char %", True, 3),
-            ("bleu", "BLEU", False, 2), ("rouge1", "ROUGE-1", False, 4), ("rouge2", "ROUGE-2", False, 4),
+            ("chrf", "chrF", False, 2), ("bleu", "BLEU", False, 2), ("rouge1", "ROUGE-1", False, 4), ("rouge2", "ROUGE-2", False, 4),
             ("rougeL", "ROUGE-L", False, 4))
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
@@ -132,8 +133,8 @@ def metrics_table(runs: dict, names: dict, set_name: str = "test", label: str = 
     caption = (f"The handout's metrics, {label} ({' / '.join(map(str, lines))} lines), decoded "
                f"{' / '.join(decodings)} (as the records say): bit accuracy %, sequence accuracy % (the lines "
                "decoded exactly), Levenshtein distance as mean edits per line and normalised (edits per reference character, "
-               "%), BLEU (0-100), ROUGE-1/2/L F1 (0-1); n/c: not comparable (BLEU and ROUGE are for the "
-               f"tokenised C1-C4 only); {NOT_RECORDED}: the record lacks it")
+               "%), chrF (0-100, characters: all five), BLEU (0-100), ROUGE-1/2/L F1 (0-1); n/c: not comparable "
+               f"(BLEU and ROUGE are for the tokenised C1-C4 only); {NOT_RECORDED}: the record lacks it")
     return Table(f"metrics_{set_name}", caption, headers, rows)
 
 
