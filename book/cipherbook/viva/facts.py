@@ -494,6 +494,8 @@ FACTS["blt"] = {
     "c1_params_assignment": lambda: f"{res.assignment_cpu()[('c1', 0)]['params']:,}",
     "c5_params_assignment": lambda: f"{res.assignment_cpu()[('c5', 0)]['params']:,}",
     "c5_over_c1_assignment_preset": lambda: res.assignment_cpu()[("c5", 0)]["params"] / res.assignment_cpu()[("c1", 0)]["params"],
+    # the assignment's C1 (aligned BPE): characters per source token on the Brown test lines (results/assignment-cpu)
+    "aligned_chars_per_token": lambda: res.assignment_cpu()[("c1", 0)]["tokens"]["chars_per_source_token"],
     "window_cpu": lambda: make_config("c5", "cpu").blt_window,
     "chunk_chars_cpu": lambda: make_config("c5", "cpu").chunk_chars,
     "chunk_chars_assignment": lambda: blt.SETTINGS.chunk_chars,
@@ -569,6 +571,12 @@ FACTS["training"] = {
 
 # --------------------------------------------------------------------------- results and the ablation: experiments/results.py
 
+@functools.cache
+def _learn_random(name: str) -> float:
+    """Percent of random letters' characters right for results/learn/<name>.json (length-aware greedy)."""
+    return res.pct(res.read_record(res.run_path("learn") / f"{name}.json")["sets"]["random_letters"]["char_accuracy"])
+
+
 FACTS["results"] = {
     # the findings that open the chapter
     "res_ref_runs": lambda: len(res.ref_runs()),
@@ -637,6 +645,15 @@ FACTS["results"] = {
     "res_recipe_bits_exact": lambda: res.recipe_bits()["sets"]["test_free"]["exact_lines"],
     "res_recipe_bits_lines": lambda: res.recipe_bits()["sets"]["test_free"]["lines"],
     "res_recipe_bits_random_chars": lambda: res.pct(res.recipe_bits()["sets"]["random_letters"]["char_accuracy"]),
+    # notes/cpu-bits: a smaller BPE over bits (source ids; characters as targets) than the course notes' own
+    "res_bits_src_vocab": lambda: res.records(BITS_RUN)["c1"]["hyperparameters"]["src_vocab"],
+    "res_notes_src_vocab": lambda: f"{TOKENIZATIONS['notes']['src_vocab']:,}",
+    "res_notes_tgt_vocab": lambda: f"{TOKENIZATIONS['notes']['tgt_vocab']:,}",
+    # results/learn: the recipe's first steps (phase-preserving shuffles, bit embeddings), random letters' characters
+    "res_learn_random_min": lambda: min(_learn_random(f"{c}-shuffle-bits") for c in ("c1", "c3", "c4", "c5")),
+    "res_learn_random_max": lambda: max(_learn_random(f"{c}-shuffle-bits") for c in ("c1", "c3", "c4", "c5")),
+    "res_learn_c2_random": lambda: _learn_random("c2-shuffle-bits"),
+    "res_learn_c2_phase_random": lambda: _learn_random("c2-shuffle-bits-phase"),
     # the same ablation without the key-phase embedding (results/nophase): paired tests against C1, learning curves
     "res_nophase_runs": lambda: len(common.nophase_runs()),
     "res_nophase_tests": common.nophase_tests,
