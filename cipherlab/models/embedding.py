@@ -1,16 +1,9 @@
 """Bit-factored embeddings: a token's vector is a learned linear map of its byte's 8 bits.
 
-An ordinary embedding table gives every token a free row, so what the model learns about the
-cipher byte 0x41 says nothing about 0x43. But the cipher is XOR with a key byte: flipping one
-bit of the cipher byte flips the same bit of the plaintext character, whatever the other bits
-are. A row that is a linear function of the byte's bits (written as ±1) lets what is learned
-from one byte carry over to every byte that shares bits with it, including (byte, key phase)
-combinations that English never produces — which is what a model must decode to read text
-that is not English, random strings for instance. With the tied output head, a character's
-logit is then linear in its bits.
-
-Tokens that are not one byte or one character (PAD, BOS, EOS, UNK, a merged BPE token, a
-bits-mode piece) keep a free row of their own: a one-hot feature each.
+The cipher is XOR with a key byte, so flipping one bit of a cipher byte flips the same bit of its
+plaintext character. A row that is a linear function of the byte's bits (as ±1) lets what is
+learned from one byte carry over to every byte that shares bits with it. Tokens that are not one
+byte or one character (specials, merged tokens) keep a free row of their own.
 """
 
 from __future__ import annotations
@@ -83,11 +76,7 @@ def bit_features(codes: Sequence) -> torch.Tensor:
 
 class BitFactoredEmbedding(nn.Module):
     """An embedding whose table is ``features @ proj``: (V, F) fixed features, (F, D) learned.
-
-    Drop-in for ``nn.Embedding``: ``forward(ids)`` looks rows up and ``weight`` is the (V, D)
-    table, so a tied output head (``F.linear(h, embed.weight)``) works unchanged. Initialised so
-    a row has standard deviation about D^-1/2, as cipherlab's ordinary embeddings.
-    """
+    Drop-in for ``nn.Embedding``, ``weight`` included (for a tied output head)."""
 
     def __init__(self, codes: Sequence, embedding_dim: int):
         super().__init__()
@@ -114,13 +103,8 @@ class BitFactoredEmbedding(nn.Module):
 class KeyPhaseEmbedding(nn.Module):
     """A learned vector per key phase (position mod ``period``), added to every token's embedding.
 
-    The cipher's period is part of the task statement (``cipherlab.data.cipher.PERIOD``, 8, which
-    ``cipherlab.pipeline.codec.build_model`` passes as the models' ``key_period``), and the XOR mask of
-    position i depends on i mod 8 alone. Sinusoidal or learned absolute positions carry that phase; RoPE's scores
-    see only offsets, so on text without a language to lean on (random strings) C2 must rebuild
-    the absolute phase from the sequence start. Adding the phase to the input embeddings of
-    every configuration alike (``Config.phase_embedding``) hands it to all five. Rows start at
-    N(0, 1/D) and are scaled by sqrt(D) like the token embeddings they are added to.
+    The XOR mask of position i depends on i mod ``period`` alone. Rows start at N(0, 1/D) and are
+    scaled by sqrt(D) like the token embeddings they are added to.
     """
 
     def __init__(self, embedding_dim: int, period: int):
