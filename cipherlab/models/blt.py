@@ -93,8 +93,6 @@ class WindowedSelfAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, window: int, causal: bool, dropout: float = 0.1):
         super().__init__()
-        if window < 1:
-            raise ValueError(f"window={window}; a local attention window must hold at least 1 position")
         self.window, self.causal = window, causal
         self.attn = MultiHeadAttention(d_model, n_heads, dropout)
 
@@ -352,14 +350,9 @@ class BLTModel(nn.Module):
     def __init__(self, args: BLTArgs):
         super().__init__()
         self.args = args
-        if args.patch_tgt < 1:
-            raise ValueError(f"BLTModel: patch_tgt={args.patch_tgt}; a target patch must hold at least 1 byte")
         if args.source_memory not in SOURCE_MEMORIES:
             raise ValueError(f"BLTModel: source_memory={args.source_memory!r}; expected one of {SOURCE_MEMORIES}")
         self.specials = {"pad_id": args.pad_id, "bos_id": args.bos_id, "eos_id": args.eos_id}
-        if len(set(self.specials.values())) != 3 or min(self.specials.values()) < N_BYTES:
-            raise ValueError(f"BLTModel: special ids {self.specials} must be three different ids after the "
-                             f"{N_BYTES} byte values (>= {N_BYTES})")
         self.vocab_size = max(self.specials.values()) + 1
         d_model, n_heads, ffn_dim, dropout = args.d_model, args.n_heads, args.ffn_dim, args.dropout
         self.d_model, self.patch_tgt = d_model, args.patch_tgt

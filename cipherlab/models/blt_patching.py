@@ -27,10 +27,8 @@ def as_byte_array(seq, where: str = "sequence") -> np.ndarray:
     if isinstance(seq, (bytes, bytearray)):
         return np.frombuffer(bytes(seq), dtype=np.uint8).astype(np.int64)
     if isinstance(seq, str):
-        raise TypeError(
-            f"{where} is a str; the entropy model reads byte values. Group the cipher bits "
-            "first (cipherlab.data.cipher.bits_to_bytes) or pass text.encode()."
-        )
+        raise TypeError(f"{where} is a str; the entropy model reads byte values: group the cipher bits first "
+                        "(cipherlab.data.cipher.bits_to_bytes) or pass text.encode()")
     arr = np.asarray(seq)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
@@ -39,10 +37,8 @@ def as_byte_array(seq, where: str = "sequence") -> np.ndarray:
     bad = np.flatnonzero((arr < 0) | (arr >= N_BYTES))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(
-            f"{where} holds {int(arr[i])} at position {i}; byte values must lie in 0..255 "
-            f"(the special ids above 255, PAD/BOS/EOS, must be stripped before patching)"
-        )
+        raise ValueError(f"{where} holds {int(arr[i])} at position {i}; byte values must lie in 0..255 "
+                         "(strip the special ids PAD/BOS/EOS before patching)")
     return arr.astype(np.int64, copy=False)
 
 
@@ -73,8 +69,6 @@ class ByteEntropyModel:
     """
 
     def __init__(self, min_count: int = DEFAULT_MIN_COUNT):
-        if min_count < 1:
-            raise ValueError(f"min_count={min_count}; it must be at least 1 (observations per context)")
         self.min_count = min_count
         self.unigram_entropy: float | None = None  # H(byte)
         self.bigram_table: np.ndarray | None = None    # (256,)  H(byte | prev), backed off
@@ -163,9 +157,6 @@ def patch_membership(starts: Sequence[Sequence[int]], lengths: Sequence[int], ma
     for b, (st, n) in enumerate(zip(starts, lengths)):
         if n == 0:
             continue
-        if st[0] != 0 or any(x >= y for x, y in zip(st, st[1:])) or st[-1] >= n:
-            raise ValueError(f"patch starts {list(st)} of example {b} must rise strictly from 0 "
-                             f"and stay below its length {n}")
         is_start = torch.zeros(n, dtype=torch.long)
         is_start[list(st)] = 1
         patch_of_byte = is_start.cumsum(0) - 1                   # (n,) patch index of each byte
@@ -179,8 +170,6 @@ def fixed_patch_membership(nonpad: torch.Tensor, patch: int) -> torch.Tensor:
     ``nonpad`` (B, L) bool marks real positions; patch k holds positions [k * patch, (k + 1) * patch).
     A trailing partial patch is left out: its summary would include bytes after its reader.
     """
-    if patch < 1:
-        raise ValueError(f"patch_tgt={patch}; a target patch must hold at least 1 byte")
     B, L = nonpad.shape
     K = L // patch
     patch_of_pos = torch.arange(L, device=nonpad.device) // patch                   # (L,)

