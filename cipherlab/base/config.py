@@ -128,21 +128,15 @@ class Config:
             if problem:
                 raise ConfigError(f"{field}={getattr(self, field)}: {problem}")
         if self.d_model % self.n_heads:
-            raise ConfigError(
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
-                "pick sizes where each head gets d_model // n_heads dimensions"
-            )
+            raise ConfigError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
+                              "pick sizes where each head gets d_model // n_heads dimensions")
         if self.n_heads % self.n_kv_heads:
-            raise ConfigError(
-                f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}; "
-                "GQA shares each key/value head among n_heads // n_kv_heads query heads"
-            )
+            raise ConfigError(f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}; "
+                              "GQA shares each key/value head among n_heads // n_kv_heads query heads")
         for field in ("case_flip", "substitution"):
             if getattr(self, field) and not self.phase_shuffle:
-                raise ConfigError(
-                    f"{field}={getattr(self, field)} with phase_shuffle=0: it applies to the shuffled "
-                    "chunks only; set phase_shuffle above 0 too"
-                )
+                raise ConfigError(f"{field}={getattr(self, field)} with phase_shuffle=0: it applies to the shuffled "
+                                  "chunks only; set phase_shuffle above 0 too")
         if self.target_tokens == "aligned" and self.tokenization == "bpe" and (
                 self.source_mode != "phase" or self.tgt_vocab is not None):
             raise ConfigError(
@@ -150,10 +144,8 @@ class Config:
                 "targets are the plaintext of phase-tagged source tokens; set source_mode=phase and tgt_vocab=null"
             )
         if self.chunk_chars % 8:
-            raise ConfigError(
-                f"chunk_chars={self.chunk_chars} is not a multiple of 8: chunks would start "
-                "at different key phases; use 64, 128, 256, ..."
-            )
+            raise ConfigError(f"chunk_chars={self.chunk_chars} is not a multiple of 8: chunks would start "
+                              "at different key phases; use 64, 128, 256, ...")
 
     @property
     def run_name(self) -> str:
@@ -305,28 +297,19 @@ def recipe_caveats(config: Config) -> list[str]:
     """What of the recipe a configuration's tokenization cannot take, one sentence each (empty
     when it takes all of it). Training records carry these, so nothing is dropped silently."""
     notes = []
-    if config.tokenization == "bpe" and config.source_mode == "bits":
-        if config.bit_embeddings:
-            notes.append(
-                "bit_embeddings: the source tokens are BPE pieces of the bit string, not whole bytes, so each "
-                "source token keeps a free embedding row; only the target characters are bit-factored"
-            )
-        if config.phase_embedding:
-            notes.append(
-                "phase_embedding: source token i is not character i of a bits-mode BPE, so the source's key-phase "
-                "vectors follow token positions, not characters; the target side's follow characters"
-            )
-    if config.tokenization == "bpe" and config.tgt_vocab is not None and config.bit_embeddings:
-        notes.append(
-            "bit_embeddings: target BPE tokens longer than one character keep a free embedding row"
-        )
-    if config.tokenization == "bpe" and config.source_mode == "bits" and config.src_vocab is not None \
-            and config.phase_shuffle > 0:
-        notes.append(
-            "tokenisation: a BPE over the cipher's bits was measured not to learn under this recipe (results/merges: "
-            "its tokens cut through characters and its merges, learned on English, are rare in shuffled chunks); the "
-            "aligned BPE (--tokens aligned) was"
-        )
+    bpe, bits = config.tokenization == "bpe", config.source_mode == "bits"
+    if bpe and bits and config.bit_embeddings:
+        notes.append("bit_embeddings: the source tokens are BPE pieces of the bit string, not whole bytes, so each "
+                     "source token keeps a free embedding row; only the target characters are bit-factored")
+    if bpe and bits and config.phase_embedding:
+        notes.append("phase_embedding: source token i is not character i of a bits-mode BPE, so the source's key-phase "
+                     "vectors follow token positions, not characters; the target side's follow characters")
+    if bpe and config.tgt_vocab is not None and config.bit_embeddings:
+        notes.append("bit_embeddings: target BPE tokens longer than one character keep a free embedding row")
+    if bpe and bits and config.src_vocab is not None and config.phase_shuffle > 0:
+        notes.append("tokenisation: a BPE over the cipher's bits was measured not to learn under this recipe (results/"
+                     "merges: its tokens cut through characters and its merges, learned on English, are rare in "
+                     "shuffled chunks); the aligned BPE (--tokens aligned) was")
     return notes
 
 
@@ -376,10 +359,8 @@ def config_from_dict(values: dict) -> Config:
     values = {key: value for key, value in values.items() if key != "recipe"}  # a name computed from the fields
     unknown = sorted(set(values) - {f.name for f in dataclasses.fields(Config)})
     if unknown:
-        raise ConfigError(
-            f"saved configuration has field(s) {unknown} this version of cipherlab does not "
-            "know; use the cipherlab version that wrote it"
-        )
+        raise ConfigError(f"saved configuration has field(s) {unknown} this version of cipherlab does not "
+                          "know; use the cipherlab version that wrote it")
     if lacking_fields(values):
         raise ConfigError(f"a configuration written by an older cipherlab (no {', '.join(lacking_fields(values))}); "
                           f"convert its file with {CONVERTER}")

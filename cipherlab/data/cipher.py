@@ -38,10 +38,8 @@ def encrypt(text: str) -> str:
     if not text.isascii():
         for i, ch in enumerate(text):
             if ord(ch) >= 256:
-                raise ValueError(
-                    f"character {ch!r} (code {ord(ch)}) at position {i} does not fit in one byte; "
-                    "the cipher only covers codes 0-255"
-                )
+                raise ValueError(f"character {ch!r} (code {ord(ch)}) at position {i} does not fit in one byte; "
+                                 "the cipher only covers codes 0-255")
     return "".join(_BITS[i % PERIOD][ord(ch)] for i, ch in enumerate(text))
 
 
@@ -60,15 +58,11 @@ def check_bits(bits: str, *, path: str | None = None, line: int | None = None) -
     """Raise DatasetError unless ``bits`` is a string of '0'/'1' whose length is a multiple of 8."""
     if bits.count("0") + bits.count("1") != len(bits):
         bad = next(j for j, ch in enumerate(bits) if ch not in "01")
-        raise DatasetError(
-            f"{_where(path, line)}character {bits[bad]!r} at position {bad} is not a bit; "
-            "a cipher line contains only '0' and '1'"
-        )
+        raise DatasetError(f"{_where(path, line)}character {bits[bad]!r} at position {bad} is not a bit; "
+                           "a cipher line contains only '0' and '1'")
     if len(bits) % BITS_PER_CHAR:
-        raise DatasetError(
-            f"{_where(path, line)}cipher length {len(bits)} is not a multiple of 8 "
-            "(each plaintext character is exactly 8 bits)"
-        )
+        raise DatasetError(f"{_where(path, line)}cipher length {len(bits)} is not a multiple of 8 "
+                           "(each plaintext character is exactly 8 bits)")
 
 
 def decrypt(bits: str) -> str:
@@ -92,43 +86,29 @@ def verify_dataset(plain_lines: Sequence[str], cipher_lines: Sequence[str], *, p
         empty, other = (plain_path, cipher_path) if not plain_lines else (cipher_path, plain_path)
         empty = empty or ("plaintext" if not plain_lines else "ciphertext")
         if not plain_lines and not cipher_lines:
-            raise DatasetError(
-                f"{empty}: no lines (the file is empty); a dataset needs one line of text per example"
-            )
+            raise DatasetError(f"{empty}: no lines (the file is empty); a dataset needs one line of text per example")
         n_other = len(cipher_lines) if not plain_lines else len(plain_lines)
-        raise DatasetError(
-            f"{empty}: no lines (the file is empty) but {other or 'the other file'} has {n_other}; "
-            "the files must be parallel"
-        )
+        raise DatasetError(f"{empty}: no lines (the file is empty) but {other or 'the other file'} has {n_other}; "
+                           "the files must be parallel")
     if len(plain_lines) != len(cipher_lines):
-        raise DatasetError(
-            f"{plain_path or 'plaintext'} has {len(plain_lines)} lines but "
-            f"{cipher_path or 'ciphertext'} has {len(cipher_lines)}; the files must be parallel"
-        )
+        raise DatasetError(f"{plain_path or 'plaintext'} has {len(plain_lines)} lines but "
+                           f"{cipher_path or 'ciphertext'} has {len(cipher_lines)}; the files must be parallel")
     for n, (plain, bits) in enumerate(zip(plain_lines, cipher_lines), start=1):
         if not plain and not bits:
-            raise DatasetError(
-                f"{_where(plain_path, n)}blank line (and so is line {n} of {cipher_path or 'the cipher'}): "
-                "an empty line has no cipher to learn from and would count as an exact match for "
-                "free; remove it from both files"
-            )
+            raise DatasetError(f"{_where(plain_path, n)}blank line (and so is line {n} of {cipher_path or 'the cipher'}): "
+                               "an empty line has no cipher to learn from and would count as an exact match for "
+                               "free; remove it from both files")
         if not plain.isascii() and max(map(ord, plain)) >= 256:
             i, ch = next((i, ch) for i, ch in enumerate(plain) if ord(ch) >= 256)
-            raise DatasetError(
-                f"{_where(plain_path, n)}character {ch!r} (code {ord(ch)}) at position {i} "
-                "does not fit in one byte"
-            )
+            raise DatasetError(f"{_where(plain_path, n)}character {ch!r} (code {ord(ch)}) at position {i} "
+                               "does not fit in one byte")
         check_bits(bits, path=cipher_path, line=n)
         if len(bits) != BITS_PER_CHAR * len(plain):
-            raise DatasetError(
-                f"{_where(cipher_path, n)}cipher has {len(bits)} bits but the plaintext line has "
-                f"{len(plain)} characters (expected {BITS_PER_CHAR * len(plain)} bits)"
-            )
+            raise DatasetError(f"{_where(cipher_path, n)}cipher has {len(bits)} bits but the plaintext line has "
+                               f"{len(plain)} characters (expected {BITS_PER_CHAR * len(plain)} bits)")
         if encrypt(plain) != bits:
             decrypted = decrypt(bits)
             i = next(j for j, (a, b) in enumerate(zip(decrypted, plain)) if a != b)
-            raise DatasetError(
-                f"{_where(cipher_path, n)}does not decrypt to its plaintext: first difference at "
-                f"character {i} (bits {BITS_PER_CHAR * i}-{BITS_PER_CHAR * i + 7}): "
-                f"decrypts to {decrypted[i]!r}, plaintext has {plain[i]!r}"
-            )
+            raise DatasetError(f"{_where(cipher_path, n)}does not decrypt to its plaintext: first difference at "
+                               f"character {i} (bits {BITS_PER_CHAR * i}-{BITS_PER_CHAR * i + 7}): "
+                               f"decrypts to {decrypted[i]!r}, plaintext has {plain[i]!r}")

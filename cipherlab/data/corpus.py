@@ -52,10 +52,8 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
         data_dir = os.environ.get(DATA_DIR_ENV) or REPO_DATA_DIR
     path = Path(data_dir).expanduser()
     if not (path / PLAIN_FILE).is_file():
-        raise FileNotFoundError(
-            f"{path / PLAIN_FILE}: no plaintext file; point cipherlab at a folder holding "
-            f"{PLAIN_FILE} (and optionally {CIPHER_FILE}) with --data-dir DIR or {DATA_DIR_ENV}=DIR"
-        )
+        raise FileNotFoundError(f"{path / PLAIN_FILE}: no plaintext file; point cipherlab at a folder holding "
+                                f"{PLAIN_FILE} (and optionally {CIPHER_FILE}) with --data-dir DIR or {DATA_DIR_ENV}=DIR")
     return path
 
 
@@ -146,11 +144,9 @@ class Corpus:
         empty = [name for name in SPLIT_FRACTIONS if not self.splits.get(name)]
         if empty:
             sizes = ", ".join(f"{name} {len(self.splits.get(name, []))}" for name in SPLIT_FRACTIONS)
-            raise DatasetError(
-                f"{self.data_dir / PLAIN_FILE}: no {_SPLIT_ROLES[empty[0]]} lines are selected ({sizes} "
-                f"of its {len(self.plain)} lines); training, validation and testing each need at "
-                "least one line, so max_train_lines and max_eval_lines must be at least 1"
-            )
+            raise DatasetError(f"{self.data_dir / PLAIN_FILE}: no {_SPLIT_ROLES[empty[0]]} lines are selected ({sizes} "
+                               f"of its {len(self.plain)} lines); training, validation and testing each need at "
+                               "least one line, so max_train_lines and max_eval_lines must be at least 1")
 
 
 def load_pairs(data_dir: str | os.PathLike | None = None) -> tuple[list[str], list[str]]:
@@ -267,11 +263,9 @@ def make_chunks(plain: Sequence[str] | None, cipher: Sequence[str], line_ids: It
     ``plain=None`` cuts the cipher alone, leaving each chunk's plaintext "".
     """
     if chunk_chars <= 0 or chunk_chars % PERIOD:
-        raise ValueError(
-            f"chunk_chars={chunk_chars} must be a positive multiple of len(KEY)={PERIOD}: chunk k "
-            f"starts at key phase (k * chunk_chars) % {PERIOD}, and only a multiple of {PERIOD} "
-            "keeps every chunk at phase 0"
-        )
+        raise ValueError(f"chunk_chars={chunk_chars} must be a positive multiple of len(KEY)={PERIOD}: chunk k "
+                         f"starts at key phase (k * chunk_chars) % {PERIOD}, and only a multiple of {PERIOD} "
+                         "keeps every chunk at phase 0")
     chunks = []
     for line in line_ids:
         bits = cipher[line]
@@ -345,11 +339,9 @@ def substitute(chunk: Chunk, probability: float, alphabet: str, rng: random.Rand
 
 def shuffle_chunks(chunks: Sequence[Chunk], share: float, seed: int, flip_case: float = 0.0,
                    substitution: float = 0.0, alphabet: str | None = None) -> list[Chunk]:
-    """Replace a ``share`` of the chunks (chosen with ``seed``) by their phase-preserving
-    shuffles (:func:`phase_shuffle`); each letter of a shuffled copy is then case-flipped with
-    probability ``flip_case`` (:func:`case_flip`) and each character replaced with probability
-    ``substitution`` by one of ``alphabet`` (:func:`substitute`; default: every character of
-    ``chunks``). Drawn once, so every epoch sees the same copies."""
+    """Replace a ``share`` of the chunks (chosen with ``seed``) by their :func:`phase_shuffle`, then
+    :func:`case_flip` and :func:`substitute` (``alphabet``: default, every character of ``chunks``).
+    Drawn once, so every epoch sees the same copies."""
     if share <= 0:
         return list(chunks)
     if substitution > 0 and alphabet is None:
@@ -382,7 +374,17 @@ def reassemble(pieces: Iterable[tuple[int, int, str]]) -> dict[int, str]:
 # --------------------------------------------------------------------------- datasets
 
 
-class SubwordChunkDataset(Dataset):
+class _ChunkDataset(Dataset):
+    """``examples[i]``: (source ids, target ids) of chunk i; ``src_lengths``: for the batch sampler."""
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
+        return self.examples[i]
+
+
+class SubwordChunkDataset(_ChunkDataset):
     """C1-C4: (source token ids, [BOS] + target token ids + [EOS]) for each chunk.
 
     ``encode_target(source_ids, plain)``, when given, cuts the target where the source is cut (aligned
@@ -405,30 +407,16 @@ class SubwordChunkDataset(Dataset):
             self.examples.append(([*src, *end], [bos, *tgt, eos]))
         self.src_lengths = [len(src) for src, _ in self.examples]
 
-    def __len__(self) -> int:
-        return len(self.examples)
 
-    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
-        return self.examples[i]
-
-
-class ByteChunkDataset(Dataset):
+class ByteChunkDataset(_ChunkDataset):
     """C5: (cipher byte values, [BOS] + plaintext bytes + [EOS]) for each chunk."""
 
     def __init__(self, chunks: Sequence[Chunk]):
         from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID
 
         self.chunks = list(chunks)
-        self.examples = [
-            (bits_to_bytes(c.cipher), [BOS_ID, *c.plain.encode("latin-1"), EOS_ID]) for c in self.chunks
-        ]
+        self.examples = [(bits_to_bytes(c.cipher), [BOS_ID, *c.plain.encode("latin-1"), EOS_ID]) for c in self.chunks]
         self.src_lengths = [len(src) for src, _ in self.examples]
-
-    def __len__(self) -> int:
-        return len(self.examples)
-
-    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
-        return self.examples[i]
 
 
 # --------------------------------------------------------------------------- batching

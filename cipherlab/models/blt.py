@@ -58,11 +58,9 @@ def _check_ids(ids: torch.Tensor, allowed_max: int, name: str, specials: dict[st
     bad = ((ids < 0) | (ids > allowed_max)) & (ids != pad) & (ids != (pad if also is None else also))
     if bool(bad.any()):
         b, i = (int(x) for x in bad.nonzero()[0])
-        raise ValueError(
-            f"{name}[{b}, {i}] = {int(ids[b, i])} is not a valid id here (0..{allowed_max}, or PAD={pad}); "
-            f"source ids are cipher byte values 0..255 (and EOS={eos} at the end), target ids are plaintext bytes plus "
-            f"BOS={bos}/EOS={eos}"
-        )
+        raise ValueError(f"{name}[{b}, {i}] = {int(ids[b, i])} is not a valid id here (0..{allowed_max}, or PAD={pad}); "
+                         f"source ids are cipher byte values 0..255 (and EOS={eos} at the end), target ids are "
+                         f"plaintext bytes plus BOS={bos}/EOS={eos}")
 
 
 def patch_causal_mask(Lt: int, K: int, patch: int, device=None) -> torch.Tensor:
@@ -382,9 +380,6 @@ class BLTModel(nn.Module):
         cross-attention reads: ``None`` with source_memory="patches" (it reads the memory), or
         (source byte states (B, Ls, D), their padding mask (B, 1, 1, Ls)) with "bytes"."""
         _check_ids(src, N_BYTES - 1, "src", self.specials, also=self.eos_id)
-        if src_member.dim() != 3 or src_member.shape[0] != src.shape[0] or src_member.shape[2] != src.shape[1]:
-            raise ValueError(f"src_member has shape {tuple(src_member.shape)}, expected (B, Ks, Ls) with "
-                             f"(B, Ls) = {tuple(src.shape)}; build it with cipherlab.pipeline.codec.collate_bytes or collate_source")
         patches, empty, byte_states = self.local_encoder(src, src_member, return_bytes=True)  # (B, Ks, D), (B, Ks)
         memory_mask = empty[:, None, None, :]  # (B, 1, 1, Ks): padding patches are blocked keys
         memory = self.global_encoder(self.patch_pos(patches), memory_mask)

@@ -30,17 +30,11 @@ def _parts(code) -> tuple[list[int], int | None]:
 def bit_features(codes: Sequence) -> torch.Tensor:
     """(V, F) features of V tokens, from ``codes[i]``, token i's code:
 
-    - an int 0..255: the byte or character code of a one-unit token: its 8 bits as ±1;
-    - ``(byte, phase)``: a phase-tagged source symbol: the bits, and one of P phase columns set
-      (P = 1 + the largest phase);
-    - ``((b1, ..., bk), phase)`` (phase None on the target side): a merged token of k units.
-      When any token has more than one unit, the bits sit in L slots of 8 columns (L the longest
-      token), unit j's in slot j, followed by the phase columns, L length columns (one set: the
-      token's length) and a free column of the token's own: a merged token is built from its
-      characters' bits, so what is learned of one character carries over to every token holding it;
-    - None: a special token, with a free column of its own (its row is learned freely).
-
-    With one-unit codes only, the columns are the 8 bits, [P phases,] then the free columns.
+    - an int 0..255: a one-unit token's byte or character code: its 8 bits as ±1;
+    - ``(byte, phase)``: a phase-tagged source symbol: the bits, and one of P phase columns set;
+    - ``((b1, ..., bk), phase)``: a merged token of k units, unit j's bits in slot j of L slots
+      (L the longest token), then the phase columns, L length columns and a free column of its own;
+    - None: a special token, with a free column of its own.
 
     >>> bit_features([65, None]).tolist()
     [[-1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]]

@@ -9,15 +9,8 @@ configuration builds this class. Pre-LN layers:
                    x <- x + Dropout(CrossAttn(Norm(x), memory))
                    x <- x + Dropout(FFN(Norm(x)))
 
-Each stack ends with a final norm. C1-C4 differ only in the fields of ModelArgs, which
-Seq2SeqTransformer is built from:
-
-    C1  pos_encoding="sinusoidal"  attn_type="mha"                norm="layernorm"
-    C2  pos_encoding="rope"        attn_type="mha"                norm="layernorm"
-    C3  pos_encoding="sinusoidal"  attn_type="gqa", n_kv_heads=2  norm="layernorm"
-    C4  pos_encoding="sinusoidal"  attn_type="mha"                norm="rmsnorm"
-
-Cross-attention is MHA in every configuration (C3 groups the K/V heads of self-attention only);
+Each stack ends with a final norm. C1-C4 differ only in one field of ModelArgs each: C2
+``pos_encoding="rope"``, C3 ``attn_type="gqa"``, C4 ``norm="rmsnorm"``. Cross-attention is MHA in every configuration (C3 groups the K/V heads of self-attention only);
 with RoPE it is rotated too (``rope_cross_attention``): queries at target positions, keys at
 source positions. The BLT (C5) reuses Encoder and Decoder unchanged.
 """

@@ -146,10 +146,8 @@ def boundary_straddle_rate(tokenizer: BPETokenizer, cipher_lines: Iterable[str])
     and end on character boundaries (multiples of 8). The rate is 0.0 in "bytes" mode.
     """
     if tokenizer.pretokenizer != "cipher" or not set("".join(tokenizer.alphabet)) <= {"0", "1"}:
-        raise ValueError(
-            "boundary_straddle_rate needs a cipher tokenizer (pretokenizer 'cipher' over bits); got "
-            f"pretokenizer={tokenizer.pretokenizer!r}, unit={tokenizer.unit!r}"
-        )
+        raise ValueError("boundary_straddle_rate needs a cipher tokenizer (pretokenizer 'cipher' over bits); got "
+                         f"pretokenizer={tokenizer.pretokenizer!r}, unit={tokenizer.unit!r}")
     straddling = total = 0
     for line in cipher_lines:
         start = 0

@@ -129,10 +129,8 @@ class BPETokenizer:
         if vocab_size is None:
             vocab_size = fixed
         if vocab_size < fixed:
-            raise ValueError(
-                f"vocab_size={vocab_size} is smaller than the {fixed} ids the specials and the base "
-                f"alphabet already need; use vocab_size >= {fixed}"
-            )
+            raise ValueError(f"vocab_size={vocab_size} is smaller than the {fixed} ids the specials and the base "
+                             f"alphabet already need; use vocab_size >= {fixed}")
 
         merges, built = [], set()
         if vocab_size > fixed:
@@ -186,11 +184,9 @@ class BPETokenizer:
                 run.append(symbol)
                 continue
             if self.unk_id is None:
-                raise ValueError(
-                    f"symbol {symbol!r} at position {position} of {piece[:40]!r} is not in this "
-                    f"tokenizer's {len(self.alphabet)}-symbol alphabet and the tokenizer has no <unk>; "
-                    "remove it or train a tokenizer whose alphabet includes it"
-                )
+                raise ValueError(f"symbol {symbol!r} at position {position} of {piece[:40]!r} is not in this "
+                                 f"tokenizer's {len(self.alphabet)}-symbol alphabet and the tokenizer has no <unk>; "
+                                 "remove it or train a tokenizer whose alphabet includes it")
             ids.extend(self._merge_run([self._token_to_id[s] for s in run], dropout, rng))
             ids.append(self.unk_id)
             run = []
