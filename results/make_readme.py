@@ -15,6 +15,9 @@ from cipherlab.analysis.plan import PUBLIC_MEASUREMENT
 from cipherlab.base.markdown import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book"))  # the book's runs and the figures they are compared with
+from cipherbook import runs as book_runs  # noqa: E402
+
 OUT = ROOT / "results" / "README.md"
 
 
@@ -129,7 +132,7 @@ def main() -> int:
       "budget bought different numbers of epochs; `epochs` and `s/epoch` are in the table.\n")
 
     w("### The controlled ablation\n")
-    w(R.comparison_table("notes/cpu", "notes/cpu-bits" if bits else None))
+    w(book_runs.comparison_table("notes/cpu", "notes/cpu-bits" if bits else None))
     w("")
     w(markdown_table(["config", "epochs", "best epoch", "stopped by", "test lines", "bit acc", "exact lines", "target"],
                      [[name.upper(), r["epochs"], r["best_epoch"], r["stopped"], r["sets"]["test"]["lines"],
@@ -232,14 +235,14 @@ def main() -> int:
         b_bits = [bits[n]["sets"]["test"]["bit_accuracy"] for n in bits]
         b_bytes = [cpu[n]["sets"]["test"]["bit_accuracy"] for n in bits if n in cpu]
         b_exact = [bits[n]["sets"]["test"]["sequence_accuracy"] for n in bits]
-        public = [R.reference("public", n, "bit_accuracy") for n in ("c1", "c2", "c3", "c4", "c5")]
+        public = [book_runs.reference("public", n, "bit_accuracy") for n in ("c1", "c2", "c3", "c4", "c5")]
         w(f"- **Bits or bytes.** With the course notes' tokenization (BPE over the bit string, merges "
           f"across character boundaries) C1–C4 reach {pct(min(b_bits))}–{pct(max(b_bits))} bit accuracy and "
           f"{pct(max(b_exact))} exact lines at most; reading whole cipher bytes with merge-free vocabularies, "
           f"the same models and budget reach {pct(min(b_bytes))}–{pct(max(b_bytes))}. A bits-mode token "
           "straddles character boundaries (chapter 6 measures how often), so source token i no longer "
           "holds character i and the model must learn the alignment as well as the cipher. The seed's "
-          f"C1 figure ({pct(R.reference('seed', 'c1', 'bit_accuracy'))}) sits at this bits-mode level. That "
+          f"C1 figure ({pct(book_runs.reference('seed', 'c1', 'bit_accuracy'))}) sits at this bits-mode level. That "
           "holds at this scale (the `cpu` preset, a few epochs on a CPU); the best public runs "
           f"({pct(min(public), 2)}–{pct(max(public), 2)} bit accuracy over C1–C5, the assignment's sizes, "
           f"{PUBLIC_MEASUREMENT['epochs']} GPU epochs, a tokenization not stated) are another scale, at which bits mode was not measured here.")
@@ -249,11 +252,11 @@ def main() -> int:
                  for k, e in errors.items() if k.startswith("cpu/")]
         # the bullet's claims (and results/notes/README.md's), checked on the same predictions: only the bits-mode
         # models err more late in a chunk, no key phase left unlearned, the missed characters rare in training
-        profile = R.profile_rows(R.load_errors(R.PRIMARY_RUN), [len(line) for line in R.lines_of(cpu["c1"])])
+        profile = R.profile_rows(R.load_errors(book_runs.PRIMARY_RUN), [len(line) for line in R.lines_of(cpu["c1"])])
         late = {r["key"] for r in profile if r["late_z"] > R.SPIKE_Z}
-        assert late == {r["key"] for r in profile if r["key"].startswith(R.ANALYSIS_RUNS[R.BITS_RUN] + "/")}, late
+        assert late == {r["key"] for r in profile if r["key"].startswith(R.ANALYSIS_RUNS[book_runs.BITS_RUN] + "/")}, late
         assert all(r["phase_ratio"] < 2.5 for r in profile)
-        counts = R.edit_summary(R.edits(R.load_errors(R.PRIMARY_RUN)), R.lines_of(cpu["c1"], "train"),
+        counts = R.edit_summary(R.edits(R.load_errors(book_runs.PRIMARY_RUN)), R.lines_of(cpu["c1"], "train"),
                                 R.lines_of(cpu["c1"]))
         assert counts["right_frequency"] < counts["text_frequency"] / 2.5
         if gains:
@@ -300,7 +303,7 @@ def main() -> int:
       "(each record names the commit checked out when it finished); the training code paths they use "
       "did not change between those commits, only resuming and decoding options were added.\n")
 
-    learn_dir = ROOT / "results" / R.LEARN_RUN
+    learn_dir = ROOT / "results" / book_runs.LEARN_RUN
     if learn_dir.is_dir():
         runs = R.load_learn_runs(learn_dir)
         w("## Learning the cipher, not the corpus: the first recipe that did\n")

@@ -299,16 +299,17 @@ def test_the_intro_lays_the_presets_side_by_side_as_the_code_defines_them():
 
 def test_the_intro_sets_the_bits_bpe_beside_the_public_results_at_their_scales():
     """The intro's "at most N epochs" (the bits-mode CPU runs), the public runs' epochs and their range of
-    exact lines are the committed records' and cipherlab's reported figures."""
+    exact lines are the committed records' and the reported figures (cipherbook.runs)."""
+    from cipherbook import runs as book_runs
     from cipherlab.analysis import ablation
     from cipherlab.analysis.plan import PUBLIC_MEASUREMENT
     from cipherlab.base.config import CONFIG_NAMES
 
     text = " ".join((ROOT / "book" / "intro.md").read_text(encoding="utf-8").split())
-    bits = [*ablation.load_run(ablation.BITS_RUN).values(),
+    bits = [*ablation.load_run(book_runs.BITS_RUN).values(),
             *(json.loads(p.read_text()) for p in (ablation.REPO_RESULTS_DIR / "learn" / "bits").glob("*.json"))]
     assert all(r["preset"] == "cpu" for r in bits)
-    public = [ablation.reference("public", name, "exact_lines") for name in CONFIG_NAMES]
+    public = [book_runs.reference("public", name, "exact_lines") for name in CONFIG_NAMES]
     assert f"at most {max(r['epochs'] for r in bits)} epochs" in text
     assert f"{PUBLIC_MEASUREMENT['epochs']} epochs" in text and PUBLIC_MEASUREMENT["preset"] == "assignment"
     assert f"{100 * min(public):.1f}–{100 * max(public):.1f} % exact lines" in text

@@ -197,3 +197,16 @@ def test_the_assignment_presets_onset_step_is_twice_the_latest_measured_onset():
     assert set(onsets) == set(CONFIG_NAMES) and None not in onsets.values()  # every configuration left it
     assert ONSET_STEP == 2 * max(onsets.values())
     assert (search.FOLDER / "README.md").read_text(encoding="utf-8") == search.readme()
+
+
+def test_the_choice_lists_are_the_models_own():
+    """base imports nothing of models, so its choice lists are written out; they must match what the models take."""
+    from cipherlab.base.config import _CHOICES
+    from cipherlab.models.attention import ATTENTION_TYPES
+    from cipherlab.models.blt import SOURCE_MEMORIES
+    from cipherlab.models.norm import NORMS
+    from cipherlab.models.transformer import POS_ENCODINGS
+
+    assert _CHOICES["pos_encoding"] == tuple(k for k in POS_ENCODINGS if k != "learned")  # no config builds "learned"
+    assert _CHOICES["attn_type"] == ATTENTION_TYPES and _CHOICES["norm"] == tuple(NORMS)
+    assert _CHOICES["blt_source_memory"] == SOURCE_MEMORIES

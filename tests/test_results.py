@@ -11,6 +11,7 @@ import torch
 from cipherlab.analysis import attention_maps
 
 from cipherlab.analysis import ablation
+from cipherbook import runs as book_runs
 from cipherlab.pipeline.codec import fit_codec, select_lines
 from cipherlab.base.config import CONFIG_NAMES, make_config
 from cipherlab.data.corpus import load_corpus
@@ -119,7 +120,7 @@ def test_a_broken_curve_is_an_error_naming_the_file(run_copy):
 
 
 def test_comparison_table_has_a_row_per_configuration_and_the_reported_figures():
-    table = ablation.comparison_table("smoke")
+    table = book_runs.comparison_table("smoke")
     lines = table.splitlines()
     header = lines[0].split(" | ")
     rows = [line for line in lines if line.startswith("| C")]
@@ -131,20 +132,20 @@ def test_comparison_table_has_a_row_per_configuration_and_the_reported_figures()
 
 def test_comparison_table_adds_the_bits_run_when_given(run_copy):
     (run_copy / "c5.json").unlink()  # a bits-mode run has no C5
-    table = ablation.comparison_table("smoke", run_copy)
+    table = book_runs.comparison_table("smoke", run_copy)
     assert "bits mode: bit acc %" in table
     c5 = next(line for line in table.splitlines() if line.startswith("| C5"))
     assert c5.split(" | ")[12:14] == ["–", "–"]
 
 
 def test_every_configuration_has_every_reference_field_and_every_figure_a_source():
-    for kind in ablation.REFERENCES.values():
+    for kind in book_runs.REFERENCES.values():
         for figures in kind["configs"].values():
-            assert set(figures) == set(ablation.REFERENCE_FIELDS)
+            assert set(figures) == set(book_runs.REFERENCE_FIELDS)
             assert all(f.source for f in figures.values() if f is not None)
-    assert ablation.reference("seed", "c1", "bit_accuracy") == 0.712
-    assert ablation.reference("seed", "c2", "bit_accuracy") is None  # the notes give no C2 figure
-    assert ablation.reference("public", "c5", "exact_lines") == 0.934
+    assert book_runs.reference("seed", "c1", "bit_accuracy") == 0.712
+    assert book_runs.reference("seed", "c2", "bit_accuracy") is None  # the notes give no C2 figure
+    assert book_runs.reference("public", "c5", "exact_lines") == 0.934
 
 
 def test_difference_and_the_sampling_error_of_exact_lines():
@@ -172,7 +173,7 @@ def test_plots_return_figures_without_touching_pyplot():
 
     records = ablation.load_run("smoke")
     before = plt.get_fignums()
-    figures = [ablation.plot_accuracy(records, records), ablation.plot_costs(records),
+    figures = [book_runs.plot_accuracy(records, records), ablation.plot_costs(records),
                ablation.plot_curves({"c1": [{"epoch": 1, "val_loss": 2.0, "seconds": 60.0}], "c5": None})]
     assert all(f.axes for f in figures) and plt.get_fignums() == before
 
@@ -304,7 +305,7 @@ def test_errors_json_entries_are_found_under_the_names_analysis_gave_them(run_co
     (run_copy / "errors.json").write_text(json.dumps({"about": {}, "cpu/c1": _entry(), "cpu-long/c2": _entry()}))
     errors = ablation.load_errors(run_copy)
     assert list(errors) == ["cpu/c1", "cpu-long/c2"]
-    assert ablation.error_entry(errors, ablation.EXTENDED_RUN, "c2") is errors["cpu-long/c2"]
+    assert ablation.error_entry(errors, book_runs.EXTENDED_RUN, "c2") is errors["cpu-long/c2"]
     assert ablation.error_entry(None, "cpu", "c1") is None
     assert ablation.entry_label("cpu-long/c2") == "C2, notes/extended/cpu"
 
@@ -465,7 +466,7 @@ def test_trained_on_finds_the_run_each_extended_log_continues(monkeypatch, tmp_p
         (folder / "c2.json").write_text(json.dumps(r))
     monkeypatch.setenv(ablation.RESULTS_ENV, str(tmp_path))
     stages = {run: ablation.load_run(run) for run in ("notes/cpu", "notes/equal-epochs/cpu")}
-    history = ablation.trained_on(stages, ablation.load_run("notes/extended/cpu"))
+    history = ablation.trained_on(stages, ablation.load_run("notes/extended/cpu"), "notes/extended/cpu")
     assert history["c2"]["source"] == "notes/equal-epochs/cpu" and history["c2"]["before"]["epochs"] == 5
     table = ablation.extension_table(history, ablation.load_run("notes/extended/cpu"))
     assert "| C2 | results/notes/equal-epochs/cpu | 5 | 8 | 900 | 100 | time budget |" in table
@@ -494,11 +495,11 @@ def test_the_stdlib_lines_chapter_9_compares_with_are_there():
 
 
 def test_the_committed_runs_load_in_full():
-    assert list(ablation.load_run(ablation.PRIMARY_RUN)) == ["c1", "c2", "c3", "c4", "c5"]
-    assert list(ablation.load_run(ablation.BITS_RUN)) == ["c1", "c2", "c3", "c4"]
-    assert list(ablation.load_run(ablation.EQUAL_EPOCHS_RUN)) == ["c1", "c2", "c3", "c4", "c5"]
-    assert list(ablation.load_run(ablation.EXTENDED_RUN)) == ["c2", "c5"]
-    assert set(ablation.load_beam(ablation.PRIMARY_RUN)) == set(ablation.load_generalisation(ablation.PRIMARY_RUN)) == {"c2", "c5"}
+    assert list(ablation.load_run(book_runs.PRIMARY_RUN)) == ["c1", "c2", "c3", "c4", "c5"]
+    assert list(ablation.load_run(book_runs.BITS_RUN)) == ["c1", "c2", "c3", "c4"]
+    assert list(ablation.load_run(book_runs.EQUAL_EPOCHS_RUN)) == ["c1", "c2", "c3", "c4", "c5"]
+    assert list(ablation.load_run(book_runs.EXTENDED_RUN)) == ["c2", "c5"]
+    assert set(ablation.load_beam(book_runs.PRIMARY_RUN)) == set(ablation.load_generalisation(book_runs.PRIMARY_RUN)) == {"c2", "c5"}
 
 
 def test_the_results_answers_say_what_the_files_hold():
@@ -507,15 +508,15 @@ def test_the_results_answers_say_what_the_files_hold():
     from cipherbook.experiments import results as facts
     from cipherbook.viva.facts import FACTS
 
-    cpu, equal = ablation.load_run(ablation.PRIMARY_RUN), ablation.load_run(ablation.EQUAL_EPOCHS_RUN)
-    extended, bits = ablation.load_run(ablation.EXTENDED_RUN), ablation.load_run(ablation.BITS_RUN)
+    cpu, equal = ablation.load_run(book_runs.PRIMARY_RUN), ablation.load_run(book_runs.EQUAL_EPOCHS_RUN)
+    extended, bits = ablation.load_run(book_runs.EXTENDED_RUN), ablation.load_run(book_runs.BITS_RUN)
     judged = {row["config"]: row for row in ablation.single_change_rows(equal)}
     # §7.8 Q3: "only half the premise holds": BLEU 60+, but not 0-5 % exact lines; bits mode is where 0-5 % shows
     assert min(facts.over_c1_c4("bleu")) >= 60 and min(facts.over_c1_c4("sequence_accuracy")) > 0.05
-    assert max(facts.over_c1_c4("sequence_accuracy", ablation.BITS_RUN)) <= 0.05
+    assert max(facts.over_c1_c4("sequence_accuracy", book_runs.BITS_RUN)) <= 0.05
     assert facts.exact_if_independent("c1") < ablation.metric(cpu["c1"], "sequence_accuracy")  # "the errors cluster"
     # §7.8 Q6: "it helped neither C2 nor C5"; C5's drop "within noise": no pairing of the counts reaches p < 0.05
-    gains = ablation.beam_gains(ablation.load_beam(ablation.PRIMARY_RUN))
+    gains = ablation.beam_gains(ablation.load_beam(book_runs.PRIMARY_RUN))
     assert all(g <= 0 for g in gains.values()) and facts.beam_lowest_p("c5") > 0.05
     # §7.8 Q7: the older records were decoded "before C5 had a cache" (C5 slower); with both cached C5's
     # cache is "faster" with the same bytes, and batched beam search gives the lines beam search gives alone
@@ -534,9 +535,9 @@ def test_the_results_answers_say_what_the_files_hold():
     assert abs(judged["c4"]["exact"]) < abs(ctrl["c4"]["exact"])
     # §7.9 Q3: "not on this evidence": C5's lead over C2 trained on is "inside the noise"
     assert abs(facts.extended_c5_minus_c2()) <= 2 * facts.extended_se() and facts.extended_c5_minus_c2() > 0
-    assert facts.bit_pct("c1", ablation.BITS_RUN) < facts.bit_pct("c1")  # "only ... against"
+    assert facts.bit_pct("c1", book_runs.BITS_RUN) < facts.bit_pct("c1")  # "only ... against"
     # §7.9 Q4: "the source unit": bytes beat bits in every configuration
-    assert min(facts.over_c1_c4("bit_accuracy")) > max(facts.over_c1_c4("bit_accuracy", ablation.BITS_RUN))
+    assert min(facts.over_c1_c4("bit_accuracy")) > max(facts.over_c1_c4("bit_accuracy", book_runs.BITS_RUN))
     assert all(n in cpu for n in bits)
     # §7.9 Q5: "the committed run was on cpu, so its figures are peak RSS"
     assert all(r["device"] == "cpu" for r in cpu.values())
@@ -722,7 +723,7 @@ def test_the_paired_test_of_the_reference_ablation_finds_one_low_p_value_in_one_
 
 
 def test_goals_table_judges_only_the_goals_it_is_given():
-    learned = ablation.load_learn_runs(ablation.LEARN_RUN)
+    learned = ablation.load_learn_runs(book_runs.LEARN_RUN)
     held = tuple(g for g in ablation.REFERENCE_GOALS if g[0] in ("random_letters", "stdlib", "test_free"))
     table = ablation.goals_table(learned, held)
     assert table.count("\n") == len(held) + 1 and "2,600-character" not in table

@@ -1,6 +1,6 @@
 """Looking inside a trained model: its attention weights, captured, mapped to characters, measured, drawn.
 
-The attention chapter and the results chapter share this one module:
+What a trained model attends to, in one module:
 
 - :func:`capturing` and :func:`capture_attention` record the weights of a model's attention modules
   during one teacher-forced forward pass (``ScaledDotProductAttention.capture``), as raw
@@ -13,7 +13,7 @@ The attention chapter and the results chapter share this one module:
   measure what the pictures show;
 - :func:`plot_heads` draws every head of one module, :func:`plot_head` one head large,
   :func:`plot_offsets` the weight by offset;
-- :func:`load_committed_model` and :func:`example_chunks` give the chapters the committed reference models
+- :func:`load_committed_model` and :func:`example_chunks` give the committed reference models
   (``results/checkpoints``) and a few test chunks to look at.
 
 Every plotting function returns a matplotlib Figure that pyplot no longer holds: show it with
@@ -223,7 +223,7 @@ def _covers(codec, batch: dict, b: int, chunk, model) -> dict:
     member = batch["src_member"][b, :, :n].float()  # (Ks, n): which bytes each source patch holds
     member = member[: int((member.sum(1) > 0).sum())]  # drop the padding patches at the end
     byte = torch.eye(n)
-    # the local decoder's direct path reads the source byte states, or (the course notes' design) the patches
+    # the local decoder's direct path reads the source byte states, or the patches
     source = byte if model.source_memory == "bytes" else member
     # row i of the local decoder reads [BOS] + plain[:i] and predicts plain[i]
     covers = {"encoder self": (byte, byte), "cross": (byte, source), "global encoder self": (member, member)}
@@ -367,7 +367,7 @@ def plot_heads(weights: torch.Tensor, title: str, example: int = 0, *, period: i
     H = shown.size(0)
     ncols = min(ncols or H, H)
     nrows = -(-H // ncols)
-    fig, axes = figure(ncols, width=3.0, height=3.2, nrows=nrows)  # the attention chapter's panel size
+    fig, axes = figure(ncols, width=3.0, height=3.2, nrows=nrows)  # the panel size of one head
     top = float(shown.max()) if vmax is None else vmax
     for ax in axes[H:]:
         ax.set_visible(False)

@@ -1,4 +1,4 @@
-"""Diagnose any cipherlab checkpoint: ``python -m cipherlab doctor --checkpoint CK`` (the results chapter).
+"""Diagnose any cipherlab checkpoint: ``python -m cipherlab doctor --checkpoint CK``.
 
 A student's model can reach a high score on the test split for the wrong reason: Brown is a
 corpus of English, and a model that learned English well can guess much of a line from a few
@@ -403,7 +403,7 @@ def diagnose_checkpoint(checkpoint: str | Path, *, data_dir: str | Path | None =
     """:func:`diagnose` a checkpoint file, with what it is under ``"checkpoint"``: the doctor command.
 
     ``print(report(diagnose_checkpoint(CK)))`` prints what ``python -m cipherlab doctor --checkpoint CK``
-    prints (the results chapter runs it so on the committed models). Raises CheckpointError, naming the file,
+    prints. Raises CheckpointError, naming the file,
     for a checkpoint trained on other data than ``data_dir``'s (its test split would not be held out).
     ``builder``: what rebuilds the model, as :func:`cipherlab.pipeline.checkpoint.load_trained`'s.
     """

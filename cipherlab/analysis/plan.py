@@ -1,5 +1,5 @@
 """Plan a GPU run before paying for it: ``python -m cipherlab plan --preset assignment --gpu T4``
-(the training chapter).
+(what it costs, measured).
 
 For each configuration this module *measures* on the CPU what one training step costs and
 *estimates* from that what an epoch costs on a GPU:

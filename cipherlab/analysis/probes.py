@@ -1,5 +1,5 @@
 """Text that no model here was trained on, to tell a model that learned the cipher from one that
-learned the corpus (the results chapter; the reference ablation in ``results/reference``).
+learned the corpus (the reference ablation in ``results/reference``).
 
 The cipher is a bijection per character at each key phase, so a model that learned it decodes any
 text over its alphabet as well as Brown. Every set here is made by a fixed recipe, from the

@@ -1,4 +1,4 @@
-"""The results chapter's analysis of your own runs: ``python -m cipherlab report RUNS_DIR --out DIR``.
+"""The analysis of your own runs: ``python -m cipherlab report RUNS_DIR --out DIR``.
 
 RUNS_DIR holds one of two kinds of input:
 
@@ -17,8 +17,8 @@ results in every unit the inputs allow, each configuration against C1 on the sam
 test, :func:`cipherlab.analysis.ablation.mcnemar`), where the errors are, the random-string probe, free against
 length-aware decoding and the training curves (``curves.png``). A section appears only when the inputs
 hold its data; the table "Not available" names each input and what it lacks. The tables are made by
-the functions the results chapter calls (:mod:`cipherlab.analysis.ablation`), so a report on ``results/reference`` holds
-the results chapter's main table cell for cell.
+the functions of :mod:`cipherlab.analysis.ablation`, so a report on ``results/reference`` holds the reference
+tables cell for cell.
 
 Nothing is written inside the repository's committed ``results/`` folder, nor into a folder that is not
 empty unless ``--force`` is given. Bad input (a missing or empty folder, records of runs that cannot be
@@ -326,13 +326,13 @@ def _handout(report: Report, runs: dict, baseline: str, plan: dict | None) -> No
 
 
 def _main_table(runs: dict) -> tuple[str, str]:
-    """(caption, table): the results chapter's own table for these records (reference_tables, else
+    """(caption, table): the reference ablation's own table for these records (reference_tables, else
     learn_tables), else one column per set every record holds."""
     held = _sets(runs)
     timed = all(r["train_seconds"] is not None for r in runs.values())
     if timed and all(n in held for n, _ in ablation.REFERENCE_SETS):
         return ("Every run: epochs, best epoch, training minutes, and for each probe set characters right % / "
-                "exact lines of the lines decoded (the results chapter's main table, ablation.reference_tables)",
+                "exact lines of the lines decoded (ablation.reference_tables)",
                 ablation.reference_tables(runs)[0])
     if timed and set(_LEARN_SETS) <= set(held) and all(r["best_val_accuracy"] is not None for r in runs.values()):
         return ("Every run: epochs, best epoch, training minutes, best teacher-forced validation token accuracy %, "
@@ -360,13 +360,13 @@ def _units_table(runs: dict) -> str:
 
 
 def _results(report: Report, runs: dict, where: dict, folder: Path) -> None:
-    """The main table, the course notes' figures beside train/ablate records (ablation.comparison_table),
+    """The main table, the run table of train/ablate records (ablation.comparison_table),
     the goals the sets allow (ablation.goals_table) and every unit."""
     report.table(RESULTS, *_main_table(runs))
     if all(TRAIN_FILE.fullmatch(p.name) for p in where.values()):  # the files ablation.load_run reads
         report.table(RESULTS, "Test lines: bit accuracy %, exact lines %, Levenshtein edits per line, BLEU, chrF, "
-                     "ROUGE-L, parameters, peak memory MiB, seconds per epoch, training tokens per second, beside "
-                     "the course notes' and the best public figures (ablation.comparison_table; n/c: not comparable)",
+                     "ROUGE-L, parameters, peak memory MiB, seconds per epoch, training tokens per second "
+                     "(ablation.comparison_table; n/c: not comparable)",
                      ablation.comparison_table(folder).split("\n\n")[0])
     goals = tuple(g for g in ablation.REFERENCE_GOALS if g[0] in _sets(runs))
     if goals:
@@ -795,8 +795,8 @@ def _add_parts(report: Report, runs: dict[str, dict]) -> None:
 
 FINDINGS_PROMPT = ("<!-- Write your findings here, before the tables: one short paragraph each, the strongest "
                    "first, each naming the table below that shows it. Say first what the recipe hands every "
-                   "model (the next section) and whether your comparison survives that. The results chapter of the "
-                   "book is a worked example. -->")
+                   "model (the next section) and whether your comparison survives that. The book's own "
+                   "results are a worked example. -->")
 
 
 def _add_recipe(report: Report, runs: dict[str, dict]) -> None:

@@ -1,4 +1,4 @@
-"""Score anyone's predictions: ``python -m cipherlab score --pred PRED.txt`` (the results chapter).
+"""Score anyone's predictions: ``python -m cipherlab score --pred PRED.txt``.
 
 Every student writes their own model; this module lets them put its numbers next to the book's
 and next to the public ones *in the same units*. Published figures for this assignment come in

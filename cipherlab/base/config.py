@@ -1,32 +1,9 @@
-"""The five ablation configurations and the presets that size them (the training chapter trains
-them; the results chapter compares them).
+"""The five ablation configurations, the presets that size them and the recipes that train them.
 
-An ablation is only worth reading if every configuration shares every setting except the
-one component under study. So there is one :class:`Config` dataclass holding all the
-hyperparameters, C1 is its defaults, and C2-C5 are C1 with exactly one field changed:
-
-=====  ==================  ===================================
-name   changed field       value
-=====  ==================  ===================================
-c1     (baseline)          sinusoidal, MHA, LayerNorm, BPE
-c2     ``pos_encoding``    ``"rope"``
-c3     ``attn_type``       ``"gqa"`` (``n_kv_heads`` query-head groups)
-c4     ``norm``            ``"rmsnorm"``
-c5     ``tokenization``    ``"blt"`` (Byte Latent Transformer, no tokenizer)
-=====  ==================  ===================================
-
-A *preset* scales sizes and budgets for all five alike, so an ablation run under any
-preset is still a controlled comparison:
-
-- ``smoke``      seconds on a CPU; used by the tests and by the notebooks in CI.
-- ``cpu``        the reference run on a 2-core laptop CPU (``results/reference``: 4 epochs, 7-24 minutes).
-- ``assignment`` the sizes of the course notes (d_model 256, 8 heads, 4+4 layers), for a GPU.
-
-A *recipe* (:data:`RECIPES`) says how all five are trained, the same for every configuration and
-preset: ``cipher``, the default, learns the cipher rather than the corpus (shuffled, case-flipped
-chunks, an end-of-source token, bit-factored and key-phase embeddings, ``best.pt`` on validation
-accuracy); ``notes`` is the course notes' own training (``make_config(name, preset, recipe="notes")``,
-``--recipe notes``). :attr:`Config.recipe` names the recipe a configuration's fields make.
+There is one :class:`Config` dataclass holding every setting; C1 is its defaults, and C2-C5 are C1
+with exactly one field changed: ``pos_encoding="rope"``, ``attn_type="gqa"``, ``norm="rmsnorm"``,
+``tokenization="blt"``. A *preset* (``smoke``, ``cpu``, ``assignment``) scales sizes and budgets for
+all five alike; a *recipe* (:data:`RECIPES`) says how all five are trained.
 
 >>> make_config("c2", "smoke").pos_encoding
 'rope'
@@ -37,11 +14,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-
-from cipherlab.models.attention import ATTENTION_TYPES
-from cipherlab.models.blt import SOURCE_MEMORIES
-from cipherlab.models.norm import NORMS
-from cipherlab.models.transformer import POS_ENCODINGS
 
 __all__ = [
     "C1_COMPONENTS",
@@ -67,9 +39,8 @@ __all__ = [
 ]
 
 
-# The assignment preset's onset check (Config.onset_step): twice the latest step by which any configuration's
-# measured run at those sizes had passed 25 % teacher-forced validation accuracy (benchmarks/results/
-# assignment_search; tests/test_config.py reads the curves and checks this number against them).
+# The assignment preset's onset check (Config.onset_step): twice the latest step by which any measured run at
+# those sizes had passed 25 % teacher-forced validation accuracy (tests/test_config.py checks it).
 ONSET_STEP = 600
 
 
@@ -79,9 +50,7 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Config:
-    """Every setting of one training run. The defaults are C1 at the assignment's sizes, with the assignment
-    preset's tokenisation and the default recipe: ``Config() == make_config("c1")``. A stored configuration
-    is read with :func:`config_from_dict`, which takes every field from it."""
+    """Every setting of one training run. The defaults are ``make_config("c1")``: C1 at the assignment's sizes."""
 
     name: str = "c1"  # which ablation configuration this is: c1..c5
     preset: str = "assignment"  # which preset sized it: smoke, cpu, assignment
@@ -114,26 +83,17 @@ class Config:
     source_mode: str = "phase"  # how C1-C4 read the cipher: "bits" (BPE over 0/1) | "bytes" | "phase" (bytes tagged with their key phase)
     src_vocab: int | None = 3072  # source BPE vocabulary (C1-C4); None: no merges, base symbols only
     tgt_vocab: int | None = None  # target BPE vocabulary (C1-C4); None: no merges, characters only
-    # "bpe": the target's own BPE (tgt_vocab); "aligned" (source_mode "phase", tgt_vocab None): target token i
-    # is the plaintext of source token i, its merges the plaintext of the source's (tokenizers.cipher_task)
-    target_tokens: str = "aligned"
-    # what the BPEs learn their merges from: "lines", the training lines; "chunks", the training chunks as the
-    # recipe shows them to the model (shuffled and case-flipped with seed 0), so every merge is frequent there
-    merges_on: str = "chunks"
-    # BPE-dropout on the training chunks (C1-C4): each merge skipped with this probability, drawn once per
-    # chunk with the run's seed, so every base symbol is also seen on its own (validation and test: none)
-    bpe_dropout: float = 0.1
+    target_tokens: str = "aligned"  # "bpe": the target's own BPE; "aligned": token i is source token i's plaintext
+    merges_on: str = "chunks"  # what the BPEs learn from: the training "lines" or "chunks" as the recipe shows them
+    bpe_dropout: float = 0.1  # BPE-dropout on the training chunks: each merge skipped with this probability
     chunk_chars: int = 32  # plaintext characters per training chunk; a multiple of 8
     max_train_lines: int | None = None  # use only the first N training lines (None: all)
     max_eval_lines: int | None = None  # use only the first N val and test lines (None: all)
-    # --- learning the cipher rather than the corpus (shared by all five; see cipherlab.data.corpus.phase_shuffle) ---
-    # --- the recipe fields default to the default recipe's, RECIPES["cipher"] (select_on below too) ---
+    # --- the recipe: learning the cipher rather than the corpus (defaults: RECIPES["cipher"], select_on too) ---
     phase_shuffle: float = 1.0  # share of training chunks replaced by a phase-preserving shuffle (0..1)
     case_flip: float = 0.5  # with phase_shuffle: chance that each letter of a shuffled chunk flips case (bit 5 of its cipher byte too)
     substitution: float = 0.0  # with phase_shuffle: chance that each character of a shuffled chunk becomes a random one of the alphabet
-    # end every cipher sequence with an end-of-source token: the decoder's EOS then lines up with a token
-    # (target position n reads source position n) instead of with the absence of one
-    source_eos: bool = True
+    source_eos: bool = True  # end every cipher sequence with an end-of-source token
     bit_embeddings: bool = True  # byte/character embeddings (and the tied head) linear in the 8 bits
     phase_embedding: bool = True  # add a learned vector per key phase (position mod 8) to the embeddings
 
@@ -148,20 +108,11 @@ class Config:
     grad_clip: float = 1.0  # global gradient-norm clip
     max_epochs: int = 100  # hard cap on epochs
     patience: int = 10  # early stopping: epochs without a better validation score
-    # which validation score picks best.pt and drives early stopping: "val_loss" (cross-entropy) or
-    # "val_accuracy" (teacher-forced target tokens right). With bit_embeddings a logit is linear in
-    # the bits and cannot spread probability like a language model, so its loss can rise while its
-    # accuracy still rises: select on accuracy there.
-    select_on: str = "val_accuracy"
-    # validate on the validation chunks shuffled, case-flipped and substituted like the training chunks
-    # (their own draws) instead of on English; tried beside the recipe, not part of it
-    augment_val: bool = False
+    select_on: str = "val_accuracy"  # which validation score picks best.pt and stops early: "val_loss" | "val_accuracy"
+    augment_val: bool = False  # validate on chunks shuffled, case-flipped and substituted like the training chunks
     time_budget_s: float | None = None  # wall-clock training budget per run (None: none)
-    # also validate every N optimiser steps into curve.jsonl (learning curves; changes nothing of the run)
-    eval_every: int | None = None
-    # stop a run that is not learning: when teacher-forced validation accuracy is still below onset_accuracy at
-    # optimiser step onset_step, training stops with NotLearning (None: no check). The assignment preset sets it
-    # to twice the step by which every measured run of that preset had passed onset_accuracy.
+    eval_every: int | None = None  # also validate every N optimiser steps into curve.jsonl
+    # stop with NotLearning when validation accuracy is still below onset_accuracy at step onset_step (None: never)
     onset_step: int | None = ONSET_STEP
     onset_accuracy: float = 0.25
     seed: int = 0  # seeds Python, NumPy and torch
@@ -177,21 +128,15 @@ class Config:
             if problem:
                 raise ConfigError(f"{field}={getattr(self, field)}: {problem}")
         if self.d_model % self.n_heads:
-            raise ConfigError(
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
-                "pick sizes where each head gets d_model // n_heads dimensions"
-            )
+            raise ConfigError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
+                              "pick sizes where each head gets d_model // n_heads dimensions")
         if self.n_heads % self.n_kv_heads:
-            raise ConfigError(
-                f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}; "
-                "GQA shares each key/value head among n_heads // n_kv_heads query heads"
-            )
+            raise ConfigError(f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}; "
+                              "GQA shares each key/value head among n_heads // n_kv_heads query heads")
         for field in ("case_flip", "substitution"):
             if getattr(self, field) and not self.phase_shuffle:
-                raise ConfigError(
-                    f"{field}={getattr(self, field)} with phase_shuffle=0: it applies to the shuffled "
-                    "chunks only; set phase_shuffle above 0 too"
-                )
+                raise ConfigError(f"{field}={getattr(self, field)} with phase_shuffle=0: it applies to the shuffled "
+                                  "chunks only; set phase_shuffle above 0 too")
         if self.target_tokens == "aligned" and self.tokenization == "bpe" and (
                 self.source_mode != "phase" or self.tgt_vocab is not None):
             raise ConfigError(
@@ -199,10 +144,8 @@ class Config:
                 "targets are the plaintext of phase-tagged source tokens; set source_mode=phase and tgt_vocab=null"
             )
         if self.chunk_chars % 8:
-            raise ConfigError(
-                f"chunk_chars={self.chunk_chars} is not a multiple of 8: chunks would start "
-                "at different key phases; use 64, 128, 256, ..."
-            )
+            raise ConfigError(f"chunk_chars={self.chunk_chars} is not a multiple of 8: chunks would start "
+                              "at different key phases; use 64, 128, 256, ...")
 
     @property
     def run_name(self) -> str:
@@ -214,14 +157,8 @@ class Config:
 
     def model_hyperparameters(self) -> dict:
         """Sizes and dropout, as both model classes take them; the same for all five configurations."""
-        return {
-            "d_model": self.d_model,
-            "n_heads": self.n_heads,
-            "enc_layers": self.enc_layers,
-            "dec_layers": self.dec_layers,
-            "ffn_dim": self.ffn_dim,
-            "dropout": self.dropout,
-        }
+        return {field: getattr(self, field) for field in ("d_model", "n_heads", "enc_layers", "dec_layers", "ffn_dim",
+                                                          "dropout")}
 
     def components(self) -> dict[str, str]:
         """The four fields the ablation varies, e.g. ``{"pos_encoding": "rope", ...}``."""
@@ -237,19 +174,16 @@ class Config:
         return {**dataclasses.asdict(self), "recipe": self.recipe}
 
 
-# Fields the ablation varies, and the values each may take: the models' own lists where a model
-# decides (cipherlab.models imports nothing back). Seq2SeqTransformer also takes pos_encoding="learned",
-# but no configuration is built with it (no preset, chapter or test asks build_model for one), so a
-# Config does not offer it.
+# The values each choice field may take (tests/test_config.py checks them against the models' own lists).
 _CHOICES = {
-    "pos_encoding": tuple(kind for kind in POS_ENCODINGS if kind != "learned"),
-    "attn_type": ATTENTION_TYPES,
-    "norm": tuple(NORMS),
+    "pos_encoding": ("sinusoidal", "rope"),
+    "attn_type": ("mha", "gqa"),
+    "norm": ("layernorm", "rmsnorm"),
     "tokenization": ("bpe", "blt"),
     "source_mode": ("bits", "bytes", "phase"),
     "target_tokens": ("bpe", "aligned"),
     "merges_on": ("lines", "chunks"),
-    "blt_source_memory": SOURCE_MEMORIES,
+    "blt_source_memory": ("bytes", "patches"),
     "select_on": ("val_loss", "val_accuracy"),
 }
 COMPONENTS = ("pos_encoding", "attn_type", "norm", "tokenization")
@@ -268,83 +202,26 @@ CONFIG_NAMES = tuple(_VARIANTS)
 PRESETS = {
     # Seconds per configuration on one CPU core: a tiny model on a few hundred short chunks.
     # Enough for the loss to fall and every code path to run; not enough to decrypt.
-    "smoke": dict(
-        d_model=32,
-        n_heads=4,
-        n_kv_heads=2,
-        enc_layers=1,
-        dec_layers=1,
-        ffn_dim=64,
-        blt_window=32,
-        source_mode="bits",
-        src_vocab=64,
-        tgt_vocab=128,
-        target_tokens="bpe",
-        merges_on="lines",
-        bpe_dropout=0.0,
-        chunk_chars=32,
-        max_train_lines=120,
-        max_eval_lines=12,
-        token_budget=2048,
-        max_batch_size=32,
-        lr=3e-4,
-        warmup_steps=20,
-        max_epochs=3,
-        patience=3,
-        onset_step=None,
-    ),
-    # About 15 minutes per configuration on a 2-core CPU (14 of training, then the test lines).
-    # The cipher is positional -- plaintext byte i is cipher byte i XOR key byte i mod 8 -- so a
-    # small model (each results/notes/cpu/c*.json records its parameter count) learns it when the
-    # alignment is one-to-one and short: C1-C4 read whole cipher bytes (source_mode "bytes") and
-    # both BPEs learn no merges (vocab None), so source token i and target token i are the same
-    # character; with 512/1000-token BPEs instead, C1 learns far less in the same minutes (the
-    # calibration runs, results/calibration/calibration.json, printed in the notes-recipe appendix).
-    # `--source-mode bits --set src_vocab=512` is the course notes' tokenization, reported beside
-    # it. 32-character chunks, a larger learning rate and no dropout suit a short run; 2000
-    # training lines keep an epoch short, so validation and best.pt come several times per run.
-    # Width and depth are cut; the heads the ablation compares are not. 200 val/test lines keep
-    # evaluation short.
-    "cpu": dict(
-        d_model=128,
-        n_heads=8,
-        n_kv_heads=2,
-        enc_layers=2,
-        dec_layers=2,
-        ffn_dim=512,
-        dropout=0.0,
-        blt_window=32,
-        source_mode="bytes",
-        src_vocab=None,
-        tgt_vocab=None,
-        chunk_chars=32,
-        max_train_lines=2000,
-        max_eval_lines=200,
-        lr=1e-3,
-        token_budget=2048,
-        max_batch_size=64,
-        warmup_steps=200,
-        max_epochs=100,
-        patience=10,
-        time_budget_s=14 * 60.0,
-        onset_step=None,
-    ),
-    # The course notes' model sizes (the defaults of Config), with the tokenisation and schedule measured to
-    # learn at those sizes on a CPU (benchmarks/results/assignment_search): the aligned BPE (TOKENIZATIONS;
-    # results/merges) over 32-character chunks, lr 1e-3 after 200 warm-up steps, 1,024 source tokens a batch
-    # (the notes' 8,192 cut by 8 for CPU time; a GPU run keeps what was measured). With the notes' 256-character
-    # chunks the same model stayed at the unigram level for 600 steps. onset_step stops a run that has not left
-    # it by twice the latest measured onset. The notes' own 1024/8000 bits-mode BPE is `--tokens notes`
-    # (measured not to learn under the recipe: results/merges, recipe_caveats).
+    "smoke": dict(d_model=32, n_heads=4, n_kv_heads=2, enc_layers=1, dec_layers=1, ffn_dim=64, blt_window=32,
+                  source_mode="bits", src_vocab=64, tgt_vocab=128, target_tokens="bpe", merges_on="lines",
+                  bpe_dropout=0.0, chunk_chars=32, max_train_lines=120, max_eval_lines=12, token_budget=2048,
+                  max_batch_size=32, lr=3e-4, warmup_steps=20, max_epochs=3, patience=3, onset_step=None),
+    # About 15 minutes per configuration on a 2-core CPU. C1-C4 read whole cipher bytes and learn no
+    # merges, so source token i and target token i are the same character. Width and depth are cut;
+    # the heads the ablation compares are not.
+    "cpu": dict(d_model=128, n_heads=8, n_kv_heads=2, enc_layers=2, dec_layers=2, ffn_dim=512, dropout=0.0,
+                blt_window=32, source_mode="bytes", src_vocab=None, tgt_vocab=None, chunk_chars=32,
+                max_train_lines=2000, max_eval_lines=200, lr=1e-3, token_budget=2048, max_batch_size=64,
+                warmup_steps=200, max_epochs=100, patience=10, time_budget_s=14 * 60.0, onset_step=None),
+    # The assignment's model sizes (the defaults of Config), with the tokenisation and schedule measured to
+    # learn at those sizes: the aligned BPE over 32-character chunks, lr 1e-3 after 200 warm-up steps.
     "assignment": dict(chunk_chars=32, lr=1e-3, warmup_steps=200, token_budget=1024, onset_step=ONSET_STEP),
 }
 
 
-# A *tokenisation* of C1-C4: the four fields that say how the cipher and the plaintext become tokens.
-# "aligned": BPE over the cipher bytes tagged with their key phase, its merges learned on the training
-# chunks as the recipe shows them, the target's tokens the plaintext of the source's, so token i of both
-# sides covers the same characters (cipherlab.data.tokenizers.cipher_task; measured in results/merges). "notes": the course notes' BPE over bits, 1024 source
-# and 8000 target tokens. "chars": whole bytes in, characters out, no merges (the cpu preset).
+# A *tokenisation* of C1-C4: how the cipher and the plaintext become tokens. "aligned": BPE over the cipher
+# bytes tagged with their key phase, the target's tokens the plaintext of the source's. "notes": the
+# assignment's BPE over bits, 1024 source and 8000 target tokens. "chars": whole bytes in, characters out.
 TOKENIZATIONS = {
     "aligned": dict(source_mode="phase", src_vocab=3072, tgt_vocab=None, target_tokens="aligned", merges_on="chunks",
                     bpe_dropout=0.1),
@@ -369,10 +246,8 @@ def tokenization_of(config: Config) -> str:
     return "custom"
 
 
-# A *recipe* is how the five are trained: the same for all five and for every preset, so it never
-# confounds the ablation. "cipher" is the default: it learns the cipher rather than the corpus.
-# "notes" is the course notes' own training; "shuffles" the first recipe that learned the cipher
-# (results/learn/ablation), kept so its records keep a name.
+# A *recipe* is how the five are trained, the same for all five. "cipher", the default, learns the cipher
+# rather than the corpus; "notes" is the assignment's plain training; "shuffles" names older records.
 RECIPES = {
     "cipher": dict(
         phase_shuffle=1.0,  # every training chunk a phase-preserving shuffle: no English left to lean on
@@ -394,9 +269,7 @@ RECIPES = {
 }
 DEFAULT_RECIPE = "cipher"
 
-# What each part of the "cipher" recipe knows of the task beyond the training pairs: "nothing", the key's
-# period (8, which the task states), or the bit structure of XOR (each plaintext bit depends on one cipher
-# bit). None of them uses the key's bytes. (The aligned BPE's phase tags, TOKENIZATIONS, know the period too.)
+# What each part of the "cipher" recipe knows of the task beyond the training pairs (none uses the key's bytes).
 RECIPE_KNOWLEDGE = {
     "phase_shuffle": "the key's period: characters move only among positions of the same phase",
     "case_flip": "the bit structure of XOR: flipping bit 5 of a letter flips bit 5 of its cipher byte",
@@ -424,28 +297,19 @@ def recipe_caveats(config: Config) -> list[str]:
     """What of the recipe a configuration's tokenization cannot take, one sentence each (empty
     when it takes all of it). Training records carry these, so nothing is dropped silently."""
     notes = []
-    if config.tokenization == "bpe" and config.source_mode == "bits":
-        if config.bit_embeddings:
-            notes.append(
-                "bit_embeddings: the source tokens are BPE pieces of the bit string, not whole bytes, so each "
-                "source token keeps a free embedding row; only the target characters are bit-factored"
-            )
-        if config.phase_embedding:
-            notes.append(
-                "phase_embedding: source token i is not character i of a bits-mode BPE, so the source's key-phase "
-                "vectors follow token positions, not characters; the target side's follow characters"
-            )
-    if config.tokenization == "bpe" and config.tgt_vocab is not None and config.bit_embeddings:
-        notes.append(
-            "bit_embeddings: target BPE tokens longer than one character keep a free embedding row"
-        )
-    if config.tokenization == "bpe" and config.source_mode == "bits" and config.src_vocab is not None \
-            and config.phase_shuffle > 0:
-        notes.append(
-            "tokenisation: a BPE over the cipher's bits was measured not to learn under this recipe (results/merges: "
-            "its tokens cut through characters and its merges, learned on English, are rare in shuffled chunks); the "
-            "aligned BPE (--tokens aligned) was"
-        )
+    bpe, bits = config.tokenization == "bpe", config.source_mode == "bits"
+    if bpe and bits and config.bit_embeddings:
+        notes.append("bit_embeddings: the source tokens are BPE pieces of the bit string, not whole bytes, so each "
+                     "source token keeps a free embedding row; only the target characters are bit-factored")
+    if bpe and bits and config.phase_embedding:
+        notes.append("phase_embedding: source token i is not character i of a bits-mode BPE, so the source's key-phase "
+                     "vectors follow token positions, not characters; the target side's follow characters")
+    if bpe and config.tgt_vocab is not None and config.bit_embeddings:
+        notes.append("bit_embeddings: target BPE tokens longer than one character keep a free embedding row")
+    if bpe and bits and config.src_vocab is not None and config.phase_shuffle > 0:
+        notes.append("tokenisation: a BPE over the cipher's bits was measured not to learn under this recipe (results/"
+                     "merges: its tokens cut through characters and its merges, learned on English, are rare in "
+                     "shuffled chunks); the aligned BPE (--tokens aligned) was")
     return notes
 
 
@@ -495,10 +359,8 @@ def config_from_dict(values: dict) -> Config:
     values = {key: value for key, value in values.items() if key != "recipe"}  # a name computed from the fields
     unknown = sorted(set(values) - {f.name for f in dataclasses.fields(Config)})
     if unknown:
-        raise ConfigError(
-            f"saved configuration has field(s) {unknown} this version of cipherlab does not "
-            "know; use the cipherlab version that wrote it"
-        )
+        raise ConfigError(f"saved configuration has field(s) {unknown} this version of cipherlab does not "
+                          "know; use the cipherlab version that wrote it")
     if lacking_fields(values):
         raise ConfigError(f"a configuration written by an older cipherlab (no {', '.join(lacking_fields(values))}); "
                           f"convert its file with {CONVERTER}")

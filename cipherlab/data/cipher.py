@@ -1,11 +1,7 @@
 """The cipher: a repeating-key XOR written out as bits.
 
-The key is ``KEY`` below.
-
 Character ``c`` at position ``i`` of a line becomes the 8 bits, most significant first, of
-``ord(c) ^ KEY[i % 8]``.  The key phase restarts at 0 on every line, so the transformation of a
-character depends on its position modulo 8 and on nothing else: the cipher is a bijection on
-each position, and a model that has learned it can decrypt any line.
+``ord(c) ^ KEY[i % 8]``; the key phase restarts at 0 on every line.
 
 >>> encrypt("Hi")
 '0000100100100111'
@@ -17,11 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-KEY = b"ANLP2026"
-"""The assignment's key. Its length (8) is the period of the cipher."""
-
-PERIOD = len(KEY)
-"""The cipher's period, 8: characters ``PERIOD`` apart share a key byte."""
+KEY = b"ANLP2026"  # the assignment's key
+PERIOD = len(KEY)  # the cipher's period, 8: characters PERIOD apart share a key byte
 
 BITS_PER_CHAR = 8
 
@@ -30,51 +23,34 @@ _BITS = [[format(code ^ k, "08b") for code in range(256)] for k in KEY]
 
 
 class DatasetError(ValueError):
-    """A plaintext/cipher pair that is not what the assignment promises.
-
-    The message always names the file (when known), the 1-based line number and the reason.
-    """
+    """A plaintext/cipher pair that is not what the assignment promises; the message names the file
+    (when known), the 1-based line number and the reason."""
 
 
 def _where(path: str | None, line: int | None) -> str:
     """'brown_cipher.txt, line 17: ' -- the place part of an error message."""
-    parts = []
-    if path is not None:
-        parts.append(str(path))
-    if line is not None:
-        parts.append(f"line {line}")
+    parts = ([str(path)] if path is not None else []) + ([f"line {line}"] if line is not None else [])
     return (", ".join(parts) + ": ") if parts else ""
 
 
 def encrypt(text: str) -> str:
-    """Encrypt one line: 8 big-endian bits of ``ord(c) ^ KEY[i % 8]`` per character.
-
-    Raises ValueError for a character with code >= 256 (it does not fit in one byte).
-    """
+    """Encrypt one line: 8 big-endian bits of ``ord(c) ^ KEY[i % 8]`` per character (codes below 256)."""
     if not text.isascii():
         for i, ch in enumerate(text):
             if ord(ch) >= 256:
-                raise ValueError(
-                    f"character {ch!r} (code {ord(ch)}) at position {i} does not fit in one byte; "
-                    "the cipher only covers codes 0-255"
-                )
+                raise ValueError(f"character {ch!r} (code {ord(ch)}) at position {i} does not fit in one byte; "
+                                 "the cipher only covers codes 0-255")
     return "".join(_BITS[i % PERIOD][ord(ch)] for i, ch in enumerate(text))
 
 
 def bits_to_bytes(bits: str) -> list[int]:
-    """Group a cipher string into its raw 8-bit values (still encrypted), e.g. '00001001' -> [9].
-
-    This is the byte view C5 (the Byte Latent Transformer) reads.
-    """
+    """Group a cipher string into its raw 8-bit values (still encrypted), e.g. '00001001' -> [9]: what C5 reads."""
     check_bits(bits)
     return [int(bits[j : j + BITS_PER_CHAR], 2) for j in range(0, len(bits), BITS_PER_CHAR)]
 
 
 def bytes_to_bits(values: Sequence[int]) -> str:
     """Inverse of :func:`bits_to_bytes`."""
-    for i, v in enumerate(values):
-        if not 0 <= v < 256:
-            raise ValueError(f"value {v} at position {i} is not a byte (0-255)")
     return "".join(format(v, "08b") for v in values)
 
 
@@ -82,15 +58,11 @@ def check_bits(bits: str, *, path: str | None = None, line: int | None = None) -
     """Raise DatasetError unless ``bits`` is a string of '0'/'1' whose length is a multiple of 8."""
     if bits.count("0") + bits.count("1") != len(bits):
         bad = next(j for j, ch in enumerate(bits) if ch not in "01")
-        raise DatasetError(
-            f"{_where(path, line)}character {bits[bad]!r} at position {bad} is not a bit; "
-            "a cipher line contains only '0' and '1'"
-        )
+        raise DatasetError(f"{_where(path, line)}character {bits[bad]!r} at position {bad} is not a bit; "
+                           "a cipher line contains only '0' and '1'")
     if len(bits) % BITS_PER_CHAR:
-        raise DatasetError(
-            f"{_where(path, line)}cipher length {len(bits)} is not a multiple of 8 "
-            "(each plaintext character is exactly 8 bits)"
-        )
+        raise DatasetError(f"{_where(path, line)}cipher length {len(bits)} is not a multiple of 8 "
+                           "(each plaintext character is exactly 8 bits)")
 
 
 def decrypt(bits: str) -> str:
@@ -103,65 +75,40 @@ def key_phase(position: int) -> int:
     return position % PERIOD
 
 
-def verify_dataset(
-    plain_lines: Sequence[str],
-    cipher_lines: Sequence[str],
-    *,
-    plain_path: str | None = None,
-    cipher_path: str | None = None,
-) -> None:
+def verify_dataset(plain_lines: Sequence[str], cipher_lines: Sequence[str], *, plain_path: str | None = None,
+                   cipher_path: str | None = None) -> None:
     """Check that every cipher line is the encryption of its plaintext line.
 
-    Raises DatasetError at the first problem, naming the file, the 1-based line and the reason:
-    no lines at all, different line counts, a blank line pair (an empty plaintext line with its empty
-    cipher line), a non-bit character, a length that is not 8 x the plaintext length, a plaintext
-    character that does not fit in a byte, or a line that decrypts to something else (the first
-    differing position is reported). Nothing is skipped.
-
-    A blank pair is refused because it is not an example: it has no cipher to learn from, and every
-    model "decrypts" it exactly, so it would add a free exact match to the scores.
+    Raises DatasetError at the first problem, naming the file, the 1-based line and the reason. A
+    blank pair is refused: it has no cipher to learn from, and would be a free exact match.
     """
     if not plain_lines or not cipher_lines:
         empty, other = (plain_path, cipher_path) if not plain_lines else (cipher_path, plain_path)
         empty = empty or ("plaintext" if not plain_lines else "ciphertext")
         if not plain_lines and not cipher_lines:
-            raise DatasetError(
-                f"{empty}: no lines (the file is empty); a dataset needs one line of text per example"
-            )
+            raise DatasetError(f"{empty}: no lines (the file is empty); a dataset needs one line of text per example")
         n_other = len(cipher_lines) if not plain_lines else len(plain_lines)
-        raise DatasetError(
-            f"{empty}: no lines (the file is empty) but {other or 'the other file'} has {n_other}; "
-            "the files must be parallel"
-        )
+        raise DatasetError(f"{empty}: no lines (the file is empty) but {other or 'the other file'} has {n_other}; "
+                           "the files must be parallel")
     if len(plain_lines) != len(cipher_lines):
-        raise DatasetError(
-            f"{plain_path or 'plaintext'} has {len(plain_lines)} lines but "
-            f"{cipher_path or 'ciphertext'} has {len(cipher_lines)}; the files must be parallel"
-        )
+        raise DatasetError(f"{plain_path or 'plaintext'} has {len(plain_lines)} lines but "
+                           f"{cipher_path or 'ciphertext'} has {len(cipher_lines)}; the files must be parallel")
     for n, (plain, bits) in enumerate(zip(plain_lines, cipher_lines), start=1):
         if not plain and not bits:
-            raise DatasetError(
-                f"{_where(plain_path, n)}blank line (and so is line {n} of {cipher_path or 'the cipher'}): "
-                "an empty line has no cipher to learn from and would count as an exact match for "
-                "free; remove it from both files"
-            )
+            raise DatasetError(f"{_where(plain_path, n)}blank line (and so is line {n} of {cipher_path or 'the cipher'}): "
+                               "an empty line has no cipher to learn from and would count as an exact match for "
+                               "free; remove it from both files")
         if not plain.isascii() and max(map(ord, plain)) >= 256:
             i, ch = next((i, ch) for i, ch in enumerate(plain) if ord(ch) >= 256)
-            raise DatasetError(
-                f"{_where(plain_path, n)}character {ch!r} (code {ord(ch)}) at position {i} "
-                "does not fit in one byte"
-            )
+            raise DatasetError(f"{_where(plain_path, n)}character {ch!r} (code {ord(ch)}) at position {i} "
+                               "does not fit in one byte")
         check_bits(bits, path=cipher_path, line=n)
         if len(bits) != BITS_PER_CHAR * len(plain):
-            raise DatasetError(
-                f"{_where(cipher_path, n)}cipher has {len(bits)} bits but the plaintext line has "
-                f"{len(plain)} characters (expected {BITS_PER_CHAR * len(plain)} bits)"
-            )
+            raise DatasetError(f"{_where(cipher_path, n)}cipher has {len(bits)} bits but the plaintext line has "
+                               f"{len(plain)} characters (expected {BITS_PER_CHAR * len(plain)} bits)")
         if encrypt(plain) != bits:
             decrypted = decrypt(bits)
             i = next(j for j, (a, b) in enumerate(zip(decrypted, plain)) if a != b)
-            raise DatasetError(
-                f"{_where(cipher_path, n)}does not decrypt to its plaintext: first difference at "
-                f"character {i} (bits {BITS_PER_CHAR * i}-{BITS_PER_CHAR * i + 7}): "
-                f"decrypts to {decrypted[i]!r}, plaintext has {plain[i]!r}"
-            )
+            raise DatasetError(f"{_where(cipher_path, n)}does not decrypt to its plaintext: first difference at "
+                               f"character {i} (bits {BITS_PER_CHAR * i}-{BITS_PER_CHAR * i + 7}): "
+                               f"decrypts to {decrypted[i]!r}, plaintext has {plain[i]!r}")

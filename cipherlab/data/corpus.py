@@ -1,19 +1,10 @@
 """From two text files to padded batches: load, verify, split, chunk, bucket, collate.
 
-Its commands (``python -m cipherlab
-data ...``, are :mod:`cipherlab.cli.data`). The order of the steps matters, and each one prevents
-a specific failure:
-
 1. :func:`load_corpus` reads ``brown_plain.txt`` / ``brown_cipher.txt`` (creating the cipher file
-   from the plaintext if it is missing) and verifies every pair -- a corrupted line, an empty file
-   or a blank line is an error that names its file and line, never a silently skipped example;
-2. the split is of whole lines, 80/10/10 with a fixed seed, saved in ``splits.json`` and reused
-   (a read-only data folder only gets a note: the seed makes the same split every time),
-   so all five configurations see the same examples and nothing learned from the test lines
-   (tokenizers, the BLT's entropy model) leaks into training; a folder too small to give every
-   split a line (fewer than ``MIN_LINES``) is an error that names the counts;
-3. :func:`make_chunks` cuts long lines into phase-aligned chunks of ``CHUNK_CHARS`` characters,
-   remembering (line, part) so predictions re-assemble into whole lines;
+   if it is missing) and verifies every pair;
+2. the split is of whole lines, 80/10/10 with a fixed seed, saved in ``splits.json``, so all five
+   configurations see the same examples and nothing learned from the test lines leaks into training;
+3. :func:`make_chunks` cuts long lines into phase-aligned chunks, remembering (line, part);
 4. :class:`BucketBatchSampler` groups chunks of similar length under a token budget, and
    :func:`collate` pads them into rectangular tensors.
 """
@@ -44,14 +35,9 @@ CIPHER_FILE = "brown_cipher.txt"
 SPLITS_FILE = "splits.json"
 SPLIT_FRACTIONS = {"train": 0.8, "val": 0.1, "test": 0.1}
 SPLIT_SEED = 0
-MIN_LINES = 8
-"""The fewest lines for which the 80/10/10 split gives every split a line (and does so for every
-larger count too; 5 lines give val 0, 6 and 7 give test 0). One line each is what the code needs:
-training learns from the train lines, validation picks best.pt and stops early, and the test
-lines are what `evaluate` scores; whether so few lines teach anything is the user's experiment."""
+MIN_LINES = 8  # the fewest lines for which the 80/10/10 split gives every split a line
 _SPLIT_ROLES = {"train": "training", "val": "validation", "test": "test"}
-CHUNK_CHARS = 256
-"""Characters per training chunk. A multiple of PERIOD = 8, so every chunk starts at key phase 0."""
+CHUNK_CHARS = 256  # characters per chunk: a multiple of PERIOD = 8, so every chunk starts at key phase 0
 
 DATA_DIR_ENV = "CIPHERLAB_DATA_DIR"
 REPO_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
@@ -66,18 +52,13 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
         data_dir = os.environ.get(DATA_DIR_ENV) or REPO_DATA_DIR
     path = Path(data_dir).expanduser()
     if not (path / PLAIN_FILE).is_file():
-        raise FileNotFoundError(
-            f"{path / PLAIN_FILE}: no plaintext file; point cipherlab at a folder holding "
-            f"{PLAIN_FILE} (and optionally {CIPHER_FILE}) with --data-dir DIR or {DATA_DIR_ENV}=DIR"
-        )
+        raise FileNotFoundError(f"{path / PLAIN_FILE}: no plaintext file; point cipherlab at a folder holding "
+                                f"{PLAIN_FILE} (and optionally {CIPHER_FILE}) with --data-dir DIR or {DATA_DIR_ENV}=DIR")
     return path
 
 
 def read_lines(path: Path) -> list[str]:
-    """The lines of a text file, without their newlines; a final newline does not add a line.
-
-    CRLF line ends and a leading byte-order mark (:func:`cipherlab.base.errors.strip_bom`) are accepted.
-    """
+    """The lines of a UTF-8 text file, without their newlines (CRLF and a byte-order mark accepted)."""
     try:
         raw = strip_bom(Path(path).read_bytes(), path)
     except OSError as e:
@@ -118,10 +99,7 @@ def write_cipher(data_dir: str | os.PathLike | None = None) -> Path:
 
 
 def file_sha256(*paths: Path) -> str:
-    """One digest over the contents of the given files, in order, separated by a NUL byte.
-
-    For a single file it is the usual SHA-256 of that file (what `sha256sum` prints).
-    """
+    """One SHA-256 over the contents of the given files, in order, separated by a NUL byte."""
     h = hashlib.sha256()
     for n, p in enumerate(paths):
         if n:
@@ -162,25 +140,18 @@ class Corpus:
     def __len__(self) -> int:
         return len(self.plain)
 
-    def __post_init__(self) -> None:
-        # Also runs for dataclasses.replace, so a selection of lines (train.select_lines with
-        # max_train_lines / max_eval_lines) that empties a split is refused here too.
+    def __post_init__(self) -> None:  # also refuses a selection (dataclasses.replace) that empties a split
         empty = [name for name in SPLIT_FRACTIONS if not self.splits.get(name)]
         if empty:
             sizes = ", ".join(f"{name} {len(self.splits.get(name, []))}" for name in SPLIT_FRACTIONS)
-            raise DatasetError(
-                f"{self.data_dir / PLAIN_FILE}: no {_SPLIT_ROLES[empty[0]]} lines are selected ({sizes} "
-                f"of its {len(self.plain)} lines); training, validation and testing each need at "
-                "least one line, so max_train_lines and max_eval_lines must be at least 1"
-            )
+            raise DatasetError(f"{self.data_dir / PLAIN_FILE}: no {_SPLIT_ROLES[empty[0]]} lines are selected ({sizes} "
+                               f"of its {len(self.plain)} lines); training, validation and testing each need at "
+                               "least one line, so max_train_lines and max_eval_lines must be at least 1")
 
 
 def load_pairs(data_dir: str | os.PathLike | None = None) -> tuple[list[str], list[str]]:
-    """The verified (plaintext lines, cipher lines) of a data folder, creating the cipher file if missing.
-
-    No split, so no minimum line count: for scoring every line of a file (``evaluate --split all``).
-    An empty file or a blank line pair is still an error.
-    """
+    """The verified (plaintext lines, cipher lines) of a data folder, creating the cipher file if missing
+    (no split, so no minimum line count)."""
     folder = resolve_data_dir(data_dir)
     plain_path, cipher_path = folder / PLAIN_FILE, folder / CIPHER_FILE
     if not cipher_path.exists():
@@ -191,11 +162,7 @@ def load_pairs(data_dir: str | os.PathLike | None = None) -> tuple[list[str], li
 
 
 def load_corpus(data_dir: str | os.PathLike | None = None) -> Corpus:
-    """Load and verify the parallel corpus; create the cipher file and the split when missing.
-
-    Raises DatasetError, naming the file and line or the counts, for a bad pair, an empty file, a
-    blank line pair, or fewer than ``MIN_LINES`` lines (too few for every split to get one).
-    """
+    """Load and verify the parallel corpus; create the cipher file and the split when missing."""
     folder = resolve_data_dir(data_dir)
     plain_path, cipher_path = folder / PLAIN_FILE, folder / CIPHER_FILE
     plain, cipher = load_pairs(folder)
@@ -232,14 +199,8 @@ def check_line_count(n_lines: int, path: str | os.PathLike = PLAIN_FILE) -> None
 
 
 def get_splits(n_lines: int, sha256: str, path: Path, seed: int = SPLIT_SEED) -> dict[str, list[int]]:
-    """The split saved in ``path`` if it was made from this very data, else a fresh one, saved.
-
-    A file made from other data (a different digest, line count or seed), or whose lists of lines were
-    changed (test lines that are training lines would score the model on what it learned), is detected and
-    replaced, with a message on stderr -- never reused. The file is written only when it is missing or
-    stale; where it cannot be (a read-only data folder) a note on stderr says so and the fresh
-    split is used unsaved: the seed makes it the same split every time.
-    """
+    """The split saved in ``path`` if it was made from this very data, else a fresh one, saved (a
+    read-only folder: used unsaved, the seed makes it the same every time)."""
     path = Path(path)
     splits = split_lines(n_lines, seed)  # the seed fixes it: the file is a record of it
     if path.exists():
@@ -293,23 +254,18 @@ class Chunk:
     cipher: str
 
 
-def make_chunks(
-    plain: Sequence[str] | None, cipher: Sequence[str], line_ids: Iterable[int], chunk_chars: int = CHUNK_CHARS
-) -> list[Chunk]:
+def make_chunks(plain: Sequence[str] | None, cipher: Sequence[str], line_ids: Iterable[int],
+                chunk_chars: int = CHUNK_CHARS) -> list[Chunk]:
     """Cut the selected lines into chunks of ``chunk_chars`` characters (8x as many bits).
 
-    Character slice [s, s + n) pairs with bit slice [8s, 8(s + n)). Because chunk_chars is a
-    multiple of PERIOD, chunk k starts at key phase (k * chunk_chars) % 8 == 0, so the
-    character-position -> XOR-mask map is the same in every chunk. An empty line gives one empty
-    chunk, so re-assembly returns every line. ``plain=None`` cuts the cipher alone (for
-    decryption: every 8 bits are one character to find), leaving each chunk's plaintext "".
+    Character slice [s, s + n) pairs with bit slice [8s, 8(s + n)); since chunk_chars is a multiple
+    of PERIOD, every chunk starts at key phase 0. An empty line gives one empty chunk.
+    ``plain=None`` cuts the cipher alone, leaving each chunk's plaintext "".
     """
     if chunk_chars <= 0 or chunk_chars % PERIOD:
-        raise ValueError(
-            f"chunk_chars={chunk_chars} must be a positive multiple of len(KEY)={PERIOD}: chunk k "
-            f"starts at key phase (k * chunk_chars) % {PERIOD}, and only a multiple of {PERIOD} "
-            "keeps every chunk at phase 0"
-        )
+        raise ValueError(f"chunk_chars={chunk_chars} must be a positive multiple of len(KEY)={PERIOD}: chunk k "
+                         f"starts at key phase (k * chunk_chars) % {PERIOD}, and only a multiple of {PERIOD} "
+                         "keeps every chunk at phase 0")
     chunks = []
     for line in line_ids:
         bits = cipher[line]
@@ -325,11 +281,8 @@ def phase_shuffle(chunk: Chunk, rng: random.Random) -> Chunk:
     """A copy of ``chunk`` whose characters are permuted among positions with the same index
     mod 8, its 8-bit cipher groups permuted the same way.
 
-    Every position keeps its key phase, so every (character, cipher byte) pair stays a valid
-    pair of the cipher, and no knowledge of the key is used -- only its period, which the task
-    states. The text, though, is no longer English: a model can get it right only by decrypting
-    each character, not by guessing it from its neighbours. (Chunks start at phase 0: see
-    :func:`make_chunks`.)
+    Every position keeps its key phase, so every (character, cipher byte) pair stays a valid pair
+    of the cipher; the text is no longer English, so it can only be decrypted character by character.
     """
     n = len(chunk.plain)
     order = list(range(n))
@@ -354,11 +307,7 @@ def case_flip(chunk: Chunk, probability: float, rng: random.Random) -> Chunk:
     """A copy of ``chunk`` in which each ASCII letter has its case flipped with ``probability``,
     and bit 5 of that character's 8-bit cipher group with it.
 
-    Upper and lower case of a letter differ in bit 5 alone, and XOR acts on each bit by itself:
-    ``(p ^ 0x20) ^ k == (p ^ k) ^ 0x20`` for any key byte ``k``. So a flipped pair is still a
-    valid pair of the cipher, and no knowledge of the key is used. Upper case is rare in English
-    (a few percent of Brown's letters); after flips, both cases of every letter meet every key
-    phase equally often.
+    ``(p ^ 0x20) ^ k == (p ^ k) ^ 0x20`` for any key byte ``k``, so a flipped pair is still a pair of the cipher.
     """
     if probability <= 0:
         return chunk
@@ -375,10 +324,7 @@ def substitute(chunk: Chunk, probability: float, alphabet: str, rng: random.Rand
     """A copy of ``chunk`` in which each character is replaced, with ``probability``, by one drawn
     uniformly from ``alphabet``, and its 8-bit cipher group XORed with the same mask.
 
-    :func:`case_flip` generalised: replacing character ``p`` by ``q`` is XOR with the mask
-    ``m = p ^ q``, and ``(p ^ m) ^ k == (p ^ k) ^ m``, so the new pair is valid without the key.
-    A character that English almost never uses (``{``, ``*``) then meets every key phase as often
-    as any other.
+    ``(p ^ m) ^ k == (p ^ k) ^ m`` for the mask ``m = p ^ q``, so the new pair is valid without the key.
     """
     if probability <= 0:
         return chunk
@@ -393,11 +339,9 @@ def substitute(chunk: Chunk, probability: float, alphabet: str, rng: random.Rand
 
 def shuffle_chunks(chunks: Sequence[Chunk], share: float, seed: int, flip_case: float = 0.0,
                    substitution: float = 0.0, alphabet: str | None = None) -> list[Chunk]:
-    """Replace a ``share`` of the chunks (chosen with ``seed``) by their phase-preserving
-    shuffles (:func:`phase_shuffle`); each letter of a shuffled copy is then case-flipped with
-    probability ``flip_case`` (:func:`case_flip`) and each character replaced with probability
-    ``substitution`` by one of ``alphabet`` (:func:`substitute`; default: every character of
-    ``chunks``). Drawn once, so every epoch sees the same copies."""
+    """Replace a ``share`` of the chunks (chosen with ``seed``) by their :func:`phase_shuffle`, then
+    :func:`case_flip` and :func:`substitute` (``alphabet``: default, every character of ``chunks``).
+    Drawn once, so every epoch sees the same copies."""
     if share <= 0:
         return list(chunks)
     if substitution > 0 and alphabet is None:
@@ -411,10 +355,8 @@ def shuffle_chunks(chunks: Sequence[Chunk], share: float, seed: int, flip_case: 
 
 
 def reassemble(pieces: Iterable[tuple[int, int, str]]) -> dict[int, str]:
-    """Join (line, part, text) pieces back into whole lines, in part order.
-
-    Raises ValueError if a line's parts are not exactly 0..n-1 (a lost or duplicated chunk).
-    """
+    """Join (line, part, text) pieces back into whole lines, in part order; ValueError for a lost or
+    duplicated part."""
     by_line: dict[int, dict[int, str]] = defaultdict(dict)
     for line, part, text in pieces:
         if part in by_line[line]:
@@ -432,13 +374,21 @@ def reassemble(pieces: Iterable[tuple[int, int, str]]) -> dict[int, str]:
 # --------------------------------------------------------------------------- datasets
 
 
-class SubwordChunkDataset(Dataset):
+class _ChunkDataset(Dataset):
+    """``examples[i]``: (source ids, target ids) of chunk i; ``src_lengths``: for the batch sampler."""
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
+        return self.examples[i]
+
+
+class SubwordChunkDataset(_ChunkDataset):
     """C1-C4: (source token ids, [BOS] + target token ids + [EOS]) for each chunk.
 
-    ``encode_target(source_ids, plain)``, when given, encodes the target from the source's cut
-    (aligned targets, :func:`cipherlab.data.tokenizers.cipher_task.aligned_target_ids`) instead of
-    with ``tgt_tokenizer.encode(plain)``. ``dropout`` > 0 cuts each chunk with BPE-dropout
-    (``BPETokenizer.encode``), drawn once with ``seed``.
+    ``encode_target(source_ids, plain)``, when given, cuts the target where the source is cut (aligned
+    targets). ``dropout`` > 0 cuts each chunk with BPE-dropout, drawn once with ``seed``.
     """
 
     def __init__(self, chunks: Sequence[Chunk], src_tokenizer, tgt_tokenizer, source_eos: bool = False,
@@ -450,7 +400,6 @@ class SubwordChunkDataset(Dataset):
         rng = random.Random(seed)  # BPE-dropout (Config.bpe_dropout): drawn once, as the shuffled chunks are
         for c in self.chunks:
             src = src_tokenizer.encode(c.cipher, dropout, rng) if dropout else src_tokenizer.encode(c.cipher)
-            # encode_target(source ids, plaintext): a target cut where the source is (Config.target_tokens)
             if encode_target is not None:
                 tgt = encode_target(src, c.plain)
             else:
@@ -458,31 +407,16 @@ class SubwordChunkDataset(Dataset):
             self.examples.append(([*src, *end], [bos, *tgt, eos]))
         self.src_lengths = [len(src) for src, _ in self.examples]
 
-    def __len__(self) -> int:
-        return len(self.examples)
 
-    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
-        return self.examples[i]
-
-
-class ByteChunkDataset(Dataset):
-    """C5: (cipher byte values, [BOS] + plaintext bytes + [EOS]) for each chunk; ids as tokenizers.bytes.
-    (With ``Config.source_eos`` the collate function ends each source with EOS, in a patch of its own.)"""
+class ByteChunkDataset(_ChunkDataset):
+    """C5: (cipher byte values, [BOS] + plaintext bytes + [EOS]) for each chunk."""
 
     def __init__(self, chunks: Sequence[Chunk]):
         from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID
 
         self.chunks = list(chunks)
-        self.examples = [
-            (bits_to_bytes(c.cipher), [BOS_ID, *c.plain.encode("latin-1"), EOS_ID]) for c in self.chunks
-        ]
+        self.examples = [(bits_to_bytes(c.cipher), [BOS_ID, *c.plain.encode("latin-1"), EOS_ID]) for c in self.chunks]
         self.src_lengths = [len(src) for src, _ in self.examples]
-
-    def __len__(self) -> int:
-        return len(self.examples)
-
-    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
-        return self.examples[i]
 
 
 # --------------------------------------------------------------------------- batching
@@ -491,25 +425,13 @@ class ByteChunkDataset(Dataset):
 class BucketBatchSampler(Sampler[list[int]]):
     """Batches of similar-length examples under a token budget, in a new order every epoch.
 
-    Examples are sorted by length and cut greedily into batches whose padded size
-    (batch size x longest source in the batch) stays within ``token_budget`` and whose size stays
-    within ``max_batch_size``; an example longer than the budget gets a batch of its own. Every
-    example is in exactly one batch. The order of the batches is shuffled with
-    ``Random(seed + epoch)``: call :meth:`set_epoch` before each epoch.
+    Examples are sorted by length and cut greedily into batches whose padded size (batch size x
+    longest source) stays within ``token_budget`` and whose size stays within ``max_batch_size``.
+    The order of the batches is shuffled with ``Random(seed + epoch)``: call :meth:`set_epoch` first.
     """
 
-    def __init__(
-        self,
-        lengths: Sequence[int],
-        token_budget: int = 8192,
-        max_batch_size: int = 64,
-        shuffle: bool = True,
-        seed: int = 0,
-    ):
-        if token_budget <= 0 or max_batch_size <= 0:
-            raise ValueError(
-                f"token_budget={token_budget} and max_batch_size={max_batch_size} must be positive"
-            )
+    def __init__(self, lengths: Sequence[int], token_budget: int = 8192, max_batch_size: int = 64,
+                 shuffle: bool = True, seed: int = 0):
         self.lengths = list(lengths)
         self.token_budget, self.max_batch_size = token_budget, max_batch_size
         self.shuffle, self.seed, self.epoch = shuffle, seed, 0
@@ -557,12 +479,9 @@ def padding_waste(lengths: Sequence[int], batches: Iterable[Sequence[int]]) -> f
     return 1 - real / padded if padded else 0.0
 
 
-def collate(
-    batch: Sequence[tuple[Sequence[int], Sequence[int]]], src_pad_id: int, tgt_pad_id: int
-) -> dict[str, torch.Tensor]:
+def collate(batch: Sequence[tuple[Sequence[int], Sequence[int]]], src_pad_id: int, tgt_pad_id: int
+            ) -> dict[str, torch.Tensor]:
     """Pad a list of (src ids, tgt ids) into LongTensors src (B, Ls) and tgt (B, Lt)."""
-    if not batch:
-        raise ValueError("cannot collate an empty batch")
     ls = max(len(src) for src, _ in batch)
     lt = max(len(tgt) for _, tgt in batch)
     src = torch.full((len(batch), ls), src_pad_id, dtype=torch.long)
@@ -574,8 +493,7 @@ def collate(
 
 
 def split_overlap(corpus: Corpus) -> dict[str, int]:
-    """How many distinct plaintext lines each pair of splits shares, for the pairs that share any
-    (``{"train/test": 3}``): a test line that is also a training line scores what the model learned by heart."""
+    """How many distinct plaintext lines each pair of splits shares, for the pairs that share any (``{"train/test": 3}``)."""
     texts = {name: {corpus.plain[i] for i in ids} for name, ids in corpus.splits.items()}
     names = list(texts)
     shared = {f"{a}/{b}": len(texts[a] & texts[b]) for n, a in enumerate(names) for b in names[n + 1:]}

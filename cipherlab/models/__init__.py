@@ -1,11 +1,5 @@
-"""cipherlab.models: the from-scratch Transformer pieces and the BLT (C5).
-
-    attention    ScaledDotProductAttention, MultiHeadAttention, GroupedQueryAttention, masks, KV cache
-    positional   SinusoidalPositionalEncoding, LearnedPositionalEncoding, RotaryPositionalEmbedding
-    norm         LayerNorm, RMSNorm
-    transformer  FeedForward, Encoder/Decoder layers and stacks, Seq2SeqTransformer (C1-C4) and its ModelArgs
-    blt          BLTModel (C5) and its BLTArgs (the rest of the BLT: cipherlab.models.blt)
-"""
+"""cipherlab.models: the from-scratch Transformer pieces (attention, positional, norm, transformer: C1-C4)
+and the BLT (blt, blt_patching: C5). Imports nothing of the rest of cipherlab."""
 
 from cipherlab.models.attention import (GroupedQueryAttention, KVCache, MultiHeadAttention, ScaledDotProductAttention,
                         causal_mask, make_attention, padding_mask, repeat_kv, select_rows)

@@ -1,7 +1,6 @@
-"""Attention: scaled dot-product attention, multi-head and grouped-query attention.
+"""Attention: scaled dot-product attention, multi-head and grouped-query attention, and the KV cache.
 
-The KV cache is ``KVCache`` and ``select_rows`` below. The mask
-convention used everywhere in cipherlab:
+The mask convention used everywhere in cipherlab:
 
     masks are bool, True = BLOCKED, and broadcast against the scores (B, H, Lq, Lk).
     padding_mask(ids, pad_id) -> (B, 1, 1, Lk)      blocks PAD keys
@@ -39,9 +38,7 @@ def causal_mask(L: int, device=None, *, offset: int = 0) -> torch.Tensor:
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     """(B, Hkv, L, d) -> (B, Hkv * n_rep, L, d): K/V head j serves query heads j*n_rep .. j*n_rep+n_rep-1.
 
-    Equal to `x.repeat_interleave(n_rep, dim=1)`. `expand` can do it once a size-1 axis is
-    added next to the head axis: expand is a free view, and reshape then merges
-    (Hkv, n_rep) into one head axis in the order [kv0, kv0, ..., kv1, kv1, ...].
+    Equal to `x.repeat_interleave(n_rep, dim=1)`: a free `expand` view along a new axis, then a reshape.
     """
     if n_rep == 1:
         return x
@@ -53,27 +50,12 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
 class ScaledDotProductAttention(nn.Module):
     """softmax(q k^T / sqrt(d) + mask) v, on (B, H, L, d) tensors.
 
-    A query row whose keys are ALL blocked outputs zeros (all its attention weights are 0).
-    Such rows are real in the BLT (C5): a local-attention window of a shorter example that
-    holds only padding, a padding patch slot with no bytes to pool. (C1-C4 have none: key 0 is
-    always a real token or BOS.) The obvious
-    alternatives all fail:
-    - filling blocked scores with -inf gives softmax(-inf, ..., -inf) = 0/0 = NaN, which
-      then poisons every later matmul, the loss and the gradients;
-    - filling with the dtype's most negative value (and stopping there) gives a uniform
-      row: the query averages the values of keys it was told not to read, so padding or
-      another patch leaks into its output;
-    - raising an error needs a data-dependent check (`mask.all(-1).any()` read on the host,
-      a GPU sync on every call) and would crash on legitimate inputs such as an empty line.
-    Zero rows are also what torch's own F.scaled_dot_product_attention returns on CPU
-    (checked in test_attention for the pinned torch), cost one reduction over the mask, give zero gradient, and work in any dtype: blocked
-    scores are filled with the dtype minimum (finite, so no NaN ever appears), then rows
-    that can see no key are zeroed.
+    A query row whose keys are ALL blocked (a BLT window or patch slot of padding only) outputs
+    zeros: blocked scores are filled with the dtype minimum (finite, so no NaN: -inf would give
+    0/0), then rows that can see no key are zeroed (else they would average the blocked values).
 
-    fused=True runs F.scaled_dot_product_attention instead of the three lines of maths;
-    the result is the same up to float rounding. capture=True stores the attention
-    weights (B, H, Lq, Lk) in `.last_attn` for plotting; it forces the scratch path,
-    because the fused kernel never materialises the weights.
+    fused=True runs F.scaled_dot_product_attention instead, equal up to float rounding.
+    capture=True stores the weights (B, H, Lq, Lk) in `.last_attn` (it forces the scratch path).
     """
 
     def __init__(self, dropout: float = 0.0, fused: bool = False):
@@ -106,12 +88,9 @@ class ScaledDotProductAttention(nn.Module):
 class KVCache:
     """Keys and values one attention module keeps between incremental decoding steps.
 
-    static=False (decoder self-attention): every step appends the keys/values of its new
-    positions. Keys are stored already rotated by RoPE at their own positions, so a new
-    step only rotates its new query and key (at offset = `length`) and never touches the
-    cache again.
-    static=True (cross-attention): the first step projects the encoder memory and stores
-    it; later steps reuse it without projecting again.
+    static=False (self-attention): every step appends its new positions' keys/values, keys
+    already rotated by RoPE. static=True (cross-attention): the first step stores the projected
+    encoder memory; later steps reuse it.
     """
 
     static: bool = False
@@ -136,13 +115,8 @@ class KVCache:
 
 
 def select_rows(value, index: torch.Tensor):
-    """``value`` with the batch rows ``index`` (1-D long) of every tensor inside it, in that order.
-
-    Beam search keeps ``beam_size`` rows per line and, after each step, continues the rows that
-    won; the encoder outputs and every cache (KVCache, the decoders' caches, lists and tuples of
-    them) must follow. Tensors are indexed along dimension 0, the batch; ints, floats, bools and
-    None pass through; anything else is a TypeError naming its type.
-    """
+    """``value`` with the batch rows ``index`` (1-D long) of every tensor inside it (lists, tuples, dicts,
+    dataclasses), in that order: beam search continues the rows that won."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, torch.Tensor):
@@ -166,17 +140,12 @@ def _divisors(n: int) -> list[int]:
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: (B, Lq, D) queries read (B, Lk, D) keys/values -> (B, Lq, D).
 
-    n_heads query heads of width head_dim = d_model / n_heads. The K/V projections make
+    n_heads query heads of width head_dim = d_model / n_heads; the K/V projections make
     n_kv_heads heads: n_kv_heads = n_heads (the default) is standard MHA, fewer is
-    grouped-query attention (see GroupedQueryAttention: query heads share K/V heads in
-    equal groups), n_kv_heads = 1 is multi-query attention. One implementation serves all
-    three, so GQA with n_kv_heads = n_heads is MHA exactly, not a copy that could drift.
+    grouped-query attention, 1 is multi-query attention.
 
-    rope: a RotaryPositionalEmbedding applied to q and k after the head split, in the RoPE
-    configuration; None with absolute positions. In self-attention q and k share positions; in
-    cross-attention (``forward(..., q_offset=...)``) the keys are rotated at source positions
-    0 .. Lk - 1 and the queries at target positions q_offset onwards.
-    bias=False drops the projection biases (4*D^2 parameters for MHA).
+    rope: a RotaryPositionalEmbedding applied to q and k after the head split (None with absolute
+    positions); in cross-attention (``q_offset``) keys sit at source positions 0 .. Lk - 1.
     """
 
     def __init__(self, d_model, n_heads, dropout=0.1, rope=None, *, n_kv_heads=None,
@@ -212,11 +181,8 @@ class MultiHeadAttention(nn.Module):
     def forward(self, query, key, value, mask=None, cache: KVCache | None = None, q_offset: int | None = None):
         """query (B, Lq, D), key/value (B, Lk, D), mask bool broadcast to (B, H, Lq, Lk) -> (B, Lq, D).
 
-        cache: see KVCache. With a self-attention cache, query/key/value hold only the new
-        positions and the mask covers (Lq, cache.length + Lq).
-        q_offset: cross-attention with RoPE. The queries sit at target positions q_offset,
-        q_offset + 1, ... and the keys at source positions 0 .. Lk - 1, so a score depends on
-        (target position - source position) only: 0 on the diagonal of an aligned pair.
+        cache: see KVCache; with a self-attention cache, the inputs hold only the new positions.
+        q_offset: cross-attention with RoPE: the target position of the first query.
         """
         static = cache is not None and cache.static
         if static and self.rope is not None and q_offset is None:
@@ -247,10 +213,8 @@ class MultiHeadAttention(nn.Module):
 class GroupedQueryAttention(MultiHeadAttention):
     """Grouped-query attention (Ainslie et al. 2023): n_heads query heads share n_kv_heads K/V heads.
 
-    Query heads g*r .. g*r + r - 1 (r = n_heads / n_kv_heads) read K/V head g. K and V
-    project to n_kv_heads * head_dim features, so the bias-free projections hold
-    2*D^2 + 2*D*n_kv_heads*head_dim weights and the KV cache shrinks by n_heads / n_kv_heads.
-    n_kv_heads = 1 is multi-query attention; n_kv_heads = n_heads is MultiHeadAttention.
+    Query heads g*r .. g*r + r - 1 (r = n_heads / n_kv_heads) read K/V head g, so the KV cache
+    shrinks by r.
     """
 
     def __init__(self, d_model, n_heads, n_kv_heads, dropout=0.1, rope=None, *, bias=True, fused=False):

@@ -1,52 +1,21 @@
 """C5, after the Byte Latent Transformer (Pagnoni et al., 2024): no tokenizer, bytes in and bytes out.
 
-Where C5 departs from the paper: an encoder-decoder,
-not a decoder-only LM; order-2 byte counts, not a trained byte LM, for the entropy; no hash
-n-gram embeddings; non-overlapping local windows, not sliding ones; one attention pooling
-after the local layers, not a cross-attention per layer; fixed target patches and a second
-cross-attention from every target byte to the source.  The source is the cipher grouped eight bits -> one byte value
-0..255; the target is the plaintext bytes, then three special ids, PAD, BOS and EOS, which the
-model is given (``pad_id``, ``bos_id``, ``eos_id``: cipherlab's are those of
-``cipherlab.data.tokenizers.bytes``, 256, 257 and 258, passed in by ``cipherlab.pipeline.codec.build_model``).  The data flow, with B examples, Ls source bytes grouped
-into Ks entropy patches, Lt target bytes and P = patch_tgt:
+An encoder-decoder, unlike the paper's decoder-only LM; order-2 byte counts for the entropy; one
+attention pooling after non-overlapping local windows; fixed target patches, and a second
+cross-attention from every target byte to the source.  B examples, Ls source bytes in Ks entropy
+patches, Lt target bytes, P = patch_tgt:
 
     src (B, Ls) --LocalEncoder: embed, windowed self-attention, PatchPooling--> (B, Ks, D)
-                --+ patch positions, global Encoder (the C1 class)----------> memory (B, Ks, D)
+                --+ patch positions, global Encoder---------------------------> memory (B, Ks, D)
     tgt_in (B, Lt) --embed + byte positions--> h (B, Lt, D)
                 --PatchPooling over the Lt // P complete fixed patches-----> (B, Lt // P, D)
                 --behind a learned start patch, + patch positions,
-                  global Decoder (the C1 class) reading memory--------------> g (B, Lt // P + 1, D)
-    h --LocalDecoder: causal windowed self-attention,
-                      cross-attention to g under the patch-causal mask,
-                      cross-attention to the source (by default the local encoder's
-                      byte states; "patches": the memory), tied output head---> logits (B, Lt, 259)
+                  global Decoder reading memory------------------------------> g (B, Lt // P + 1, D)
+    h --LocalDecoder: causal windowed self-attention, cross-attention to g under the
+                      patch-causal mask, cross-attention to the source, tied head--> logits (B, Lt, V)
 
-Teacher forcing is C1's: ``tgt_in = [BOS] + plain``, and the logits at position i
-predict ``tgt_in[i + 1]`` (``plain + [EOS]`` overall).  So nothing computed from
-``tgt_in[i + 1:]`` may reach the logits at positions <= i.
-
-Which global slot may byte i read?  Target patch k holds decoder-input positions
-[k * P, (k + 1) * P).  Slot 0 is the start patch and slot j >= 1 is the pooled patch
-j - 1 (the patches shifted right by one slot); the global decoder's self-attention is
-causal over slots, so g_j depends on input positions 0 .. j * P - 1 and on nothing
-later.  Byte i may know positions 0..i (its own input byte included; its answer is
-byte i + 1), so it may read g_j exactly when j * P - 1 <= i, that is j <= (i + 1) // P.
-The stricter j <= i // P (from "j * P - 1 < i") would hide from byte i a slot it may
-read, one whose last input position is i itself; ``patch_causal_mask`` uses (i + 1) // P.
-
-Slot j = (i + 1) // P can be as large as Lt // P, so the global decoder gets Lt // P + 1
-slots: the start patch and every *complete* patch.  Shifting ceil(Lt / P) patches
-right and dropping the last one instead would give the last byte of a complete final
-patch a slot in teacher forcing that greedy decoding, whose prefix ends at that byte,
-never builds: training and decoding would compute different things (``test_blt``
-checks that every prefix decodes to the teacher-forced logits).  The tests also derive
-each slot's dependencies by perturbation and check the mask against them, and check
-that no logit at i changes when any byte after i does.
-
-Why fixed target patches and entropy source patches: see ``blt_patching``.  Like the rest of
-``cipherlab.models`` this module imports nothing from the rest of cipherlab: its sizes and special
-ids are constructor arguments, whose values for C5 live in ``cipherlab.base.config.Config`` and
-``cipherlab.data.tokenizers.bytes``; the batches it reads are built by ``cipherlab.pipeline.codec``.
+Teacher forcing is C1's: the logits at position i predict ``tgt_in[i + 1]``, so nothing computed
+from ``tgt_in[i + 1:]`` may reach them (:func:`patch_causal_mask`).
 """
 
 from __future__ import annotations
@@ -71,7 +40,7 @@ from cipherlab.models.blt_patching import (
 from cipherlab.models.norm import make_norm
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.models.transformer import (Decoder, DecoderCache, DecodingState, Encoder, FeedForward,
-                                          init_transformer_weights, require_args)
+                                          init_transformer_weights)
 
 __all__ = [
     "DEFAULT_MIN_COUNT", "N_BYTES", "ByteEntropyModel", "fixed_patch_membership", "patch_membership",
@@ -84,54 +53,44 @@ NORM = "layernorm"  # C5 changes the tokenisation only; every other component is
 
 def _check_ids(ids: torch.Tensor, allowed_max: int, name: str, specials: dict[str, int], also: int | None = None) -> None:
     """Raise ValueError naming the first id of ``ids`` (B, L) outside 0..allowed_max and not PAD
-    (nor ``also``: the EOS that ends a source under ``Config.source_eos``).  ``specials``: the
-    model's ``{"pad_id": ..., "bos_id": ..., "eos_id": ...}``."""
+    (nor ``also``, the EOS that may end a source)."""
     pad, bos, eos = specials["pad_id"], specials["bos_id"], specials["eos_id"]
     bad = ((ids < 0) | (ids > allowed_max)) & (ids != pad) & (ids != (pad if also is None else also))
     if bool(bad.any()):
         b, i = (int(x) for x in bad.nonzero()[0])
-        raise ValueError(
-            f"{name}[{b}, {i}] = {int(ids[b, i])} is not a valid id here (0..{allowed_max}, or PAD={pad}); "
-            f"source ids are cipher byte values 0..255 (and EOS={eos} at the end), target ids are plaintext bytes plus "
-            f"BOS={bos}/EOS={eos}"
-        )
+        raise ValueError(f"{name}[{b}, {i}] = {int(ids[b, i])} is not a valid id here (0..{allowed_max}, or PAD={pad}); "
+                         f"source ids are cipher byte values 0..255 (and EOS={eos} at the end), target ids are "
+                         f"plaintext bytes plus BOS={bos}/EOS={eos}")
 
 
 def patch_causal_mask(Lt: int, K: int, patch: int, device=None) -> torch.Tensor:
     """(1, 1, Lt, K) bool, True = blocked: byte i may read global slot j iff j <= (i + 1) // patch.
 
-    See the module docstring for the derivation.  Slot 0 (the start patch) is open to
-    every byte, so no row is ever fully blocked.
+    Slot 0 is the start patch, slot j >= 1 the pooled target patch j - 1, which holds input
+    positions up to j * P - 1.  Byte i knows positions 0..i, so it may read slot j exactly when
+    j * P - 1 <= i.  Slot 0 is open to every byte, so no row is ever fully blocked.
     """
     i = torch.arange(Lt, device=device)[:, None]  # (Lt, 1)
     j = torch.arange(K, device=device)[None, :]  # (1, K)
     return (j > (i + 1) // patch)[None, None]  # (1, 1, Lt, K)
 
 
-# What the LocalDecoder's second cross-attention reads: the global encoder's source-patch memory
-# (one vector per patch) or the local encoder's source byte states (one vector per cipher
-# byte, at its own position: the alignment of a positional cipher is then a diagonal).
-# cipherlab's default is "bytes": the calibration runs D and F compare the two
-# (results/calibration/calibration.json).
+# What the LocalDecoder's second cross-attention reads: the local encoder's source byte states
+# (one vector per cipher byte) or the global encoder's source-patch memory (one per patch).
 SOURCE_MEMORIES = ("bytes", "patches")
 
 
 class WindowedSelfAttention(nn.Module):
     """Self-attention inside non-overlapping windows of ``window`` positions.
 
-    The sequence is cut into windows that become extra batch rows, (B, L, D) ->
-    (B * n_windows, W, D), so one ordinary MultiHeadAttention call handles all of them
-    and no (L, L) score tensor is ever allocated: the cost is O(L * W), not O(L^2).
-    The price: bytes on either side of a window edge cannot see each other here; the
-    global transformer carries long-range context.  ``causal=True`` also blocks later
-    positions inside each window (the decoder side).  The result equals full attention
-    under a block-diagonal mask (``test_blt`` checks it).
+    The windows become extra batch rows, (B, L, D) -> (B * n_windows, W, D), so one
+    MultiHeadAttention call handles them all at a cost of O(L * W), not O(L^2).  Bytes on
+    either side of a window edge cannot see each other here.  ``causal=True`` also blocks later
+    positions inside each window.
     """
 
     def __init__(self, d_model: int, n_heads: int, window: int, causal: bool, dropout: float = 0.1):
         super().__init__()
-        if window < 1:
-            raise ValueError(f"window={window}; a local attention window must hold at least 1 position")
         self.window, self.causal = window, causal
         self.attn = MultiHeadAttention(d_model, n_heads, dropout)
 
@@ -171,17 +130,11 @@ class LocalTransformerLayer(nn.Module):
 class PatchPooling(nn.Module):
     """One vector per patch: a learned query cross-attends over the patch's bytes.
 
-    Order-sensitive where a mean is not: the byte vectors carry their positions, and
-    the attention weights depend on position and content together, so swapping two
-    bytes inside a patch changes the result, while the mean of (content + position)
-    vectors does not change at all (the "bag of bits" bug of the course notes, §4.4;
-    ``test_blt`` shows both).
-
-    Patches are contiguous runs of at most P bytes, so each patch's bytes are gathered
-    into a (B * K, P, D) tensor and one MultiHeadAttention call pools them all, at a
-    cost of O(B * K * P * D) rather than the O(B * K * L * D) of letting every patch
-    query attend the whole sequence under a mask.  Empty patches (padding slots) come
-    out as zero vectors, never NaN.
+    The attention weights depend on each byte's content and position together, so swapping
+    two bytes inside a patch changes the result; a mean of (content + position) vectors would
+    not change.  Each patch's bytes (a contiguous run of at most P) are gathered into a
+    (B * K, P, D) tensor and pooled by one MultiHeadAttention call.  Empty patches (padding
+    slots) come out as zero vectors.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.1):
@@ -215,25 +168,21 @@ class PatchPooling(nn.Module):
 
 
 def byte_embedding(d_model: int, vocab_size: int, bit_embeddings: bool = False) -> nn.Module:
-    """The table of the ``vocab_size`` byte ids (256 byte values, then the specials): free rows, or
-    bit-factored ones (``Config.bit_embeddings``: bytes 0..255 by their bits, the specials free)."""
+    """The table of the byte ids: free rows, or bit-factored ones (bytes by their bits, the specials free)."""
     if not bit_embeddings:
         return nn.Embedding(vocab_size, d_model)
     return BitFactoredEmbedding([*range(N_BYTES), *[None] * (vocab_size - N_BYTES)], d_model)
 
 
 def _with_phase(x: torch.Tensor, phase_embed, offset: int = 0) -> torch.Tensor:
-    """x (B, L, D) plus the key-phase vector of each position offset .. offset + L - 1
-    (``Config.phase_embedding``)."""
+    """x (B, L, D) plus the key-phase vector of each position offset .. offset + L - 1."""
     return x if phase_embed is None else x + phase_embed(x.size(1), offset, x.device)
 
 
 class LocalModel(nn.Module):
     """What the LocalEncoder and the LocalDecoder share: the byte embedding (scaled by sqrt(d_model)),
     the optional key-phase vectors, sinusoidal byte positions, ``n_layers`` layers of ``layer_cls``
-    and a final norm.  ``layer_cls(d_model, n_heads, ffn_dim, window, dropout)`` is
-    :class:`LocalTransformerLayer` for the encoder, :class:`LocalDecoderLayer` for the decoder.
-    """
+    and a final norm."""
 
     def __init__(self, layer_cls: type[nn.Module], d_model: int, n_heads: int, ffn_dim: int, n_layers: int,
                  window: int, *, vocab_size: int, pad_id: int, dropout: float = 0.1, max_len: int = 4096,
@@ -257,7 +206,6 @@ class LocalEncoder(LocalModel):
 
     def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int,
                  dropout: float = 0.1, **kwargs):
-        """The arguments of :class:`LocalModel` after its ``layer_cls``."""
         super().__init__(LocalTransformerLayer, d_model, n_heads, ffn_dim, n_layers, window, dropout=dropout, **kwargs)
         self.pooling = PatchPooling(d_model, n_heads, dropout)
 
@@ -278,13 +226,10 @@ class LocalDecoderLayer(nn.Module):
 
     1. earlier target bytes (causal windowed self-attention);
     2. the global target-patch states g, only the slots the patch-causal mask allows;
-    3. the source directly (the second cross-attention): the local encoder's source byte
-       states (``source_memory="bytes"``, cipherlab's default) or the global encoder's
-       source-patch memory (``"patches"``, the course notes' design); the arguments keep the
-       name ``memory`` for either.  Without this path the only source information reaches a
-       byte through g, a summary of *target* patches; the course notes report that such a
-       model learned a source-free language model on this positional cipher.  The source
-       holds no target information, so it cannot leak.
+    3. the source directly: the local encoder's source byte states (``source_memory="bytes"``)
+       or the global encoder's source-patch memory (``"patches"``), named ``memory`` either way.
+       Without this path, source information reaches a byte only through g, a summary of
+       *target* patches.  The source holds no target information, so it cannot leak.
     """
 
     def __init__(self, d_model: int, n_heads: int, ffn_dim: int, window: int, dropout: float = 0.1):
@@ -326,14 +271,9 @@ class LocalDecoderLayer(nn.Module):
 
 
 class LocalDecoder(LocalModel):
-    """Target bytes -> per-byte logits over the byte ids (256 byte values and the specials).
-
-    Owns the target byte embedding (also used, through ``embed_bytes``, for the
-    target patches the global decoder reads) and ties the output head to it, as C1 does.
-    """
+    """Target bytes -> per-byte logits; the output head is tied to its byte embedding, as in C1."""
 
     def __init__(self, d_model: int, n_heads: int, ffn_dim: int, n_layers: int, window: int, **kwargs):
-        """The arguments of :class:`LocalModel` after its ``layer_cls``."""
         super().__init__(LocalDecoderLayer, d_model, n_heads, ffn_dim, n_layers, window, **kwargs)
 
     def forward(self, h, pad, g, g_mask, memory, memory_mask):
@@ -352,14 +292,9 @@ class LocalDecoder(LocalModel):
 
 @dataclass
 class BLTDecoderCache:
-    """What C5 keeps between incremental decoding steps (:meth:`BLTModel.decode_step`).
-
-    The global side: the global decoder's own :class:`DecoderCache` (one position per slot) and
-    its outputs, the slots g_0 .. g_{S-1}; the embedded bytes of the target patch in progress
-    wait in ``patch`` until it is complete and can be pooled into the next slot. The local side,
-    one entry per LocalDecoder layer: the self-attention keys/values of the current window,
-    the projected slots (rebuilt when a slot is added) and the projected source (made once).
-    """
+    """What C5 keeps between decoding steps: the global decoder's cache and its output slots, the
+    bytes of the patch in progress, and per local layer the window's keys/values, the projected
+    slots and the projected source."""
 
     global_cache: DecoderCache
     self_attn: list[KVCache]
@@ -379,13 +314,8 @@ class BLTDecoderCache:
 
 @dataclass(frozen=True, kw_only=True)
 class BLTArgs:
-    """Everything :class:`BLTModel` is built from, in one frozen object: ``BLTModel(BLTArgs(...))``, kept as
-    ``model.args``.
-
-    Fields are named (``kw_only``): the C5-only sizes and the special ids have no default, and they come
-    after the sizes C5 shares with C1. C5's values are a ``Config``'s (``cipherlab.pipeline.codec.blt_args``
-    makes them) and ``cipherlab.data.tokenizers.bytes.SPECIAL_IDS``: ``BLTArgs(..., **SPECIAL_IDS)``.
-    """
+    """Everything :class:`BLTModel` is built from: ``BLTModel(BLTArgs(...))``, kept as ``model.args``.
+    The C5-only sizes and the special ids have no default."""
 
     d_model: int = 256  # width of byte vectors and patch vectors, as C1's d_model (256 at the assignment's sizes)
     n_heads: int = 8  # attention heads in every attention and in the pooling; must divide d_model
@@ -409,37 +339,18 @@ class BLTArgs:
 class BLTModel(nn.Module):
     """The C5 model.  ``forward(src, src_member, tgt_in, tgt_member=None) -> logits (B, Lt, V)``.
 
-    src (B, Ls) cipher byte values, PAD-padded; src_member (B, Ks, Ls) its entropy
-    patches (``cipherlab.pipeline.codec.collate_bytes``); tgt_in (B, Lt) = ``tgt[:, :-1]``, i.e. [BOS] + plain bytes.
-    tgt_member (B, Lt // patch_tgt, Lt), optional, is the complete fixed ``patch_tgt``
-    patches of tgt_in; the model builds it when it is None, and ``collate_bytes``
-    returns the same tensor so a DataLoader can build it off the training loop.  The global encoder and decoder are
-    ``cipherlab.models.transformer.Encoder`` / ``Decoder`` with C1's settings (LayerNorm,
-    MHA, sinusoidal positions, here at patch level).  Call ``model.eval()`` before decoding
-    (``cipherlab.pipeline.decode``): dropout is not switched off for you.
-
-    Built from one :class:`BLTArgs`, kept as ``model.args``.  The C5-only sizes have no defaults there: C5's are
-    ``Config.blt_local_layers``, ``blt_window``, ``blt_patch_tgt`` and ``blt_source_memory``
-    (``cipherlab.pipeline.codec.build_model`` passes them).  Nor
-    do the special ids: ``pad_id``, ``bos_id`` and ``eos_id`` follow the 256 byte values, so
-    V = max of them + 1 (cipherlab's, ``cipherlab.data.tokenizers.bytes.SPECIAL_IDS``: 256, 257, 258; V = 259).
+    src (B, Ls) cipher byte values, PAD-padded; src_member (B, Ks, Ls) its entropy patches;
+    tgt_in (B, Lt) = [BOS] + plain bytes; tgt_member (B, Lt // patch_tgt, Lt), optional, the
+    complete fixed patches of tgt_in (built here when None).  The global encoder and decoder are
+    C1's Encoder and Decoder at patch level.  V = the largest special id + 1.
     """
 
-    def __init__(self, args: BLTArgs | None = None, *extra, **kwargs):
-        """``args``: every size and option, one :class:`BLTArgs` (``extra`` and ``kwargs`` are there only to
-        say so when something else is passed)."""
+    def __init__(self, args: BLTArgs):
         super().__init__()
-        require_args("BLTModel", BLTArgs, args, extra, kwargs, "local_layers=1, window=32, patch_tgt=4, "
-                     "source_memory='bytes', **SPECIAL_IDS")
         self.args = args
-        if args.patch_tgt < 1:
-            raise ValueError(f"BLTModel: patch_tgt={args.patch_tgt}; a target patch must hold at least 1 byte")
         if args.source_memory not in SOURCE_MEMORIES:
             raise ValueError(f"BLTModel: source_memory={args.source_memory!r}; expected one of {SOURCE_MEMORIES}")
         self.specials = {"pad_id": args.pad_id, "bos_id": args.bos_id, "eos_id": args.eos_id}
-        if len(set(self.specials.values())) != 3 or min(self.specials.values()) < N_BYTES:
-            raise ValueError(f"BLTModel: special ids {self.specials} must be three different ids after the "
-                             f"{N_BYTES} byte values (>= {N_BYTES})")
         self.vocab_size = max(self.specials.values()) + 1
         d_model, n_heads, ffn_dim, dropout = args.d_model, args.n_heads, args.ffn_dim, args.dropout
         self.d_model, self.patch_tgt = d_model, args.patch_tgt
@@ -469,9 +380,6 @@ class BLTModel(nn.Module):
         cross-attention reads: ``None`` with source_memory="patches" (it reads the memory), or
         (source byte states (B, Ls, D), their padding mask (B, 1, 1, Ls)) with "bytes"."""
         _check_ids(src, N_BYTES - 1, "src", self.specials, also=self.eos_id)
-        if src_member.dim() != 3 or src_member.shape[0] != src.shape[0] or src_member.shape[2] != src.shape[1]:
-            raise ValueError(f"src_member has shape {tuple(src_member.shape)}, expected (B, Ks, Ls) with "
-                             f"(B, Ls) = {tuple(src.shape)}; build it with cipherlab.pipeline.codec.collate_bytes or collate_source")
         patches, empty, byte_states = self.local_encoder(src, src_member, return_bytes=True)  # (B, Ks, D), (B, Ks)
         memory_mask = empty[:, None, None, :]  # (B, 1, 1, Ks): padding patches are blocked keys
         memory = self.global_encoder(self.patch_pos(patches), memory_mask)
@@ -504,9 +412,7 @@ class BLTModel(nn.Module):
         return h, g
 
     def patch_mask(self, Lt: int, K: int, device=None) -> torch.Tensor:
-        """(1, 1, Lt, K) bool, True = blocked: which of K global slots each of Lt target bytes may
-        not read in :meth:`decode` (:func:`patch_causal_mask` at ``patch_tgt``).  A subclass may
-        override this one method to try another mask (``cipherbook.broken.OwnPatchBLT``)."""
+        """(1, 1, Lt, K) bool, True = blocked: :func:`patch_causal_mask` at ``patch_tgt``."""
         return patch_causal_mask(Lt, K, self.patch_tgt, device)
 
     def decode(self, tgt_in, memory, memory_mask, tgt_member=None, source=None) -> torch.Tensor:
@@ -526,10 +432,7 @@ class BLTModel(nn.Module):
         return self.local_decoder(h, tgt_in == self.pad_id, g, g_mask, read, read_mask)
 
     def begin_decoding(self, src: torch.Tensor, src_member: torch.Tensor) -> DecodingState:
-        """Encode the source once, build the start slot g_0; then call :meth:`decode_step` byte by byte.
-
-        The decoding loops are in :mod:`cipherlab.pipeline.decode`, shared with C1-C4.
-        """
+        """Encode the source once, build the start slot g_0; then call :meth:`decode_step` byte by byte."""
         memory, memory_mask, source = self.encode_source(src, src_member)
         n = len(self.local_decoder.layers)
         cache = BLTDecoderCache(self.global_decoder.new_cache(), [KVCache() for _ in range(n)],
@@ -571,8 +474,7 @@ class BLTModel(nn.Module):
         return self.local_decoder.step(x, position, cache, read, read_mask)[:, -1]
 
     def decode_prefix(self, state: DecodingState, prefix: torch.Tensor) -> torch.Tensor:
-        """The whole prefix (B, t) through the decoder again, no cache -> logits (B, t, V): the
-        reference :meth:`decode_step` is tested against (``cipherlab.pipeline.decode``, ``use_cache=False``)."""
+        """The whole prefix (B, t) through the decoder again, no cache -> logits (B, t, V)."""
         return self.decode(prefix, state.memory, state.memory_mask, source=state.source)
 
     def attention_modules(self) -> dict[tuple[str, int], nn.Module]:

@@ -1,37 +1,13 @@
-"""Where the Byte Latent Transformer's patches begin and end (C5).
+"""Where the Byte Latent Transformer's patches begin and end (C5), decided before the network sees the data.
 
-C5 reads the cipher as raw byte values (eight cipher bits -> one value 0..255) and
-groups neighbouring bytes into *patches*; the global Transformer then runs over
-patches instead of tokens.  This module holds everything about patches that is
-decided before the network sees the data, and it needs no gradients:
+- ``ByteEntropyModel``: an order-2 byte n-gram model counted on the training split; a new source
+  patch starts where the entropy of the next byte exceeds a threshold (Pagnoni et al., 2024).
+- ``patch_membership`` and ``fixed_patch_membership``: which bytes belong to which patch, as a
+  bool tensor ``member[b, k, i]`` (True: byte i of example b is in patch k).
 
-- ``ByteEntropyModel``: an order-2 byte n-gram model, counted on the training
-  split only.  ``entropy_curve`` gives H(byte i | bytes i-2, i-1) in bits at every
-  position; a new source patch starts where that entropy exceeds a threshold
-  (Pagnoni et al., 2024), so hard-to-predict stretches get short patches.
-- ``patch_membership`` and ``fixed_patch_membership``: the ragged "which bytes
-  belong to which patch" list written as a rectangular bool tensor
-  ``member[b, k, i]`` (True: byte i of example b is in patch k).
-
-Turning bit strings and byte lists into padded batches is the codec's work
-(``cipherlab.pipeline.codec.collate_source`` / ``collate_bytes``); this module, like the rest of
-``cipherlab.models``, imports nothing from the rest of cipherlab, so the sizes it uses
-(``max_patch``, the percentile) are arguments, with their defaults in ``cipherlab.base.config.Config``.
-
-Source and target are patched differently, and it is worth being precise about why.
-The source is fully known before decoding starts, so it gets entropy patches.  The
-decoder input (``[BOS] + plain bytes``) uses fixed patches of ``patch_tgt`` bytes.
-The often-heard reason, "entropy patches of a growing target would move under the
-model's feet", is not true of this entropy model: the entropy at byte i looks only
-at bytes before i, so the boundaries of a prefix never change when bytes are
-appended (``test_blt`` checks this).  The reasons that do hold are:
-
-1. the entropy model is counted on *cipher* bytes; patching plaintext by entropy
-   would need a second model, counted on plaintext;
-2. with fixed patches, which global slots byte i may read is one closed formula,
-   the same for every example and every decoding step (``patch_causal_mask`` in
-   ``blt.py``), which a test can check exhaustively and a student can derive;
-3. greedy decoding needs no patching logic inside its loop.
+The source is known before decoding starts, so it gets entropy patches; the decoder input gets
+fixed patches of ``patch_tgt`` bytes, so which slots byte i may read is one formula
+(``patch_causal_mask``) and decoding needs no patching logic.
 """
 
 from __future__ import annotations
@@ -47,17 +23,12 @@ DEFAULT_MIN_COUNT = 10         # a context seen fewer times backs off to a short
 
 
 def as_byte_array(seq, where: str = "sequence") -> np.ndarray:
-    """``seq`` (bytes, list of ints or 1-D integer array) as an int64 array of values 0..255.
-
-    Raises ValueError naming the first value outside 0..255 and its position.
-    """
+    """``seq`` (bytes, list of ints or 1-D integer array) as an int64 array of values 0..255."""
     if isinstance(seq, (bytes, bytearray)):
         return np.frombuffer(bytes(seq), dtype=np.uint8).astype(np.int64)
     if isinstance(seq, str):
-        raise TypeError(
-            f"{where} is a str; the entropy model reads byte values. Group the cipher bits "
-            "first (cipherlab.data.cipher.bits_to_bytes) or pass text.encode()."
-        )
+        raise TypeError(f"{where} is a str; the entropy model reads byte values: group the cipher bits first "
+                        "(cipherlab.data.cipher.bits_to_bytes) or pass text.encode()")
     arr = np.asarray(seq)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
@@ -66,20 +37,14 @@ def as_byte_array(seq, where: str = "sequence") -> np.ndarray:
     bad = np.flatnonzero((arr < 0) | (arr >= N_BYTES))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(
-            f"{where} holds {int(arr[i])} at position {i}; byte values must lie in 0..255 "
-            f"(the special ids above 255, PAD/BOS/EOS, must be stripped before patching)"
-        )
+        raise ValueError(f"{where} holds {int(arr[i])} at position {i}; byte values must lie in 0..255 "
+                         "(strip the special ids PAD/BOS/EOS before patching)")
     return arr.astype(np.int64, copy=False)
 
 
 def _conditional_entropy(keys: np.ndarray, n_contexts: int) -> tuple[np.ndarray, np.ndarray]:
-    """Entropy in bits of the next byte per context, and how often each context was seen.
-
-    ``keys`` encodes observed events as ``context * 256 + next_byte``.  With c the count
-    of one (context, next) pair and N the context's total,
-    H = -sum (c/N) log2 (c/N) = log2 N - (sum c log2 c) / N.
-    """
+    """Entropy in bits of the next byte per context (``keys``: ``context * 256 + next_byte``), and how
+    often each context was seen: H = -sum (c/N) log2 (c/N) = log2 N - (sum c log2 c) / N."""
     pairs, counts = np.unique(keys, return_counts=True)
     context = pairs // N_BYTES
     counts = counts.astype(np.float64)
@@ -94,11 +59,9 @@ def _conditional_entropy(keys: np.ndarray, n_contexts: int) -> tuple[np.ndarray,
 class ByteEntropyModel:
     """Order-2 byte n-gram model with back-off, used to place source patch boundaries.
 
-    ``fit`` counts unigrams, bigrams and trigrams of the training bytes.  The entropy at
-    position i uses the two preceding bytes when that context was seen at least
-    ``min_count`` times, else the preceding byte alone (same rule), else the unigram
-    distribution.  The three levels are folded into two lookup tables at fit time,
-    so ``entropy_curve`` is one fancy-indexing operation per sequence.
+    The entropy at position i uses the two preceding bytes when that context was seen at least
+    ``min_count`` times, else the preceding byte alone (same rule), else the unigram distribution,
+    folded into two lookup tables at fit time.
 
     >>> m = ByteEntropyModel(min_count=1).fit([b"abababab"])
     >>> m.entropy_curve(b"abab").round(3).tolist()      # after "a" always "b": 0 bits
@@ -106,8 +69,6 @@ class ByteEntropyModel:
     """
 
     def __init__(self, min_count: int = DEFAULT_MIN_COUNT):
-        if min_count < 1:
-            raise ValueError(f"min_count={min_count}; it must be at least 1 (observations per context)")
         self.min_count = min_count
         self.unigram_entropy: float | None = None  # H(byte)
         self.bigram_table: np.ndarray | None = None    # (256,)  H(byte | prev), backed off
@@ -152,13 +113,7 @@ class ByteEntropyModel:
         return curve
 
     def threshold_at(self, percentile: float) -> float:
-        """The given percentile (0..100) of the entropies at all training positions, in bits
-        (cipherlab's: ``Config.blt_entropy_percentile``).
-
-        A percentile rather than a fixed number of bits keeps the boundary rate stable
-        whatever the data's entropy range: a fixed cutoff above the data's maximum
-        entropy would never fire, and every patch would silently hit ``max_patch``.
-        """
+        """The given percentile (0..100) of the entropies at all training positions, in bits."""
         self._check_fitted()
         if not 0.0 <= percentile <= 100.0:
             raise ValueError(f"percentile={percentile}; it must lie in 0..100")
@@ -168,9 +123,8 @@ class ByteEntropyModel:
         """Start index of every patch of ``seq``; the first is 0 (none for an empty sequence).
 
         A patch starts at i when ``entropy_curve(seq)[i] > threshold`` or when the running
-        patch already holds ``max_patch`` bytes (cipherlab's: ``Config.blt_max_patch``).  The cap is applied per gap between
-        entropy starts: a gap of n bytes starting at s gets extra starts at
-        s + max_patch, s + 2 * max_patch, ... (the same result as the byte-by-byte loop).
+        patch already holds ``max_patch`` bytes: a gap between entropy starts at s gets extra
+        starts at s + max_patch, s + 2 * max_patch, ...
         """
         if max_patch < 1:
             raise ValueError(f"max_patch={max_patch}; a patch must be allowed at least 1 byte")
@@ -203,9 +157,6 @@ def patch_membership(starts: Sequence[Sequence[int]], lengths: Sequence[int], ma
     for b, (st, n) in enumerate(zip(starts, lengths)):
         if n == 0:
             continue
-        if st[0] != 0 or any(x >= y for x, y in zip(st, st[1:])) or st[-1] >= n:
-            raise ValueError(f"patch starts {list(st)} of example {b} must rise strictly from 0 "
-                             f"and stay below its length {n}")
         is_start = torch.zeros(n, dtype=torch.long)
         is_start[list(st)] = 1
         patch_of_byte = is_start.cumsum(0) - 1                   # (n,) patch index of each byte
@@ -216,14 +167,9 @@ def patch_membership(starts: Sequence[Sequence[int]], lengths: Sequence[int], ma
 def fixed_patch_membership(nonpad: torch.Tensor, patch: int) -> torch.Tensor:
     """(B, L // patch, L) bool membership of the *complete* fixed patches of ``patch`` positions.
 
-    ``nonpad`` (B, L) bool marks real positions; patch k holds positions
-    [k * patch, (k + 1) * patch).  Used for the decoder input, whose patches must not
-    depend on the bytes themselves (see the module docstring).  A trailing partial
-    patch is left out: no byte may read its summary (it would include bytes after the
-    reader), and during greedy decoding it is still growing.
+    ``nonpad`` (B, L) bool marks real positions; patch k holds positions [k * patch, (k + 1) * patch).
+    A trailing partial patch is left out: its summary would include bytes after its reader.
     """
-    if patch < 1:
-        raise ValueError(f"patch_tgt={patch}; a target patch must hold at least 1 byte")
     B, L = nonpad.shape
     K = L // patch
     patch_of_pos = torch.arange(L, device=nonpad.device) // patch                   # (L,)

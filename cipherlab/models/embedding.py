@@ -1,16 +1,9 @@
 """Bit-factored embeddings: a token's vector is a learned linear map of its byte's 8 bits.
 
-An ordinary embedding table gives every token a free row, so what the model learns about the
-cipher byte 0x41 says nothing about 0x43. But the cipher is XOR with a key byte: flipping one
-bit of the cipher byte flips the same bit of the plaintext character, whatever the other bits
-are. A row that is a linear function of the byte's bits (written as ±1) lets what is learned
-from one byte carry over to every byte that shares bits with it, including (byte, key phase)
-combinations that English never produces — which is what a model must decode to read text
-that is not English, random strings for instance. With the tied output head, a character's
-logit is then linear in its bits.
-
-Tokens that are not one byte or one character (PAD, BOS, EOS, UNK, a merged BPE token, a
-bits-mode piece) keep a free row of their own: a one-hot feature each.
+The cipher is XOR with a key byte, so flipping one bit of a cipher byte flips the same bit of its
+plaintext character. A row that is a linear function of the byte's bits (as ±1) lets what is
+learned from one byte carry over to every byte that shares bits with it. Tokens that are not one
+byte or one character (specials, merged tokens) keep a free row of their own.
 """
 
 from __future__ import annotations
@@ -37,17 +30,11 @@ def _parts(code) -> tuple[list[int], int | None]:
 def bit_features(codes: Sequence) -> torch.Tensor:
     """(V, F) features of V tokens, from ``codes[i]``, token i's code:
 
-    - an int 0..255: the byte or character code of a one-unit token: its 8 bits as ±1;
-    - ``(byte, phase)``: a phase-tagged source symbol: the bits, and one of P phase columns set
-      (P = 1 + the largest phase);
-    - ``((b1, ..., bk), phase)`` (phase None on the target side): a merged token of k units.
-      When any token has more than one unit, the bits sit in L slots of 8 columns (L the longest
-      token), unit j's in slot j, followed by the phase columns, L length columns (one set: the
-      token's length) and a free column of the token's own: a merged token is built from its
-      characters' bits, so what is learned of one character carries over to every token holding it;
-    - None: a special token, with a free column of its own (its row is learned freely).
-
-    With one-unit codes only, the columns are the 8 bits, [P phases,] then the free columns.
+    - an int 0..255: a one-unit token's byte or character code: its 8 bits as ±1;
+    - ``(byte, phase)``: a phase-tagged source symbol: the bits, and one of P phase columns set;
+    - ``((b1, ..., bk), phase)``: a merged token of k units, unit j's bits in slot j of L slots
+      (L the longest token), then the phase columns, L length columns and a free column of its own;
+    - None: a special token, with a free column of its own.
 
     >>> bit_features([65, None]).tolist()
     [[-1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]]
@@ -83,11 +70,7 @@ def bit_features(codes: Sequence) -> torch.Tensor:
 
 class BitFactoredEmbedding(nn.Module):
     """An embedding whose table is ``features @ proj``: (V, F) fixed features, (F, D) learned.
-
-    Drop-in for ``nn.Embedding``: ``forward(ids)`` looks rows up and ``weight`` is the (V, D)
-    table, so a tied output head (``F.linear(h, embed.weight)``) works unchanged. Initialised so
-    a row has standard deviation about D^-1/2, as cipherlab's ordinary embeddings.
-    """
+    Drop-in for ``nn.Embedding``, ``weight`` included (for a tied output head)."""
 
     def __init__(self, codes: Sequence, embedding_dim: int):
         super().__init__()
@@ -114,13 +97,8 @@ class BitFactoredEmbedding(nn.Module):
 class KeyPhaseEmbedding(nn.Module):
     """A learned vector per key phase (position mod ``period``), added to every token's embedding.
 
-    The cipher's period is part of the task statement (``cipherlab.data.cipher.PERIOD``, 8, which
-    ``cipherlab.pipeline.codec.build_model`` passes as the models' ``key_period``), and the XOR mask of
-    position i depends on i mod 8 alone. Sinusoidal or learned absolute positions carry that phase; RoPE's scores
-    see only offsets, so on text without a language to lean on (random strings) C2 must rebuild
-    the absolute phase from the sequence start. Adding the phase to the input embeddings of
-    every configuration alike (``Config.phase_embedding``) hands it to all five. Rows start at
-    N(0, 1/D) and are scaled by sqrt(D) like the token embeddings they are added to.
+    The XOR mask of position i depends on i mod ``period`` alone. Rows start at N(0, 1/D) and are
+    scaled by sqrt(D) like the token embeddings they are added to.
     """
 
     def __init__(self, embedding_dim: int, period: int):

@@ -1,9 +1,6 @@
-"""Per-token normalisation: LayerNorm (C1-C3, C5) and RMSNorm (C4).
+"""Per-token normalisation: LayerNorm (C1-C3, C5) and RMSNorm (C4), over the last dimension.
 
-Both normalise each token's D
-features on their own: statistics over the last dimension, never across the batch or
-the sequence. Statistics are computed in float32 and the result cast back to the input
-dtype, so bf16 activations (7 stored mantissa bits, 8 significant) do not lose the variance to rounding.
+Statistics are computed in float32 and the result cast back to the input dtype.
 """
 
 import torch

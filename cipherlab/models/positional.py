@@ -1,16 +1,9 @@
 """Positional information: sinusoidal, learned and rotary (RoPE) position encodings.
 
-Attention alone is permutation-equivariant: shuffle the
-tokens and the outputs shuffle the same way. These modules make order visible.
-
-- SinusoidalPositionalEncoding (C1, C3, C4; C5's byte and patch positions): a fixed table
-  added to the embeddings once.
-- LearnedPositionalEncoding (the "one more configuration"): the same, but trained.
-- RotaryPositionalEmbedding (C2): nothing is added; q and k are rotated inside every
-  self-attention layer (and, with Config.rope_cross_attention, the default, in cross-attention:
-  queries at target, keys at source positions), so q.k depends on positions only through their
-  difference. The absolute key phase i mod 8 is not in any rotated score: C2 gets it from where
-  the sequences start (BOS under the causal mask, the encoder's edges).
+- SinusoidalPositionalEncoding (C1, C3, C4, C5): a fixed table added to the embeddings once.
+- LearnedPositionalEncoding: the same, but trained.
+- RotaryPositionalEmbedding (C2): q and k are rotated inside the attention layers, so q.k
+  depends on positions only through their difference.
 
 Sinusoidal and rotary encodings use the same frequencies theta_i = base^(-2i/d).
 """
@@ -34,11 +27,8 @@ def _check_positions(where: str, offset: int, length: int, max_len: int) -> None
 
 
 class AbsolutePositionalEncoding(nn.Module):
-    """x (B, L, D) -> dropout(x + table[offset : offset + L]) for a (max_len, D) table of positions.
-
-    The sinusoidal and learned encodings are this one operation; they differ only in
-    where `table` comes from (a fixed formula, or trained weights).
-    """
+    """x (B, L, D) -> dropout(x + table[offset : offset + L]) for a (max_len, D) table of positions
+    (a fixed formula, or trained weights)."""
 
     def __init__(self, max_len: int, dropout: float):
         super().__init__()
@@ -52,11 +42,8 @@ class AbsolutePositionalEncoding(nn.Module):
 
 
 class SinusoidalPositionalEncoding(AbsolutePositionalEncoding):
-    """Fixed table: table[p, 2i] = sin(p * theta_i), table[p, 2i+1] = cos(p * theta_i).
-
-    A non-persistent buffer: it moves with .to(device) but is not saved in checkpoints,
-    since d_model and max_len determine it.
-    """
+    """Fixed table: table[p, 2i] = sin(p * theta_i), table[p, 2i+1] = cos(p * theta_i); a buffer not
+    saved in checkpoints, since d_model and max_len determine it."""
 
     def __init__(self, d_model: int, max_len: int = 4096, dropout: float = 0.1):
         super().__init__(max_len, dropout)
@@ -71,13 +58,8 @@ class SinusoidalPositionalEncoding(AbsolutePositionalEncoding):
 
 
 class LearnedPositionalEncoding(AbsolutePositionalEncoding):
-    """Trained (max_len, D) table, one row per position.
-
-    Initialised with the per-entry RMS of the sinusoidal table (1/sqrt(2)), so swapping
-    sinusoidal for learned changes only "fixed" into "trained", not the size of the
-    position signal next to the sqrt(d_model)-scaled token embeddings. Positions beyond
-    max_len have no row and raise; rows the training data never reaches stay random.
-    """
+    """Trained (max_len, D) table, one row per position, initialised with the per-entry RMS of the
+    sinusoidal table (1/sqrt(2)) so that only "fixed" changes into "trained"."""
 
     def __init__(self, d_model: int, max_len: int = 4096, dropout: float = 0.1):
         super().__init__(max_len, dropout)
@@ -104,14 +86,8 @@ class RotaryPositionalEmbedding(nn.Module):
 
     Coordinates i and i + head_dim/2 form a pair, rotated by the angle p * theta_i at
     position p. Because rotations compose, (R_m q).(R_n k) = q.(R_(n-m) k): scores see
-    only the offset n - m. Only q and k are rotated; values carry content, not position.
-
-    forward(q, k, offset) rotates positions offset, offset+1, ... along dim -2 of each;
-    q and k may have different head counts (GQA). In incremental decoding the KV cache
-    stores keys already rotated, so each step rotates only its new query and key at
-    offset = number of cached positions. The rotation is computed in float32 and cast
-    back, like the norms; for bf16 use autocast, since model.to(torch.bfloat16) would
-    round the cos/sin tables too. Positions >= max_len raise (the table is not extended).
+    only the offset n - m. forward(q, k, offset) rotates positions offset, offset+1, ...
+    along dim -2 of each, in float32.
     """
 
     def __init__(self, head_dim: int, max_len: int = 4096, base: float = 10000.0):
@@ -141,10 +117,7 @@ class RotaryPositionalEmbedding(nn.Module):
     def rotate_interleaved(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """The other convention: pairs (x0, x1), (x2, x3), ...; pair i rotated by p * theta_i.
 
-        Pair i turns by the same angle as in `rotate`, but the pairs are made of other
-        coordinates, (x0, x1) here and (x0, x_{d/2}) there, so on one vector the two differ;
-        they agree up to the permutation `interleaved_to_half_split`. cipherlab runs the
-        half-split form: two contiguous slices instead of strided ones.
+        It agrees with `rotate` up to the permutation `interleaved_to_half_split`.
         """
         cos, sin = self._table(offset, x.size(-2))
         cos, sin = cos[:, : self.head_dim // 2], sin[:, : self.head_dim // 2]  # (L, head_dim/2)

@@ -9,23 +9,10 @@ configuration builds this class. Pre-LN layers:
                    x <- x + Dropout(CrossAttn(Norm(x), memory))
                    x <- x + Dropout(FFN(Norm(x)))
 
-Each stack ends with a final norm. C1-C4 differ only in the fields of ModelArgs, which
-Seq2SeqTransformer is built from:
-
-    C1  pos_encoding="sinusoidal"  attn_type="mha"                norm="layernorm"
-    C2  pos_encoding="rope"        attn_type="mha"                norm="layernorm"
-    C3  pos_encoding="sinusoidal"  attn_type="gqa", n_kv_heads=2  norm="layernorm"
-    C4  pos_encoding="sinusoidal"  attn_type="mha"                norm="rmsnorm"
-
-Cross-attention is MHA in every configuration, C3 included (C3 groups the K/V heads of the
-self-attention layers only). In C2 cross-attention is rotated too (``rope_cross_attention=True``,
-the default): queries at their target positions, keys at their source positions, so a
-cross-attention score depends on target - source position and the diagonal alignment can be
-learned; the sinusoidal configurations get the same information from the position code added
-to both inputs. The BLT (C5) reuses Encoder and Decoder unchanged.
-
-A student's own classes replace modules of a model built here (``cipherlab.student.adapters``); the
-model itself knows nothing of them.
+Each stack ends with a final norm. C1-C4 differ only in one field of ModelArgs each: C2
+``pos_encoding="rope"``, C3 ``attn_type="gqa"``, C4 ``norm="rmsnorm"``. Cross-attention is MHA in every configuration (C3 groups the K/V heads of self-attention only);
+with RoPE it is rotated too (``rope_cross_attention``): queries at target positions, keys at
+source positions. The BLT (C5) reuses Encoder and Decoder unchanged.
 """
 
 import math
@@ -106,11 +93,7 @@ class DecoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """n_layers EncoderLayers and a final norm: (B, Ls, D) embeddings -> (B, Ls, D) memory.
-
-    layer_options: the other keyword arguments of EncoderLayer (attn_type, n_kv_heads,
-    rope, fused_attention).
-    """
+    """n_layers EncoderLayers and a final norm: (B, Ls, D) embeddings -> (B, Ls, D) memory."""
 
     def __init__(self, d_model, n_heads, n_layers, ffn_dim, dropout=0.1, *, norm="layernorm", **layer_options):
         super().__init__()
@@ -148,14 +131,9 @@ class DecoderCache:
 
 @dataclass
 class DecodingState:
-    """One batch's incremental decoding, between two calls of a model's ``decode_step``.
-
-    The encoder runs once, in ``begin_decoding``: ``memory`` and ``memory_mask`` are its output
-    and key-padding mask, reused at every step. ``cache`` holds what the decoder side keeps: a
-    :class:`DecoderCache` for C1-C4, a ``BLTDecoderCache`` for C5. ``source``: C5's source byte
-    states and mask (``source_memory="bytes"``), None otherwise. :meth:`select` keeps the batch
-    rows a beam search continues (:func:`cipherlab.pipeline.decode.beam_search`).
-    """
+    """One batch's incremental decoding, between two calls of a model's ``decode_step``: the encoder's
+    output and mask (computed once, in ``begin_decoding``) and the decoder side's cache. :meth:`select`
+    keeps the batch rows a beam search continues."""
 
     memory: torch.Tensor  # (B, Ls, D), or (B, Ks, D) source patches for C5
     memory_mask: torch.Tensor  # (B, 1, 1, Ls)
@@ -168,11 +146,7 @@ class DecodingState:
 
 
 class Decoder(nn.Module):
-    """n_layers DecoderLayers and a final norm: (B, Lt, D) target embeddings + memory -> (B, Lt, D).
-
-    layer_options: the other keyword arguments of DecoderLayer (attn_type, n_kv_heads,
-    rope, cross_rope, fused_attention).
-    """
+    """n_layers DecoderLayers and a final norm: (B, Lt, D) target embeddings + memory -> (B, Lt, D)."""
 
     def __init__(self, d_model, n_heads, n_layers, ffn_dim, dropout=0.1, *, norm="layernorm", **layer_options):
         super().__init__()
@@ -211,8 +185,7 @@ def init_transformer_weights(model: nn.Module) -> None:
 
 
 def _embedding(vocab_size: int, d_model: int, codes, side: str) -> nn.Module:
-    """An ordinary table, or with ``codes`` (token id -> byte/character code or None) a
-    :class:`BitFactoredEmbedding` (``Config.bit_embeddings``)."""
+    """An ordinary table, or with ``codes`` (token id -> byte/character code or None) a bit-factored one."""
     if codes is None:
         return nn.Embedding(vocab_size, d_model)
     if len(codes) != vocab_size:
@@ -222,15 +195,11 @@ def _embedding(vocab_size: int, d_model: int, codes, side: str) -> nn.Module:
 
 @dataclass(frozen=True)
 class ModelArgs:
-    """Everything :class:`Seq2SeqTransformer` is built from, in one frozen object (as nanoGPT's GPTConfig).
+    """Everything :class:`Seq2SeqTransformer` is built from, in one frozen object (as nanoGPT's GPTConfig),
+    kept as ``model.args``. The defaults are C1 at the assignment's sizes."""
 
-    ``Seq2SeqTransformer(ModelArgs(src_vocab_size, tgt_vocab_size, d_model=256, ...))``; the model keeps
-    it as ``model.args``. Only the two vocabulary sizes have no default. The defaults are the
-    assignment's C1 sizes; ``cipherlab.pipeline.codec.model_args`` makes the one a ``Config`` asks for.
-    """
-
-    src_vocab_size: int  # source ids 0..src_vocab_size-1: the cipher-side BPE's vocabulary (1024 in the notes' C1)
-    tgt_vocab_size: int  # target ids: the plaintext-side BPE's vocabulary (8000 in the notes' C1)
+    src_vocab_size: int  # source ids 0..src_vocab_size-1
+    tgt_vocab_size: int  # target ids 0..tgt_vocab_size-1
     d_model: int = 256  # width of every token vector (C1: 256 at the assignment's sizes)
     n_heads: int = 8  # attention heads; must divide d_model (head_dim = d_model // n_heads = 32 in C1)
     enc_layers: int = 4  # EncoderLayers in the encoder stack (C1: 4)
@@ -257,44 +226,16 @@ class ModelArgs:
                 object.__setattr__(self, side, tuple(getattr(self, side)))
 
 
-def require_args(owner: str, expected: type, args, extra: tuple, kwargs: dict, example: str) -> None:
-    """Raise the one TypeError of a model built from anything but a single ``expected`` args object."""
-    if isinstance(args, expected) and not extra and not kwargs:
-        return
-    name = expected.__name__
-    if kwargs:
-        got = f"keyword arguments {', '.join(kwargs)}: put them in the {name}"
-    elif extra:
-        got = f"{len(extra) + 1} positional arguments: put them in the {name}"
-    elif isinstance(args, dict):
-        got = f"a dict: {name}(**it) makes one"
-    else:
-        got = "nothing" if args is None else f"a {type(args).__name__}"
-    raise TypeError(f"{owner} takes one {name}, as in {owner}({name}({example})); got {got}")
-
-
 class Seq2SeqTransformer(nn.Module):
     """Encoder-decoder Transformer: source ids (B, Ls), target-input ids (B, Lt) -> logits (B, Lt, V).
 
-    Separate source and target embedding tables (the vocabularies differ), scaled by
-    sqrt(d_model); one positional module shared by both sides (None for RoPE, which lives
-    inside the attention layers: self-attention, and with rope_cross_attention also
-    cross-attention, queries at target positions and keys at source positions; for "learned"
-    one trained table, so the only change from C1 is fixed -> trained); the output head is
-    the target embedding matrix itself (weight tying). ``src_codes``/``tgt_codes`` (token id ->
-    byte or character code, None for a special or multi-character token) make the tables
-    bit-factored (``cipherlab.models.embedding``); ``phase_embedding`` adds a learned vector per
-    key phase (position mod ``key_period``, the cipher's 8) to both sides' embeddings. Call model.eval() before decoding
-    (``cipherlab.pipeline.decode``): dropout is not switched off for you. All of these are fields of the one
-    :class:`ModelArgs` it is built from, kept as ``model.args``.
+    Separate source and target embedding tables scaled by sqrt(d_model); one positional module
+    shared by both sides (None for RoPE, which lives inside the attention layers); the output head
+    is the target embedding matrix itself (weight tying).
     """
 
-    def __init__(self, args: ModelArgs | None = None, *extra, **kwargs):
-        """``args``: every size and option, one :class:`ModelArgs` (``extra`` and ``kwargs`` are there only to
-        say so when something else is passed)."""
+    def __init__(self, args: ModelArgs):
         super().__init__()
-        require_args("Seq2SeqTransformer", ModelArgs, args, extra, kwargs,
-                     "src_vocab_size, tgt_vocab_size, d_model=256")
         self.args = args
         if args.pos_encoding not in POS_ENCODINGS:
             raise ValueError(f"Seq2SeqTransformer: unknown pos_encoding {args.pos_encoding!r}; "
@@ -364,11 +305,7 @@ class Seq2SeqTransformer(nn.Module):
         return self.decode(tgt_in, memory, src_mask, **phase)
 
     def begin_decoding(self, src, src_phase=None) -> DecodingState:
-        """Encode src (B, Ls) once and start an empty decoder cache; then call :meth:`decode_step`.
-
-        The decoding loops (greedy, length-aware, beam search) are in :mod:`cipherlab.pipeline.decode`; they
-        drive every model family through these two methods.
-        """
+        """Encode src (B, Ls) once and start an empty decoder cache; then call :meth:`decode_step`."""
         memory, src_mask = self.encode(src, **_phase(src_phase))
         return DecodingState(memory, src_mask, self.decoder.new_cache(), phases=src_phase)
 
@@ -381,8 +318,7 @@ class Seq2SeqTransformer(nn.Module):
         return self.decode(tokens[:, None], state.memory, state.memory_mask, state.cache, **_phase(state.phases))[:, -1]
 
     def decode_prefix(self, state: DecodingState, prefix: torch.Tensor) -> torch.Tensor:
-        """The whole prefix (B, t) through the decoder again, no cache -> logits (B, t, V): the
-        reference :meth:`decode_step` is tested against (``cipherlab.pipeline.decode``, ``use_cache=False``)."""
+        """The whole prefix (B, t) through the decoder again, no cache -> logits (B, t, V)."""
         return self.decode(prefix, state.memory, state.memory_mask, **_phase(state.phases))
 
     def attention_modules(self) -> dict[tuple[str, int], nn.Module]:
@@ -407,19 +343,11 @@ def _kv_bytes(attentions, batch: int, length: int, dtype) -> int:
 
 
 def kv_cache_bytes(model: Seq2SeqTransformer, batch: int, length: int, dtype=torch.float32) -> int:
-    """Bytes of the decoder self-attention KV cache after `length` target positions.
-
-    The part that grows with every generated token and that GQA shrinks by
-    n_heads / n_kv_heads. The cross-attention K/V of the encoder memory is NOT included:
-    see cross_kv_cache_bytes.
-    """
+    """Bytes of the decoder self-attention KV cache after `length` target positions (the part that grows
+    with every token and that GQA shrinks by n_heads / n_kv_heads; cross-attention: cross_kv_cache_bytes)."""
     return _kv_bytes((layer.self_attn for layer in model.decoder.layers), batch, length, dtype)
 
 
 def cross_kv_cache_bytes(model: Seq2SeqTransformer, batch: int, src_length: int, dtype=torch.float32) -> int:
-    """Bytes of the cross-attention K/V of the encoder memory, computed once per source.
-
-    Cross-attention is MHA in every configuration, so this is the same for C1-C4 and does
-    not grow with the target.
-    """
+    """Bytes of the cross-attention K/V of the encoder memory, computed once per source."""
     return _kv_bytes((layer.cross_attn for layer in model.decoder.layers), batch, src_length, dtype)

@@ -19,8 +19,8 @@ from pathlib import Path
 from cipherlab.data.cipher import BITS_PER_CHAR, encrypt
 from cipherlab.base.config import TOKENIZATIONS, make_config
 from cipherlab.data.corpus import load_corpus
-from cipherbook.experiments.common import BITS, SRC_VOCAB
-from cipherlab.analysis.ablation import PRIMARY_RUN, load_run, metric
+from cipherbook.experiments.common import BITS, PRIMARY_RUN, SRC_VOCAB
+from cipherlab.analysis.ablation import load_run, metric
 from cipherlab.data.tokenizers import (BPETokenizer, apply_merges, boundary_straddle_rate, learn_merges,
                                   split_plaintext)
 from cipherlab.data.tokenizers.cipher_task import TARGET_SETTINGS, aligned_target_ids
@@ -429,6 +429,7 @@ def brown_exact_by_merges_on() -> dict[str, list[tuple[int, int]]]:
     return out
 
 
+@functools.cache
 def dropout_random() -> dict:
     """C1 seed 0, cpu preset, aligned BPE, on the same 200 random letter strings: exact without BPE-dropout
     (results/merges) and with it (results/aligned), the strings only one of the two decoded, McNemar's exact p,

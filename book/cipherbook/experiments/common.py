@@ -22,11 +22,11 @@ from cipherlab.data.cipher import PERIOD
 from cipherlab.base.config import TOKENIZATIONS, make_config
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
-from cipherlab.analysis.ablation import (BITS_RUN, RECIPE_RUNS, REFERENCE_GOALS, REFERENCE_SETS, first_step, load_learn_runs,
+from cipherbook.runs import BITS_RUN, PRIMARY_RUN  # noqa: F401 -- PRIMARY_RUN: re-exported for the experiments
+from cipherlab.analysis.ablation import (RECIPE_RUNS, REFERENCE_GOALS, REFERENCE_SETS, first_step, load_learn_runs,
                                load_reference_runs, load_run, metric, paired_rows, section)
 
-# the assignment preset's sizes with the course notes' 1024/8000 BPE over bits (Config()'s defaults until they became
-# make_config("c1")'s, aligned BPE and the cipher recipe)
+# the assignment preset's sizes with the course notes' 1024/8000 BPE over bits (Config()'s former defaults)
 ASSIGNMENT_SIZES = make_config("c1", "assignment", recipe="notes", **TOKENIZATIONS["notes"])
 D_MODEL, N_HEADS, FFN_DIM = ASSIGNMENT_SIZES.d_model, ASSIGNMENT_SIZES.n_heads, ASSIGNMENT_SIZES.ffn_dim
 SRC_VOCAB, TGT_VOCAB = ASSIGNMENT_SIZES.src_vocab, ASSIGNMENT_SIZES.tgt_vocab  # the course notes' BPE vocabularies

@@ -24,7 +24,7 @@ from cipherbook.experiments.common import (BITS, D_MODEL, KEY_PERIOD, MAX_LEN, N
 from cipherlab.models.attention import MultiHeadAttention, causal_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding, interleaved_to_half_split, inverse_frequencies
 from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
-from cipherlab.analysis.ablation import EQUAL_EPOCHS_RUN
+from cipherbook.runs import EQUAL_EPOCHS_RUN
 
 HEAD_DIM = D_MODEL // N_HEADS
 CPU_C2 = make_config("c2", "cpu", recipe="notes")  # the course notes' recipe, as the committed C2; the reference run's C2: the sizes the cross-attention probe uses

@@ -23,8 +23,8 @@ from cipherlab.base.config import CONFIG_NAMES, TOKENIZATIONS, make_config
 from cipherbook.experiments.common import reference_runs
 from cipherlab.pipeline.metrics import compute_metrics
 from cipherlab.pipeline.record import read_record
-from cipherlab.analysis.ablation import (EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN,
-                               REFERENCE_SETS, beam_gains, exact_difference_stderr, lines_of,
+from cipherbook.runs import EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN
+from cipherlab.analysis.ablation import (REFERENCE_SETS, beam_gains, exact_difference_stderr, lines_of,
                                load_beam, load_generalisation, load_learn_runs,
                                load_run, mcnemar, metric, paired_rows, rate_difference_stderr,
                                run_path, section)

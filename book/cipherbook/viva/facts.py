@@ -42,8 +42,7 @@ from cipherlab.models.attention import MultiHeadAttention
 from cipherlab.models.norm import LayerNorm, RMSNorm
 from cipherlab.models.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from cipherlab.models.transformer import cross_kv_cache_bytes, kv_cache_bytes
-from cipherlab.analysis.ablation import (BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, PRIMARY_RUN,
-                               reference)
+from cipherbook.runs import BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, PRIMARY_RUN, reference
 from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
 FACTS: dict[str, dict[str, Callable[[], object]]] = {}
@@ -345,7 +344,7 @@ FACTS["norm"] = {
     "nophase_c4_low_exact": lambda: common.nophase_lowest("c4")["exact"],
     "nophase_c4_low_lines": lambda: common.nophase_lowest("c4")["lines"],
     "nophase_c4_low_other_p": lambda: common.nophase_lowest("c4")["other"]["p"],
-    # what the course notes report of their own C1 and C4 runs (cipherlab.analysis.ablation.reported)
+    # what the course notes report of their own C1 and C4 runs (cipherbook.runs)
     "notes_c1_bit": lambda: reference("seed", "c1", "bit_accuracy"),
     "notes_c4_bit": lambda: reference("seed", "c4", "bit_accuracy"),
     "notes_c1_peak_gb": lambda: reference("seed", "c1", "peak_memory_gb"),

@@ -1,4 +1,4 @@
-"""Where the errors are (the results chapter), from ``errors.json`` (``results/analysis.py``).
+"""Where the errors are, from ``errors.json`` (``results/analysis.py``).
 
 :func:`profile_rows` finds where in a chunk and at which key phase a model's errors fall, against
 counting noise (:func:`excess`, :data:`SPIKE_Z`, :data:`SPIKE_RATIO`) and from a chunk's first half to

@@ -1,4 +1,4 @@
-"""The plots of the results chapter: accuracies beside the reported figures, costs, training curves, error profiles.
+"""The plots of a run: accuracies (beside figures others reported), costs, training curves, error profiles.
 
 Every plot is drawn on :func:`figure`, which returns a figure already closed in pyplot, so it is shown
 once, by whoever displays it. matplotlib is imported only when a plot is drawn.
@@ -10,7 +10,6 @@ import itertools
 from collections.abc import Sequence
 
 from cipherlab.analysis.ablation.records import _source_modes, entry_label, metric
-from cipherlab.analysis.ablation.reported import REFERENCES, reference
 
 __all__ = [
     "figure",
@@ -35,8 +34,9 @@ def figure(ncols: int, width: float = 4.2, height: float = 3.4, nrows: int = 1):
     return fig, axes.flatten()
 
 
-def plot_accuracy(records: dict[str, dict], bits_records: dict[str, dict] | None = None):
-    """Bars of bit accuracy and exact lines per configuration, the reported figures marked beside them."""
+def plot_accuracy(records: dict[str, dict], bits_records: dict[str, dict] | None = None, marks: list | None = None):
+    """Bars of bit accuracy and exact lines per configuration; ``marks``, ``[(label, marker, color, {config:
+    {"bit_accuracy": x, "exact_lines": y}})]``, marks figures others reported beside them."""
     names = list(records)
     fig, axes = figure(2, width=5.2, height=3.6)
     panels = [("bit_accuracy", "bit_accuracy", "bit accuracy (%)"),
@@ -51,12 +51,11 @@ def plot_accuracy(records: dict[str, dict], bits_records: dict[str, dict] | None
             ax.bar([i + width / 2 for i in x],
                    [100 * (metric(bits_records[n], key) or 0) if n in bits_records else 0 for n in names],
                    width, label=f"bits mode ({run_label(bits_records)})", color="tab:cyan", hatch="//")
-        for kind, marker, color in (("seed", "x", "black"), ("public", "*", "tab:red")):
-            points = [(i, reference(kind, n, field)) for i, n in enumerate(names)]
+        for label, marker, color, figures in marks or ():
+            points = [(i, figures.get(n, {}).get(field)) for i, n in enumerate(names)]
             points = [(i, 100 * v) for i, v in points if v is not None]
             if points:
-                ax.scatter(*zip(*points), marker=marker, s=70, color=color, zorder=3,
-                           label=REFERENCES[kind]["label"])
+                ax.scatter(*zip(*points), marker=marker, s=70, color=color, zorder=3, label=label)
         ax.set_xticks(list(x), [n.upper() for n in names])
         ax.set_ylim(0, 105)
         ax.set_title(title)

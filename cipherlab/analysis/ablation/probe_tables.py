@@ -1,6 +1,6 @@
 """The tables of the learn and reference ablations, seed by seed, and the goals they set themselves.
 
-Those ablations (:data:`cipherlab.analysis.ablation.records.LEARN_RUN`, ``results/learn/ablation``, and
+Those ablations (``results/learn/ablation``, and
 :data:`cipherlab.analysis.ablation.records.REFERENCE_RUN`, ``results/reference``) score every configuration and
 seed on several probe sets. The ``learn_*`` functions lay out the learn ablation against
 :data:`LEARN_GOALS`; :func:`reference_tables` and :func:`goals_table` the reference ablation against
@@ -37,7 +37,7 @@ __all__ = [
 # --------------------------------------------------------------------------- the learn ablation
 
 
-# The goals of LEARN_RUN for the cpu preset, at most 30 minutes of training per configuration:
+# The goals of the learn ablation (results/learn/ablation) for the cpu preset, at most 30 minutes of training per configuration:
 # (record section, measure, at least, label). A goal is met when every seed meets it.
 LEARN_GOALS = (
     ("random_letters", "char_accuracy", 0.999, "random strings: characters"),

@@ -1,7 +1,7 @@
-"""Where the results live, and reading them back (the results chapter).
+"""Where the results live, and reading them back.
 
 Every run writes one record per model into ``results/<run>/`` (:mod:`cipherlab.pipeline.record`); this
-module names the committed runs, finds their folders (``$CIPHERLAB_RESULTS_DIR`` points the names at
+module finds the run folders (``$CIPHERLAB_RESULTS_DIR`` points the names at
 another results folder), and reads the records and side files back: a missing file is a FileNotFoundError
 naming it, a broken one a ValueError naming the file and what is wrong. It also reads single facts off a record (a metric,
 what it changes from C1, how it tokenised) and the plaintext lines a record was scored on.
@@ -20,11 +20,6 @@ from cipherlab.base.errors import REPO_RESULTS_DIR
 
 __all__ = [
     "ANALYSIS_RUNS",
-    "BITS_RUN",
-    "EQUAL_EPOCHS_RUN",
-    "EXTENDED_RUN",
-    "LEARN_RUN",
-    "PRIMARY_RUN",
     "RECIPE_RUNS",
     "REFERENCE_RUN",
     "REFERENCE_SETS",
@@ -54,17 +49,10 @@ __all__ = [
 
 
 RESULTS_ENV = "CIPHERLAB_RESULTS_DIR"
-PRIMARY_RUN = "notes/cpu"  # the course notes recipe's reference run: C1-C4 read the cipher in bytes mode
-BITS_RUN = "notes/cpu-bits"  # the same preset with the course notes' bits mode for C1-C4
-EQUAL_EPOCHS_RUN = "notes/equal-epochs/cpu"  # every cpu run continued (--resume) to the same number of epochs
-EXTENDED_RUN = "notes/extended/cpu"  # C2 and C5 trained on further (--resume): the committed models
-# results/analysis.py names each entry of errors.json after the runs/ folder it read ("cpu-long/c2")
-ANALYSIS_RUNS = {PRIMARY_RUN: "cpu", BITS_RUN: "cpu-bits", EQUAL_EPOCHS_RUN: "cpu-5ep", EXTENDED_RUN: "cpu-long"}
-
-# Did the models learn the cipher? The controlled ablation with phase shuffles, bit-factored
-# and key-phase embeddings, two seeds (results/learn/ablation, written by results/learn/probe.py).
-# Its goals are cipherlab.analysis.ablation.probe_tables.LEARN_GOALS.
-LEARN_RUN = "learn/ablation"
+# results/analysis.py names each entry of errors.json after the runs/ folder it read ("cpu-long/c2"):
+# {results folder: that name}, for the folders whose errors.json it wrote
+ANALYSIS_RUNS = {"notes/cpu": "cpu", "notes/cpu-bits": "cpu-bits", "notes/equal-epochs/cpu": "cpu-5ep",
+                 "notes/extended/cpu": "cpu-long"}
 
 # The reference ablation: the default recipe, the cpu preset, two seeds (results/reference, written by
 # results/learn/probe.py). Its goals are cipherlab.analysis.ablation.probe_tables.REFERENCE_GOALS.
@@ -139,7 +127,7 @@ def load_run(folder: str | os.PathLike) -> dict[str, dict]:
     return records
 
 
-def load_learn_runs(folder: str | os.PathLike = LEARN_RUN) -> dict[tuple[str, int], dict]:
+def load_learn_runs(folder: str | os.PathLike) -> dict[tuple[str, int], dict]:
     """The records ``[<prefix>-]<config>-seed<k>.json`` of a learn run, as ``{(config, seed): record}`` in order."""
     path = run_path(folder)
     files = sorted(path.glob("*c[1-5]*-seed*.json"))
@@ -242,7 +230,7 @@ def load_calibration() -> dict:
     return data
 
 
-def load_errors(folder: str | os.PathLike = PRIMARY_RUN) -> dict:
+def load_errors(folder: str | os.PathLike) -> dict:
     """``errors.json`` of a run (``results/analysis.py``) without its "about" entry.
 
     Keyed ``"<runs folder>/<config>"`` (see :data:`ANALYSIS_RUNS`), each value with ``test_free`` and

@@ -1,4 +1,4 @@
-"""The numbers behind the comparisons (the results chapter): differences, their standard errors, paired tests.
+"""The numbers behind the comparisons: differences, their standard errors, paired tests.
 
 Each change is judged against C1 by exact lines: :func:`difference` and :func:`single_change_rows` with
 the binomial standard errors of :func:`exact_lines_stderr`, :func:`rate_difference_stderr` and

@@ -1,8 +1,8 @@
-"""The Markdown tables of the results chapter and of ``results/README.md``, built from the notes runs' records.
+"""Markdown tables of a run's records.
 
 Each function takes what :mod:`cipherlab.analysis.ablation.records` read (and the rows of
 :mod:`cipherlab.analysis.ablation.stats`) and returns a Markdown table laid out by
-:func:`cipherlab.base.markdown.markdown_table`: a run beside the reported figures (:func:`comparison_table`),
+:func:`cipherlab.base.markdown.markdown_table`: a run, beside figures others reported (:func:`comparison_table`),
 the source modes, beam search, out-of-corpus lines and the calibration runs, each change against C1
 at equal minutes and at equal epochs, this repository's :data:`TARGETS`, how far each model trained
 in its budget, C2 and C5 trained on, and free against length-aware decoding. The learn and reference
@@ -15,9 +15,8 @@ import os
 from dataclasses import dataclass
 
 from cipherlab.base.config import CONFIG_NAMES
-from cipherlab.analysis.ablation.records import (EXTENDED_RUN, _source_modes, change_from_c1, error_entry, load_curve,
+from cipherlab.analysis.ablation.records import (_source_modes, change_from_c1, error_entry, load_curve,
                                        load_run, metric, run_path)
-from cipherlab.analysis.ablation.reported import _PUBLIC, _SEED, _seed_sections, reference
 from cipherlab.analysis.ablation.stats import NOISE_SE, decoding_rows, epoch_seconds, single_change_rows
 from cipherlab.base.markdown import markdown_table, num, pct, pct2
 
@@ -45,27 +44,26 @@ __all__ = [
 # --------------------------------------------------------------------------- a run beside the reported figures
 
 
-def _ref(kind: str, config: str, field: str) -> str:
-    """A reported figure as percent: bit accuracies with two decimals (the best public ones sit near 100)."""
-    value = reference(kind, config, field)
-    return pct2(value) if field == "bit_accuracy" else pct(value)
-
-
-def comparison_table(run_folder: str | os.PathLike, bits_folder: str | os.PathLike | None = None) -> str:
-    """A Markdown table of one run beside the course notes' and the best public figures.
+def comparison_table(run_folder: str | os.PathLike, bits_folder: str | os.PathLike | None = None, *,
+                     references: dict[str, dict[str, dict]] | None = None, note: str = "",
+                     bits_label: str = "a BPE over cipher bits") -> str:
+    """A Markdown table of one run, beside figures others reported when ``references`` is given.
 
     Per configuration: bit accuracy and exact lines (percent), mean Levenshtein distance per line,
     BLEU, chrF, ROUGE-L, parameters, peak memory (MiB), seconds per epoch and training tokens per
     second of ``run_folder``; the bits-mode bit accuracy and exact lines of ``bits_folder`` when
-    given; then the reported figures. Reads only the files, so the README and the book agree.
+    given; then ``references``, ``{column label: {config: {"bit_accuracy": x, "exact_lines": y}}}``
+    (fractions, None where none was reported), explained by ``note``.
     """
     records = load_run(run_folder)
     bits = load_run(bits_folder) if bits_folder is not None else {}
+    references = references or {}
     headers = ["config", "change from C1", "bit acc %", "exact lines %", "Levenshtein", "BLEU", "chrF",
                "ROUGE-L", "params", "peak MiB", "s/epoch", "train tok/s"]
     if bits:
         headers += ["bits mode: bit acc %", "bits mode: exact %"]
-    headers += ["notes: bit acc %", "notes: exact %", "best public: bit acc %", "best public: exact %"]
+    for label in references:
+        headers += [f"{label}: bit acc %", f"{label}: exact %"]
     rows = []
     for name, r in records.items():
         peak = r.get("peak_memory_bytes")
@@ -77,8 +75,9 @@ def comparison_table(run_folder: str | os.PathLike, bits_folder: str | os.PathLi
         if bits:
             b = bits.get(name)
             row += [pct2(b and metric(b, "bit_accuracy")), pct(b and metric(b, "sequence_accuracy"))]
-        row += [_ref("seed", name, "bit_accuracy"), _ref("seed", name, "exact_lines"),
-                _ref("public", name, "bit_accuracy"), _ref("public", name, "exact_lines")]
+        for figures in references.values():
+            given = figures.get(name, {})
+            row += [pct2(given.get("bit_accuracy")), pct(given.get("exact_lines"))]
         rows.append(row)
     first = next(iter(records.values()))
     lines = [
@@ -91,13 +90,11 @@ def comparison_table(run_folder: str | os.PathLike, bits_folder: str | os.PathLi
         "n/c: not comparable (BLEU and ROUGE are reported for the tokenised C1-C4 only). "
         "Training tokens are each configuration's own target units (BPE pieces for C1-C4, bytes for C5). "
         "Peak memory: CUDA max_memory_allocated on a GPU, the process's peak resident set size on a CPU.",
-        "",
-        f"Reported figures: \"notes\" = {_SEED}, the figures quoted in its viva answers "
-        f"({_seed_sections()}; it gives none for C2); \"best public\" = {_PUBLIC}. Those runs used "
-        "other sizes and budgets: compare the pattern across configurations more than the level.",
     ]
     if bits:
-        lines[-3] += f" Bits mode: run `{run_path(bits_folder).name}`, the course notes' BPE over cipher bits."
+        lines[-1] += f" Bits mode: run `{run_path(bits_folder).name}`, {bits_label}."
+    if note:
+        lines += ["", note]
     return "\n".join(lines) + "\n"
 
 
@@ -123,8 +120,8 @@ def beam_table(beam: dict) -> str:
 def generalisation_table(records: dict[str, dict], general: dict) -> str:
     """The Brown test lines against the out-of-corpus lines, per configuration of ``generalisation.json``.
 
-    ``records`` must be the run of the models that decoded the docstrings (for the committed models,
-    :data:`EXTENDED_RUN`); a configuration it lacks gets an empty Brown row.
+    ``records`` must be the run of the models that decoded the docstrings; a configuration it lacks gets an
+    empty Brown row.
     """
     rows = []
     for name, out in general.items():
@@ -307,7 +304,7 @@ def continued_from(log: list[dict] | None, earlier: dict[str, list[dict] | None]
 
 
 def trained_on(stages: dict[str, dict[str, dict]], extended: dict[str, dict],
-               extended_run: str | os.PathLike = EXTENDED_RUN) -> dict[str, dict]:
+               extended_run: str | os.PathLike) -> dict[str, dict]:
     """For each configuration of the runs trained on further: which of the earlier ``stages`` (``{run:
     records}``) it continued (``source``, by :func:`continued_from` on their logs; None if no log matches),
     that run's record (``before``) and log (``earlier_log``), and its own log (``log``)."""

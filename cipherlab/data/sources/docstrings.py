@@ -1,15 +1,9 @@
-"""A second source of English for the generalisation check: the Python standard library's docstrings.
+"""A second source of English, which no Brown model has seen: the Python standard library's docstrings.
 
-A model that has learned the cipher, and not the Brown corpus, decrypts any English text. This
-recipe makes an assignment-format plaintext file from text no Brown model has seen, offline and
-deterministically (for a given Python version, which the output records):
-
-    python -m cipherlab data build-docstrings --out data/stdlib/brown_plain.txt
-
-Every module, class and function docstring of the standard library's ``.py`` files (tests and
-``site-packages`` excluded) is split into paragraphs at blank lines; each paragraph is reduced, like
-the official assignment files, to letters and single spaces; lines of ``MIN_CHARS``-``MAX_CHARS``
-characters are de-duplicated and ``N_LINES`` of them chosen with ``random.Random(SEED)``.
+``python -m cipherlab data build-docstrings --out data/stdlib/brown_plain.txt``: every docstring of the
+standard library's ``.py`` files (tests excluded), split into paragraphs at blank lines and reduced to
+letters and single spaces; lines of ``MIN_CHARS``-``MAX_CHARS`` characters are de-duplicated and
+``N_LINES`` of them chosen with ``random.Random(SEED)``.
 """
 
 from __future__ import annotations

@@ -1,32 +1,14 @@
 """The embedded data in the official format: letters and spaces only, lines as long as the official ones.
 
-The assignment's own files hold English reduced to letters and single spaces, in lines of a median
-of about 549 characters and at most 2668. ``data/brown_plain.txt`` keeps Brown's digits and
-punctuation, and its paragraphs are shorter (median 285). This recipe rewrites it in the official
-format, offline and deterministically, so a model can be rehearsed on what it is graded on::
+``python -m cipherlab data build-letters`` rewrites ``data/brown_plain.txt`` (Brown paragraphs, with
+digits and punctuation) into ``data/letters/brown_plain.txt``, deterministically:
 
-    python -m cipherlab data build-letters      # writes data/letters/brown_plain.txt
-
-1. every line (one Brown paragraph) is reduced to letters and single spaces: an apostrophe between
-   two letters is dropped (``don't`` -> ``dont``, ``Fulton's`` -> ``Fultons``); every other run of
-   characters that are not ASCII letters -- digits, punctuation, hyphens and dashes, quotes -- is a
-   word boundary, one space (``well-known`` -> ``well known``, ``in 1961, the`` -> ``in the``); the
-   line is stripped, and a paragraph with no letters left is skipped;
-2. a target length is drawn for each output line, ``round(Random(SEED).lognormvariate(log(DRAW_MEDIAN),
-   SIGMA))`` kept within ``MIN_CHARS``-``MAX_CHARS``;
-3. the reduced paragraphs are joined with one space, in file order, into the current line while it
-   is shorter than its target. The paragraph that reaches the target goes in, and closes the line,
-   if that leaves the line at least as near the target as stopping before it; otherwise the line is
-   closed without it and it starts the next line. A paragraph that would take the line past
-   ``MAX_CHARS`` always starts the next line. No paragraph is ever cut.
-
-Whole paragraphs overshoot their targets more often than they fall short, so the targets are drawn
-around ``DRAW_MEDIAN`` = 430 characters, the value that puts the median of the lines made near the
-official 549 (552; ``SIGMA`` = 0.5). The result: 2947 lines of 19-2646 characters.
-
-``brown_plain.txt`` does not record where one Brown text ends and the next begins (its 5000
-paragraphs are a sample, in corpus order, of the whole corpus), so a line may run from the end of one
-text into the next one; consecutive paragraphs are mostly from the same text or genre.
+1. every paragraph is reduced to letters and single spaces (:func:`reduce_to_letters`); a paragraph
+   with no letters left is skipped;
+2. a target length is drawn for each output line, log-normal around ``DRAW_MEDIAN`` (whole
+   paragraphs overshoot, so the lines' median lands near the official ``OFFICIAL_MEDIAN``);
+3. the paragraphs are joined, in file order, into the current line until it reaches its target,
+   stopping before the last one when that is nearer; no paragraph is ever cut, no line passes ``MAX_CHARS``.
 """
 
 from __future__ import annotations
@@ -37,15 +19,11 @@ import re
 import statistics
 from collections.abc import Iterable
 
-OFFICIAL_MEDIAN = 549
-"""The median line length of the official test file, in characters (what the recipe aims at)."""
-DRAW_MEDIAN = 430
-"""Median of the drawn targets: lower than OFFICIAL_MEDIAN because whole paragraphs overshoot."""
-SIGMA = 0.5
-"""Spread of the log-normal target lengths (log scale)."""
+OFFICIAL_MEDIAN = 549  # the median line length of the official test file, in characters
+DRAW_MEDIAN = 430  # median of the drawn targets: lower, because whole paragraphs overshoot
+SIGMA = 0.5  # spread of the log-normal target lengths (log scale)
 MIN_CHARS = 20
-MAX_CHARS = 2668
-"""The longest line of the official test file."""
+MAX_CHARS = 2668  # the longest line of the official test file
 SEED = 2026
 
 _INNER_APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=[A-Za-z])")

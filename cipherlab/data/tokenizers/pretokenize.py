@@ -1,11 +1,6 @@
-"""How a text becomes base symbols before BPE merges anything.
-
-Two independent choices are made here:
-
-- a **pre-tokenizer** cuts a text into *pieces* (also called "merge units"). BPE
-  never merges across a piece boundary, and the pieces concatenate back to the text exactly;
-- a **unit** cuts one piece into its *base symbols*, the alphabet BPE starts from, and joins
-  token strings back into text.
+"""How a text becomes base symbols before BPE merges anything: a **pre-tokenizer** cuts a text into
+*pieces* (BPE never merges across them), a **unit** cuts a piece into its *base symbols* and joins
+token strings back into text.
 
 >>> split_plaintext("The jury  said.")
 ['The', ' jury', '  said.']
@@ -20,8 +15,7 @@ from collections.abc import Callable
 
 from cipherlab.data.cipher import BITS_PER_CHAR, PERIOD, check_bits
 
-# Optional leading whitespace plus the word after it, or a run of whitespace with no word after it
-# (trailing spaces). Every character matches exactly one alternative, so no text is ever lost.
+# Optional leading whitespace plus the word after it, or trailing whitespace: no text is ever lost.
 _PLAINTEXT_PIECE = re.compile(r"\s*\S+|\s+")
 
 
@@ -65,16 +59,13 @@ class CharUnit:
 
 
 class Byte8Unit:
-    """One base symbol per 8-bit group of a cipher string, e.g. '01000001': one cipher character.
-
-    Every BPE token built from these symbols covers whole cipher characters, never part of one.
-    """
+    """One base symbol per 8-bit group of a cipher string, e.g. '01000001': one cipher character."""
 
     name = "byte8"
     full_alphabet = [format(value, "08b") for value in range(256)]
 
     def split(self, piece: str) -> list[str]:
-        check_bits(piece)  # names the offending position: a non-bit or a length not a multiple of 8
+        check_bits(piece)
         return [piece[j : j + BITS_PER_CHAR] for j in range(0, len(piece), BITS_PER_CHAR)]
 
     def join(self, tokens: list[str]) -> str:
@@ -89,10 +80,8 @@ class PhaseByte8Unit:
     """One base symbol per 8-bit group *and its key phase*: ``'a01000001'`` is the cipher byte 0x41
     at phase 0 (position 0, 8, 16, ... of its line), ``'b01000001'`` the same byte at phase 1.
 
-    The XOR mask of a character depends on its phase alone, so a (byte, phase) symbol stands for
-    exactly one plaintext character, and a merged token for exactly one plaintext string, wherever
-    it occurs. A piece must start at phase 0: a cipher line does, and so does every chunk
-    (:func:`cipherlab.data.corpus.make_chunks`). The alphabet has 256 x 8 = 2,048 symbols.
+    A (byte, phase) symbol stands for exactly one plaintext character wherever it occurs. A piece
+    must start at phase 0, as a line and every chunk do.
 
     >>> PhaseByte8Unit().split("0100000101001110")
     ['a01000001', 'b01001110']
@@ -123,10 +112,7 @@ def phase_symbols(token: str) -> list[tuple[int, int]]:
 
 
 class Utf8ByteUnit:
-    """One base symbol per UTF-8 byte: every string is representable, no unknown token needed.
-
-    A byte is stored as the character with the same code (``chr(b)``, i.e. Latin-1), so token
-    strings are ordinary Python strings and compare in byte order.
+    """One base symbol per UTF-8 byte, stored as the character of the same code (Latin-1).
 
     >>> Utf8ByteUnit().split("é")
     ['Ã', '©']
@@ -139,8 +125,6 @@ class Utf8ByteUnit:
         return list(piece.encode("utf-8").decode("latin-1"))
 
     def join(self, tokens: list[str]) -> str:
-        # Any id sequence can be decoded, even one a model made up; a byte sequence that is not
-        # valid UTF-8 shows up as U+FFFD instead of raising.
         return "".join(tokens).encode("latin-1").decode("utf-8", errors="replace")
 
 

@@ -1,9 +1,4 @@
-"""One call for both BPE learners: :func:`learn_merges` and :func:`iter_merges`, ``method="naive"`` or ``"fast"``.
-
-``method="naive"`` is :func:`.naive.naive_merges`, the definition; ``method="fast"`` (the default) is
-:func:`.fast.fast_merges`, which returns exactly the same merges. ``BPETokenizer.train`` learns through
-:func:`iter_merges`.
-"""
+"""One call for both BPE learners: ``method="naive"`` (the definition) or ``"fast"`` (the same merges)."""
 
 from __future__ import annotations
 
@@ -23,17 +18,10 @@ def iter_merges(sequences: Mapping[tuple[str, ...], int], *, method: str = "fast
     return _METHODS[method](sequences)
 
 
-def learn_merges(
-    sequences: Mapping[tuple[str, ...], int],
-    num_merges: int,
-    *,
-    method: str = "fast",
-    return_counts: bool = False,
-) -> list[Pair] | list[tuple[Pair, int]]:
-    """Learn up to ``num_merges`` merges from ``sequences`` (symbol tuple -> frequency).
-
-    Stops early when no adjacent pair is left. With ``return_counts=True`` each entry is
-    ``(pair, weighted count at the time it was merged)``.
+def learn_merges(sequences: Mapping[tuple[str, ...], int], num_merges: int, *, method: str = "fast",
+                 return_counts: bool = False) -> list[Pair] | list[tuple[Pair, int]]:
+    """Learn up to ``num_merges`` merges from ``sequences`` (symbol tuple -> frequency), with
+    ``return_counts`` as ``(pair, weighted count when merged)``.
 
     >>> learn_merges({("l", "o", "w"): 5, ("l", "o", "t"): 2}, 2, return_counts=True)
     [(('l', 'o'), 7), (('lo', 'w'), 5)]

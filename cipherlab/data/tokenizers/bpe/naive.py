@@ -1,12 +1,6 @@
-"""The naive BPE learner: the definition, a dozen lines that recount every pair after every merge.
+"""The naive BPE learner, the definition: recount every pair after every merge, O(corpus size) per merge.
 
-:func:`pair_counts` counts every adjacent pair, overlapping
-ones included, weighted by how often its sequence occurs; :func:`best_pair` applies the tie rule (the
-highest count, then the smallest ``(left, right)`` by code point); :func:`merge_symbols` joins each
-occurrence left to right; :func:`naive_merges` repeats the three until no pair is left, O(corpus size)
-per merge. :func:`apply_merges` replays learned merges on one sequence, the definition every encoder
-must meet. The fast learner (:mod:`.fast`) returns the same merges, and ``python -m cipherlab check bpe``
-compares a student's learner and encoder with these functions.
+:func:`apply_merges` replays learned merges on one sequence: the definition every encoder must meet.
 """
 
 from __future__ import annotations

@@ -1,13 +1,4 @@
-"""``BPETokenizer``: a trained BPE (pre-tokenizer, base alphabet, merges, ids) and its file format.
-
-``BPETokenizer.train`` cuts texts into pieces (:func:`text_sequences`), learns merges with
-:func:`.learn.iter_merges` until the vocabulary is full, and numbers the tokens: the specials, ``<unk>``
-when the alphabet was learned from the text, the base alphabet, then each string the merges build.
-``encode`` replays the merges in order within each piece (the definition is :func:`.naive.apply_merges`;
-the encoder gets there with a heap of merge ranks); ``decode`` joins the token strings. ``to_text`` and
-``save`` write the versioned JSON format (``FORMAT``, ``FORMAT_VERSION``, ``TIE_RULE``) that ``load`` and
-``from_text`` read back, refusing a damaged or foreign file with a :class:`TokenizerFileError`.
-"""
+"""``BPETokenizer``: a trained BPE (pre-tokenizer, base alphabet, merges, ids) and its versioned JSON file format."""
 
 from __future__ import annotations
 
@@ -33,9 +24,7 @@ SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>")  # ids 0, 1, 2 in every BPETokenize
 UNK_TOKEN = "<unk>"  # id 3, only when the alphabet was learned from the training text
 UNK_TEXT = "\ufffd"  # what decode() writes for <unk>: the visible Unicode replacement character
 
-# Pieces up to this many characters are memoised by BPETokenizer.encode. Words repeat constantly in
-# natural text; a cipher line is one long, unique piece and caching it would only cost memory.
-MAX_CACHED_PIECE_CHARS = 64
+MAX_CACHED_PIECE_CHARS = 64  # encode memoises pieces up to this long (words repeat; a cipher line does not)
 
 
 def text_sequences(texts: Iterable[str], *, pretokenizer: str, unit: str) -> dict[tuple[str, ...], int]:
@@ -72,16 +61,8 @@ class BPETokenizer:
 
     pad_id, bos_id, eos_id = 0, 1, 2
 
-    def __init__(
-        self,
-        merges: Iterable[Pair],
-        alphabet: Iterable[str],
-        *,
-        pretokenizer: str = "plaintext",
-        unit: str = "char",
-        unk: bool = False,
-        metadata: dict | None = None,
-    ):
+    def __init__(self, merges: Iterable[Pair], alphabet: Iterable[str], *, pretokenizer: str = "plaintext",
+                 unit: str = "char", unk: bool = False, metadata: dict | None = None):
         _check_choices(pretokenizer, unit)
         self.merges: list[Pair] = [tuple(pair) for pair in merges]
         self.alphabet: list[str] = sorted(set(alphabet))
@@ -120,24 +101,12 @@ class BPETokenizer:
     # ---- training ----------------------------------------------------------------------------
 
     @classmethod
-    def train(
-        cls,
-        texts: Iterable[str],
-        vocab_size: int | None,
-        *,
-        pretokenizer: str = "plaintext",
-        unit: str = "char",
-        alphabet: Iterable[str] | None = None,
-        method: str = "fast",
-    ) -> BPETokenizer:
-        """Learn merges from ``texts`` until the vocabulary has ``vocab_size`` entries.
+    def train(cls, texts: Iterable[str], vocab_size: int | None, *, pretokenizer: str = "plaintext", unit: str = "char",
+              alphabet: Iterable[str] | None = None, method: str = "fast") -> BPETokenizer:
+        """Learn merges from ``texts`` until the vocabulary has ``vocab_size`` tokens (None: no merges).
 
-        The alphabet is the unit's full alphabet when it has one (``byte8``: all 256 bit groups,
-        ``utf8-byte``: all 256 bytes), else ``alphabet`` when given, else the characters seen in
-        ``texts`` plus ``<unk>``. Merges continue until there are ``vocab_size`` distinct tokens
-        (specials included); the vocabulary is smaller only if the corpus runs out of pairs.
-        ``vocab_size=None`` learns no merges at all: the tokens are the base symbols (characters,
-        or whole 8-bit groups), which is what the ``cpu`` preset uses.
+        The alphabet is the unit's full alphabet when it has one, else ``alphabet`` when given, else
+        the characters seen in ``texts`` plus ``<unk>``.
         """
         _check_choices(pretokenizer, unit)
         if alphabet is not None and UNITS[unit].full_alphabet is not None:
@@ -160,10 +129,8 @@ class BPETokenizer:
         if vocab_size is None:
             vocab_size = fixed
         if vocab_size < fixed:
-            raise ValueError(
-                f"vocab_size={vocab_size} is smaller than the {fixed} ids the specials and the base "
-                f"alphabet already need; use vocab_size >= {fixed}"
-            )
+            raise ValueError(f"vocab_size={vocab_size} is smaller than the {fixed} ids the specials and the base "
+                             f"alphabet already need; use vocab_size >= {fixed}")
 
         merges, built = [], set()
         if vocab_size > fixed:
@@ -192,9 +159,7 @@ class BPETokenizer:
         """Token ids of ``text`` (no BOS/EOS): the merges replayed in order within each piece.
 
         ``dropout`` > 0 is BPE-dropout (Provilkov et al., 2020): each merge that would apply at a
-        place is skipped there with this probability, drawn from ``rng``, so the same text is cut
-        into smaller pieces now and then and every base symbol is also seen on its own. For training
-        only; ``decode`` of the ids still gives ``text`` back.
+        place is skipped there with this probability, drawn from ``rng``.
         """
         if dropout > 0:
             rng = rng or random.Random(0)
@@ -219,11 +184,9 @@ class BPETokenizer:
                 run.append(symbol)
                 continue
             if self.unk_id is None:
-                raise ValueError(
-                    f"symbol {symbol!r} at position {position} of {piece[:40]!r} is not in this "
-                    f"tokenizer's {len(self.alphabet)}-symbol alphabet and the tokenizer has no <unk>; "
-                    "remove it or train a tokenizer whose alphabet includes it"
-                )
+                raise ValueError(f"symbol {symbol!r} at position {position} of {piece[:40]!r} is not in this "
+                                 f"tokenizer's {len(self.alphabet)}-symbol alphabet and the tokenizer has no <unk>; "
+                                 "remove it or train a tokenizer whose alphabet includes it")
             ids.extend(self._merge_run([self._token_to_id[s] for s in run], dropout, rng))
             ids.append(self.unk_id)
             run = []
@@ -240,13 +203,10 @@ class BPETokenizer:
     def _merge_run(self, ids: list[int], dropout: float = 0.0, rng: random.Random | None = None) -> list[int]:
         """Apply the merges to a run of base-symbol ids, exactly as ``apply_merges`` would.
 
-        Replaying merges in order wastes time on merges whose pair is absent. Instead a heap holds
-        one entry per adjacent pair, ordered by (the next rank at which that pair is merged,
-        position), and the lowest entry is applied first. Equal ranks pop in ascending position,
-        which is left to right, as in ``merge_symbols``. A pair created by merge r gets its next
-        rank > r, because replay never goes back to an earlier merge. An entry whose position has
-        changed since it was pushed no longer matches ``_merge_key[rank]`` and is skipped. Each
-        entry is one int, rank << 32 | position, which makes the heap cheap.
+        A heap holds one entry per adjacent pair, rank << 32 | position, ordered by the next rank at
+        which that pair is merged and then left to right; the lowest is applied first. A pair created
+        by merge r gets its next rank > r. An entry whose position has changed since it was pushed no
+        longer matches ``_merge_key[rank]`` and is skipped.
         """
         n = len(ids)
         if n < 2:
@@ -304,30 +264,17 @@ class BPETokenizer:
     # ---- the file format ---------------------------------------------------------------------
 
     def to_text(self) -> str:
-        """The tokenizer as versioned JSON text, one merge per line so people can read it: what
-        ``save`` writes and ``from_text`` reads (a checkpoint carries it too)."""
-        header = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "tie_rule": TIE_RULE,
-            "pretokenizer": self.pretokenizer,
-            "unit": self.unit,
-            "unk": self.unk_id is not None,
-            "vocab_size": self.vocab_size,
-            "metadata": self.metadata,
-            "alphabet": self.alphabet,
-        }
+        """The tokenizer as versioned JSON text, one merge per line."""
+        header = {"format": FORMAT, "version": FORMAT_VERSION, "tie_rule": TIE_RULE, "pretokenizer": self.pretokenizer,
+                  "unit": self.unit, "unk": self.unk_id is not None, "vocab_size": self.vocab_size,
+                  "metadata": self.metadata, "alphabet": self.alphabet}
         fields = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in header.items()]
         merges = ",\n".join(f"    {json.dumps(list(pair))}" for pair in self.merges)
         fields.append(f'  "merges": [\n{merges}\n  ]')
         return "{\n" + ",\n".join(fields) + "\n}\n"
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write :meth:`to_text` to ``path``.
-
-        The file is written next to ``path`` first and then renamed, so a reader never sees half
-        a file.
-        """
+        """Write :meth:`to_text` to ``path`` (atomically)."""
         write_atomic(path, self.to_text())
 
     @classmethod
@@ -342,8 +289,7 @@ class BPETokenizer:
 
     @classmethod
     def from_text(cls, text: str, path: str | os.PathLike = "<text>") -> BPETokenizer:
-        """Read the text of :meth:`to_text`; raise TokenizerFileError naming ``path`` (where the text
-        came from) and the reason."""
+        """Read the text of :meth:`to_text`; raise TokenizerFileError naming ``path`` and the reason."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
@@ -358,14 +304,9 @@ class BPETokenizer:
         if data.get("tie_rule") != TIE_RULE:
             raise TokenizerFileError(f"{path}: tie rule {data.get('tie_rule')!r} differs from this code's {TIE_RULE!r}")
         try:
-            tokenizer = cls(
-                [(left, right) for left, right in data["merges"]],
-                data["alphabet"],
-                pretokenizer=data["pretokenizer"],
-                unit=data["unit"],
-                unk=data["unk"],
-                metadata=data["metadata"],
-            )
+            tokenizer = cls([(left, right) for left, right in data["merges"]], data["alphabet"],
+                            pretokenizer=data["pretokenizer"], unit=data["unit"], unk=data["unk"],
+                            metadata=data["metadata"])
         except (KeyError, TypeError, ValueError) as err:
             raise TokenizerFileError(f"{path}: damaged tokenizer file ({type(err).__name__}: {err})") from err
         if tokenizer.vocab_size != data.get("vocab_size"):

@@ -1,16 +1,29 @@
-"""What others reported: the figures this repository's runs are compared with (the results chapter).
+"""The book's runs under ``results/`` and the figures others reported that they are compared with.
 
-:data:`REFERENCES` holds the figures of the course notes (seed 000) and of the best public results,
-each a :class:`Reference` with where it comes from, ``None`` where nothing was stated;
-:data:`SEED_RANGES` the claims the notes make about several configurations at once (:class:`Range`);
-:func:`reference` reads one figure's value. Nothing here reads a file.
+The library reads any run folder; which folders the book's chapters and ``results/README.md`` read,
+and what the course notes and the best public results reported, are the book's, so they live here.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
-__all__ = ["REFERENCES", "REFERENCE_FIELDS", "SEED_RANGES", "Range", "Reference", "reference"]
+from cipherlab.analysis import ablation
+
+__all__ = ["BITS_RUN", "EQUAL_EPOCHS_RUN", "EXTENDED_RUN", "LEARN_RUN", "PRIMARY_RUN", "REFERENCES", "REFERENCE_FIELDS",
+           "SEED_RANGES", "Range", "Reference", "comparison_table", "plot_accuracy", "reference"]
+
+PRIMARY_RUN = "notes/cpu"  # the course notes recipe's reference run: C1-C4 read the cipher in bytes mode
+BITS_RUN = "notes/cpu-bits"  # the same preset with the course notes' bits mode for C1-C4
+EQUAL_EPOCHS_RUN = "notes/equal-epochs/cpu"  # every cpu run continued (--resume) to the same number of epochs
+EXTENDED_RUN = "notes/extended/cpu"  # C2 and C5 trained on further (--resume): the committed models
+# Did the models learn the cipher? The controlled ablation with phase shuffles, bit-factored and key-phase
+# embeddings, two seeds (results/learn/ablation, written by results/learn/probe.py).
+LEARN_RUN = "learn/ablation"
+
+
+# --------------------------------------------------------------------------- what others reported
 
 
 @dataclass(frozen=True)
@@ -102,3 +115,26 @@ def _seed_sections() -> str:
     places = {place for figures in REFERENCES["seed"]["configs"].values() for figure in figures.values()
               if figure is not None for place in figure.where.split(", ")}
     return ", ".join(sorted(places))
+
+
+def _columns(kind: str) -> dict[str, dict[str, float | None]]:
+    return {name: {field: reference(kind, name, field) for field in ("bit_accuracy", "exact_lines")}
+            for name in REFERENCES[kind]["configs"]}
+
+
+def comparison_table(run_folder: str | os.PathLike, bits_folder: str | os.PathLike | None = None) -> str:
+    """:func:`cipherlab.analysis.ablation.comparison_table` of one run beside the course notes' and the best
+    public figures."""
+    return ablation.comparison_table(
+        run_folder, bits_folder, references={"notes": _columns("seed"), "best public": _columns("public")},
+        note=f"Reported figures: \"notes\" = {_SEED}, the figures quoted in its viva answers "
+             f"({_seed_sections()}; it gives none for C2); \"best public\" = {_PUBLIC}. Those runs used "
+             "other sizes and budgets: compare the pattern across configurations more than the level.",
+        bits_label="the course notes' BPE over cipher bits")
+
+
+def plot_accuracy(records: dict[str, dict], bits_records: dict[str, dict] | None = None):
+    """:func:`cipherlab.analysis.ablation.plot_accuracy` with the reported figures marked beside the bars."""
+    marks = [(REFERENCES[kind]["label"], marker, color, _columns(kind))
+             for kind, marker, color in (("seed", "x", "black"), ("public", "*", "tab:red"))]
+    return ablation.plot_accuracy(records, bits_records, marks=marks)
