@@ -28,8 +28,8 @@ from cipherlab.__main__ import main
 from cipherlab.data.cipher import encrypt
 from cipherlab.base.config import make_config
 from cipherlab.data.corpus import CIPHER_FILE, PLAIN_FILE, SPLITS_FILE
-from cipherlab.base.errors import UTF8_BOM
-from cipherlab.pipeline.train import train_config
+from cipherlab.base.files import UTF8_BOM
+from cipherlab.runner.training import train_config
 from cipherbook.viva.__main__ import main as viva_main
 from samples import SAMPLE_LINES
 

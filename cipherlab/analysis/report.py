@@ -36,10 +36,11 @@ from pathlib import Path
 from cipherlab.analysis import ablation, handout
 from cipherlab.data.cipher import PERIOD
 from cipherlab.base.config import CONFIG_NAMES, make_config
-from cipherlab.base.errors import first_line, outside_results, writable_folder, write_text_atomic
+from cipherlab.runner.errors import first_line, outside_results, writable_folder
+from cipherlab.base.files import write_atomic
 from cipherlab.base.markdown import num
 from cipherlab.analysis.score import DEFAULT_CHUNKS, DEFAULT_FIRST, read_text_lines, score_predictions
-from cipherlab.pipeline.record import SCHEMA, read_record
+from cipherlab.runner.record import SCHEMA, read_record
 from cipherlab.student.parts import mixed_parts, part_places
 
 __all__ = ["DEFAULT_CHUNK_CHARS", "LENGTH_BINS", "REPORT_FILE", "Block", "Report", "build_report",
@@ -712,7 +713,7 @@ def write_report(report: Report, out: str | Path, force: bool = False) -> Path:
     out = writable_folder(check_out(out, force), "--out")
     for name, fig in report.figures.items():
         fig.savefig(out / name, dpi=110)
-    return write_text_atomic(out / REPORT_FILE, report.markdown())  # whole or not at all (a full disk)
+    return write_atomic(out / REPORT_FILE, report.markdown())  # whole or not at all (a full disk)
 
 
 # --------------------------------------------------------------------------- the parts each run was trained with

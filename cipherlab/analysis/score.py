@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cipherlab.data.cipher import DatasetError, encrypt
-from cipherlab.base.errors import require_file, strip_bom
+from cipherlab.runner.errors import require_file
+from cipherlab.base.files import strip_bom
 from cipherlab.pipeline.metrics import bit_accuracy, compute_metrics
 
 __all__ = ["control_share", "read_text_lines", "score_predictions", "text_lines"]

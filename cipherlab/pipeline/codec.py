@@ -307,7 +307,7 @@ def build_model(
     (e.g. bytes on both sides). ``fused_attention=True`` runs every attention
     through ``F.scaled_dot_product_attention`` instead of the scratch maths (the same weights and,
     up to float rounding, the same outputs; training on CUDA asks for it,
-    :func:`cipherlab.pipeline.train.fused_attention_on`).
+    :func:`cipherlab.base.device.fused_attention_on`).
     """
     if config.tokenization == "blt":
         model = BLTModel(blt_args(config))

@@ -40,7 +40,7 @@ and one whose calls do not end within :data:`TRIAL_TIME_LIMIT_S` seconds. That c
 ``python -m cipherlab check`` checks the maths.
 
 Later, an exception raised inside a part's file, at any point of training, evaluation or decoding, is
-named as the student's with its file, line and class (:func:`cipherlab.base.errors.blame`: the files
+named as the student's with its file, line and class (:func:`cipherlab.runner.errors.blame`: the files
 loaded here are registered with it), never as a bug in cipherlab.
 
 The checkpoint and the results record name each replaced part: ``{"part", "file", "class", "sha256",
@@ -73,8 +73,7 @@ import torch
 from torch import nn
 
 from cipherlab.base.config import COMPONENTS, Config, ConfigError
-from cipherlab.base.errors import (PartError, describe, register_student_code, student_line, student_line_in,
-                                   why)
+from cipherlab.runner.errors import PartError, describe, register_student_code, student_line, student_line_in, why
 from cipherlab.models.attention import causal_mask, padding_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding
 from cipherlab.pipeline.codec import build_model
@@ -464,7 +463,7 @@ def parts_lines(records: list[dict]) -> list[str]:
     """table.md's lines on the student's parts (``parts`` of the records, :func:`part_records`): each run's class,
     file and source hash, and whether the table mixes them with cipherlab's own or two versions of one class where
     the runs hold the same component (:func:`mixed_parts`); [] when every run used cipherlab's own. The notes of
-    :func:`cipherlab.pipeline.evaluate.write_table`."""
+    :func:`cipherlab.runner.evaluate.write_table`."""
     own = {r["config"]: [p for p in r.get("parts") or [] if isinstance(p, dict)] for r in records}
     if not any(own.values()):
         return []
@@ -661,8 +660,8 @@ class PartsBuilder:
     (:func:`cipherlab.pipeline.codec.build_model`) and puts ``parts`` (``{"attention": MyAttention, ...}``) in
     place of its modules (:func:`cipherlab.student.adapters.put_parts`). Each class is tried once per
     configuration (:func:`validate_parts`, in :meth:`prepare`, which training and loading call before reading
-    any data). Pass it to :func:`cipherlab.pipeline.train.train_config`,
-    :func:`cipherlab.pipeline.checkpoint.load_trained` or :func:`cipherlab.pipeline.evaluate.evaluate_checkpoint`
+    any data). Pass it to :func:`cipherlab.runner.training.train_config`,
+    :func:`cipherlab.runner.trained.load_trained` or :func:`cipherlab.runner.evaluate.evaluate_checkpoint`
     as ``builder=``. With no parts it builds cipherlab's own model and still names the ``--part`` that a model
     trained with parts needs (:meth:`refuse`)."""
 

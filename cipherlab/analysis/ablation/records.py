@@ -13,10 +13,10 @@ import json
 import os
 from pathlib import Path
 
-from cipherlab.pipeline.record import read_record
+from cipherlab.runner.record import read_record
 from cipherlab.base.config import CONFIG_NAMES
 from cipherlab.base.config import change_from_c1 as components_change
-from cipherlab.base.errors import REPO_RESULTS_DIR
+from cipherlab.runner.errors import REPO_RESULTS_DIR
 
 __all__ = [
     "ANALYSIS_RUNS",
