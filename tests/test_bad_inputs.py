@@ -238,7 +238,7 @@ def test_export_onto_a_read_only_disk_is_one_line(zoo, monkeypatch, capsys):
         raise SafetensorError('Error while serializing: IoError(Os { code: 30, kind: ReadOnlyFilesystem, '
                               'message: "Read-only file system" })')
 
-    monkeypatch.setattr("cipherlab.pipeline.checkpoint.save_file", read_only)
+    monkeypatch.setattr("cipherlab.runner.trained.save_file", read_only)
     out = zoo["root"] / "ro" / "c1.safetensors"
     assert main(["export", "--checkpoint", str(zoo["best"]), "--out", str(out)]) == 1
     err = capsys.readouterr().err

@@ -421,7 +421,7 @@ def test_a_run_killed_with_its_kernel_leaves_no_lock_that_stops_the_next(data, t
     run into the same folders is not refused for it, and removes it when it ends."""
     out, record = tmp_path / "out", tmp_path / "res" / "smoke" / "c1.json"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom cipherlab.base.files import own_folder, own_record\n"
+        [sys.executable, "-c", "import sys, time\nfrom cipherlab.runner.lock import own_folder, own_record\n"
          "with own_folder(sys.argv[1]), own_record(sys.argv[2]):\n    print('held', flush=True)\n    time.sleep(60)",
          str(out), str(record)],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})

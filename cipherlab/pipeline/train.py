@@ -36,8 +36,8 @@ from cipherlab.base.device import autocast
 from cipherlab.pipeline.checkpoint import CHECKPOINT_FORMAT, read_log, rng_state, save_checkpoint, set_rng_state
 from cipherlab.pipeline.codec import teacher_forcing_logits
 
-__all__ = ["Batches", "FitResult", "Hooks", "Trainer", "TrainingDiverged", "WarmupInverseSqrt",
-           "make_optimizer", "make_scheduler", "seed_everything", "sequence_loss"]
+__all__ = ["Batches", "FitResult", "Hooks", "Trainer", "TrainingDiverged", "WarmupInverseSqrt", "make_optimizer",
+           "make_scheduler", "seed_everything", "sequence_loss"]
 
 
 def seed_everything(seed: int) -> None:
@@ -97,7 +97,7 @@ def make_scheduler(optimizer: torch.optim.Optimizer, config: Config) -> torch.op
 
 
 class TrainingDiverged(RuntimeError):
-    """The training loss became NaN or infinite."""
+    """The training loss (or the validation scores) became NaN or infinite."""
 
 
 class Hooks:
@@ -169,13 +169,10 @@ class FitResult:
 
 
 class Trainer:
-    """Trains ``model`` on ``train`` batches, validating on ``val`` batches, writing to ``out_dir``.
-
-    ``identity`` (e.g. the tokenizer and data digests) and ``artifacts`` (plain data needed to rebuild the
-    model's input pipeline) are stored in every checkpoint. ``bf16=True`` trains under bf16 autocast on any
-    device (None: on CUDA only). ``progress``: a bar per epoch (None: where output is a terminal or notebook).
-    After each step, ``last_grad_norm`` and ``last_lr`` hold its gradient norm (before clipping) and learning rate.
-    """
+    """Trains ``model`` on ``train`` batches, validating on ``val`` batches, writing to ``out_dir``. ``identity``
+    (e.g. tokenizer and data digests) and ``artifacts`` (what rebuilds the model's input pipeline) go into every
+    checkpoint. ``bf16``: autocast (None: on CUDA only). ``progress``: a bar per epoch (None: on a terminal or in a
+    notebook). After each step, ``last_grad_norm`` (before clipping) and ``last_lr`` hold the step's."""
 
     def __init__(self, model: nn.Module, train: Batches, val: Batches, config: Config, out_dir: str | os.PathLike,
                  *, device: torch.device, tgt_pad_id: int, identity: dict | None = None,
@@ -212,9 +209,8 @@ class Trainer:
 
     @torch.no_grad()
     def validate(self, exact: bool = False):
-        """(mean cross-entropy, share of target tokens predicted right) over the validation set,
-        both teacher-forced, no label smoothing, padding excluded; with ``exact``, also the share
-        of validation chunks whose every target token (EOS included) was predicted right."""
+        """(mean cross-entropy, share of target tokens predicted right) over the validation set, teacher-forced,
+        no label smoothing, padding excluded; ``exact``: also the share of chunks with every target token right."""
         self.model.eval()
         total, tokens, right, chunks, whole = 0.0, 0, 0, 0, 0
         for indices in self.val_batches.epoch(0):
@@ -284,23 +280,18 @@ class Trainer:
                 return self._result("time budget")
         return self._result(p.finished)
 
-    def _steps_done(self) -> bool:
+    def _steps_done(self) -> bool:  # max_steps optimiser steps done
         return self._max_steps is not None and self.progress.step >= self._max_steps
-
-    def _bar(self, total: int, done: int) -> tqdm:
-        """The progress bar of one epoch; with ``show_progress`` None, none where output is not a terminal
-        or a notebook, nor where the environment sets TQDM_DISABLE."""
-        show = self.show_progress
-        disable = (True if os.environ.get("TQDM_DISABLE") else None) if show is None else not show
-        return tqdm(total=total, initial=done, desc=f"{self.config.name} epoch {self.progress.epoch + 1}",
-                    unit="batch", disable=disable, leave=False)
 
     def _train_epoch(self, started: float, budget: float | None) -> bool:
         """Train the rest of the current epoch; True if the time budget ran out before its end."""
         p = self.progress
         batches = self.train_batches.epoch(p.epoch)
         self.model.train()
-        with self._bar(len(batches), p.batch) as bar:
+        show = self.show_progress  # None: a bar where output is a terminal or notebook, none under TQDM_DISABLE
+        disable = (True if os.environ.get("TQDM_DISABLE") else None) if show is None else not show
+        with tqdm(total=len(batches), initial=p.batch, desc=f"{self.config.name} epoch {p.epoch + 1}", unit="batch",
+                  disable=disable, leave=False) as bar:
             while p.batch < len(batches):
                 t0 = time.perf_counter()
                 loss, n_tokens = self._step(self.train_batches.load(batches[p.batch], self.device))

@@ -76,7 +76,7 @@ from cipherlab.base.config import COMPONENTS, Config, ConfigError
 from cipherlab.runner.errors import PartError, describe, register_student_code, student_line, student_line_in, why
 from cipherlab.models.attention import causal_mask, padding_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding
-from cipherlab.pipeline.codec import build_model
+from cipherlab.pipeline.codec import build_model, part_option, trained_with_own
 from cipherlab.student.adapters import (MAX_LEN, RotaryAdapter, build_own_attention, build_own_norm,
                                        build_own_positional, build_own_rope, put_parts)
 from cipherlab.student.trials import TooLong, Unfit, randn, state_change, time_limit, torch_state
@@ -621,17 +621,13 @@ def _load_in_time(load: Callable[[str], object], target: str):
 
 # --------------------------------------------------------------------------- a model trained with parts
 
-def _suggest(record: dict) -> str:
-    return f"--part {record['part']}={record['file'] or 'FILE.py'}:{record['class']}"
-
-
 def _one_mismatch(part: str, trained: dict | None, given: dict | None) -> str | None:
     if trained is None:
-        return f"it was trained with cipherlab's own {part}; leave out {_suggest(given)}"
+        return f"it was trained with cipherlab's own {part}; leave out {part_option(given)}"
     if given is None:
-        return f"it was trained with its own {part}, {trained['class']} of {trained['file']}; pass {_suggest(trained)}"
+        return trained_with_own(trained)
     if given["class"] != trained["class"]:
-        return f"its {part} was {trained['class']} of {trained['file']}, not {given['class']}; pass {_suggest(trained)}"
+        return f"its {part} was {trained['class']} of {trained['file']}, not {given['class']}; pass {part_option(trained)}"
     return _source_mismatch(part, trained, given)
 
 
@@ -676,7 +672,7 @@ class PartsBuilder:
             self._tried.add(repr(config))
 
     def __call__(self, config: Config, codec, *, fused_attention: bool = False) -> nn.Module:
-        check_names(self.parts, config)  # unknown names, and parts this configuration has no place for
+        self.prepare(config)  # validated once per configuration: a no-op after the run's own prepare()
         model = build_model(config, codec, fused_attention=fused_attention)
         return put_parts(model, self.parts) if self.parts else model
 
