@@ -35,9 +35,10 @@ from cipherlab.pipeline.checkpoint import read_log  # noqa: E402
 from cipherlab.pipeline.codec import select_lines  # noqa: E402
 from cipherlab.base.config import CONFIG_NAMES, make_config  # noqa: E402
 from cipherlab.data.corpus import load_corpus  # noqa: E402
-from cipherlab.pipeline.record import versions  # noqa: E402
+from cipherlab.runner.record import versions  # noqa: E402
 from cipherlab.analysis.plan import plan_config  # noqa: E402
-from cipherlab.pipeline.train import NotLearning, train_config  # noqa: E402
+from cipherlab.runner.hooks import NotLearning  # noqa: E402
+from cipherlab.runner.training import train_config  # noqa: E402
 
 PRESET = "assignment"
 

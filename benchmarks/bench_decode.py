@@ -41,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.runner.trained import load_trained
 from cipherlab.pipeline.codec import select_lines
 from cipherlab.data.corpus import load_corpus
 from cipherlab.pipeline.decode import decrypt_lines, greedy_decode
@@ -112,7 +112,7 @@ def cache_benchmark(model, codec, n_bytes, batch, repeats):
 _ONE_RUN = """
 import gc, json, resource, sys, time, torch
 import cipherlab.pipeline.decode as D
-from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.runner.trained import load_trained
 from cipherlab.pipeline.codec import select_lines
 from cipherlab.data.corpus import load_corpus
 torch.set_num_threads(1)

@@ -23,7 +23,7 @@ Refuses to start without CUDA: on a CPU use ``python -m cipherlab ablate --prese
 sizes, 40 training lines, one epoch and 4 evaluation lines, so that the first GPU run cannot fail
 on a typo (``tests/test_gpu_paths.py`` runs it).
 
-``--wandb [PROJECT]`` passes ``--wandb`` to each configuration's ``train`` (:mod:`cipherlab.pipeline.tracking`:
+``--wandb [PROJECT]`` passes ``--wandb`` to each configuration's ``train`` (:mod:`cipherlab.runner.tracking`:
 one W&B run each, named ``c1-seed0-assignment`` ..., all in the group ``gpu_run-<date>-<time>``, their
 files in each configuration's runs folder or ``$WANDB_DIR``; offline without an API key, each printing
 its ``wandb sync`` line). Without the wandb package it stops before training, with one line.
@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cipherlab.base.config import DEFAULT_RECIPE, RECIPES  # noqa: E402
-from cipherlab.pipeline.tracking import DEFAULT_PROJECT, check_wandb_dir, require_wandb  # noqa: E402
+from cipherlab.runner.tracking import DEFAULT_PROJECT, check_wandb_dir, require_wandb  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("c1", "c2", "c3", "c4", "c5")
@@ -98,7 +98,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def epoch_seconds(record: Path, log: Path) -> list[float]:
     """Training seconds of each epoch of a run: the ``log`` of the record it wrote
-    (:mod:`cipherlab.pipeline.record`), else its runs folder's ``log.jsonl`` (a run that wrote no
+    (:mod:`cipherlab.runner.record`), else its runs folder's ``log.jsonl`` (a run that wrote no
     record); empty when there is neither."""
     if record.is_file():
         rows = json.loads(record.read_text(encoding="utf-8"))["log"]

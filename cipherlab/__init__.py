@@ -6,10 +6,13 @@ The folders are the layers. Each imports only from the ones listed before it
 
 - ``cipherlab.models``    attention, MHA/GQA, sinusoidal/RoPE, LayerNorm/RMSNorm, the
                           encoder-decoder (C1-C4), the BLT (C5); imports only torch
-- ``cipherlab.base``      configurations and presets, the device, one-line errors, Markdown tables
+- ``cipherlab.base``      configurations and presets, the device, the atomic writer, Markdown tables
 - ``cipherlab.data``      the cipher, the corpus and its chunks, the plaintext sources, the tokenizers
+- ``cipherlab.pipeline``  codec and model, checkpoints, the training loop, decoding, metrics
+- ``cipherlab.runner``    files and runs: a run from a configuration, its hooks and messages, checks of
+                          files read back, trained models, evaluation, records, the lock, one-line
+                          errors, Weights & Biases and the Hugging Face hub
 - ``cipherlab.student``   a student's own parts inside the model, and the checker for them
-- ``cipherlab.pipeline``  codec and model, checkpoints, training, decoding, metrics, evaluation, records
 - ``cipherlab.analysis``  runs read back (records, statistics, tables, plots), probes, score,
                           plan, attention maps, doctor, report
 - ``cipherlab.cli``       the command line; ``python -m cipherlab`` gathers every command

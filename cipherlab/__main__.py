@@ -4,7 +4,7 @@ Each module of :mod:`cipherlab.cli` adds its commands with its own ``register_cl
 order ``--help`` lists them: data, pipeline (train, evaluate, export, decrypt, ablate), score, doctor,
 plan, check, report. A user error (bad data, a missing file, an unknown configuration, an unwritable
 output) and any other error end with one line on stderr that names the problem and a non-zero exit,
-never a traceback (:func:`cipherlab.base.errors.run_command`); set CIPHERLAB_DEBUG=1 to see the traceback.
+never a traceback (:func:`cipherlab.runner.errors.run_command`); set CIPHERLAB_DEBUG=1 to see the traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import contextlib
 import os
 import sys
 
-from cipherlab.base.errors import run_command
+from cipherlab.runner.errors import run_command
 from cipherlab.cli import check, data, doctor, pipeline, plan, report, score
 from cipherlab.cli.common import OneLineParser
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args([_home(arg) for arg in argv])
     args.argv = argv  # results record the command that made them
-    # any error: one line on stderr (cipherlab/base/errors.py)
+    # any error: one line on stderr (cipherlab/runner/errors.py)
     return run_command("cipherlab", args.func, args, leave_threads=whole_process)
 
 

@@ -22,10 +22,10 @@ import torch
 
 from cipherlab.data.corpus import load_corpus, make_chunks
 from cipherlab.pipeline.decode import decrypt_lines
-from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.runner.trained import load_trained
 from cipherlab.pipeline.metrics import compute_metrics
 from cipherlab.pipeline.codec import select_lines
-from cipherlab.pipeline.record import git_commit, versions
+from cipherlab.runner.record import git_commit, versions
 
 ROOT = Path(__file__).resolve().parents[1]
 LENGTH_BINS = [(0, 100), (100, 200), (200, 400), (400, 800), (800, 10**6)]

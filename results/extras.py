@@ -31,10 +31,10 @@ import torch
 
 from cipherlab.data.corpus import load_corpus
 from cipherlab.pipeline.decode import decrypt_lines
-from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained
+from cipherlab.runner.trained import export_checkpoint, load_trained
 from cipherlab.pipeline.codec import select_lines
-from cipherlab.pipeline.evaluate import evaluate_checkpoint
-from cipherlab.pipeline.record import git_commit, versions
+from cipherlab.runner.evaluate import evaluate_checkpoint
+from cipherlab.runner.record import git_commit, versions
 
 SAMPLE_LINES = 8  # test lines whose decryption is stored beside each model and checked by the tests
 

@@ -97,9 +97,9 @@ def test_composed_bit_features_build_a_merged_token_from_its_characters():
 
 
 def test_an_aligned_model_trains_saves_and_reloads_with_its_codec(sample_dir, tmp_path):
-    from cipherlab.pipeline.checkpoint import load_trained
+    from cipherlab.runner.trained import load_trained
     from cipherlab.pipeline.decode import decrypt_lines
-    from cipherlab.pipeline.train import train_config
+    from cipherlab.runner.training import train_config
 
     config = make_config("c1", "smoke", **SMALL, max_epochs=1)
     run = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu")
@@ -124,7 +124,7 @@ def test_an_aligned_model_trains_saves_and_reloads_with_its_codec(sample_dir, tm
 
 
 def test_eval_every_writes_a_learning_curve_and_changes_nothing_of_the_run(sample_dir, tmp_path):
-    from cipherlab.pipeline.train import train_config
+    from cipherlab.runner.training import train_config
 
     base = make_config("c1", "smoke", max_epochs=2, warmup_steps=4)
     plain = train_config(base, tmp_path / "plain", data_dir=sample_dir, device="cpu")
@@ -139,7 +139,7 @@ def test_eval_every_writes_a_learning_curve_and_changes_nothing_of_the_run(sampl
 
 
 def test_max_steps_stops_training_mid_epoch_and_resumes(sample_dir, tmp_path):
-    from cipherlab.pipeline.train import train_config
+    from cipherlab.runner.training import train_config
 
     config = make_config("c1", "smoke", max_epochs=2, warmup_steps=4)
     full = train_config(config, tmp_path / "full", data_dir=sample_dir, device="cpu")

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cipherlab.base.config import CONFIG_NAMES, config_from_dict, make_config
-from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.runner.trained import load_trained
 from cipherbook.viva import REPO_ROOT
 from recorded import assert_decodes_as_recorded, assert_readme_is_generated  # tests/ is on sys.path under pytest
 

@@ -28,8 +28,8 @@ from cipherlab.__main__ import main
 from cipherlab.data.cipher import encrypt
 from cipherlab.base.config import make_config
 from cipherlab.data.corpus import CIPHER_FILE, PLAIN_FILE, SPLITS_FILE
-from cipherlab.base.errors import UTF8_BOM
-from cipherlab.pipeline.train import train_config
+from cipherlab.base.files import UTF8_BOM
+from cipherlab.runner.training import train_config
 from cipherbook.viva.__main__ import main as viva_main
 from samples import SAMPLE_LINES
 
@@ -238,7 +238,7 @@ def test_export_onto_a_read_only_disk_is_one_line(zoo, monkeypatch, capsys):
         raise SafetensorError('Error while serializing: IoError(Os { code: 30, kind: ReadOnlyFilesystem, '
                               'message: "Read-only file system" })')
 
-    monkeypatch.setattr("cipherlab.pipeline.checkpoint.save_file", read_only)
+    monkeypatch.setattr("cipherlab.runner.trained.save_file", read_only)
     out = zoo["root"] / "ro" / "c1.safetensors"
     assert main(["export", "--checkpoint", str(zoo["best"]), "--out", str(out)]) == 1
     err = capsys.readouterr().err

@@ -18,13 +18,14 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from cipherlab.pipeline.checkpoint import EXPORT_FORMAT, CheckpointError, export_checkpoint, load_trained
+from cipherlab.runner.integrity import EXPORT_FORMAT, CheckpointError
+from cipherlab.runner.trained import export_checkpoint, load_trained
 from cipherlab.pipeline.codec import select_lines
 from cipherlab.base.config import CONFIG_NAMES, Config, config_from_dict, make_config
 from cipherlab.data.corpus import load_corpus
 from cipherlab.pipeline.decode import decrypt_lines
 from cipherlab.pipeline.metrics import bit_accuracy
-from cipherlab.pipeline.train import train_config
+from cipherlab.runner.training import train_config
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "checkpoints"
@@ -154,7 +155,8 @@ def test_an_old_checkpoint_is_refused_in_one_line_and_the_converter_gives_its_fi
     is refused with one line naming tools/convert_older.py; the converter writes each field it lacks with the
     value the file meant (the defaults of its time, not today's), the weights as they were; it then loads,
     resumes and exports as the run it was."""
-    from cipherlab.pipeline.checkpoint import load_checkpoint, save_checkpoint
+    from cipherlab.runner.integrity import load_checkpoint
+    from cipherlab.pipeline.checkpoint import save_checkpoint
 
     config = make_config("c1", "smoke", max_epochs=1)
     run = train_config(config, tmp_path / "run", data_dir=sample_dir, device="cpu")

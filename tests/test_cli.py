@@ -7,7 +7,7 @@ import pytest
 from cipherlab.__main__ import main
 from cipherlab.data.cipher import encrypt
 
-from cipherlab.pipeline.record import RECORD_FIELDS, SCHEMA
+from cipherlab.runner.record import RECORD_FIELDS, SCHEMA
 
 RESULT_KEYS = set(RECORD_FIELDS)
 TEST_KEYS = {"bit_accuracy", "sequence_accuracy", "levenshtein", "bleu", "chrf", "rouge1", "rouge2", "rougeL"}

@@ -156,7 +156,7 @@ def test_a_stored_configuration_that_lacks_a_field_is_refused_naming_the_convert
 def _stored_configurations() -> dict[str, dict]:
     """{place: stored configuration} of every committed model file and results record (and the kept
     configurations of probes.json, whose models left the tree)."""
-    from cipherlab.pipeline.checkpoint import read_payload
+    from cipherlab.runner.trained import read_payload
 
     root = Path(__file__).resolve().parents[1]
     found = {p.relative_to(root).as_posix(): read_payload(p)["config"]

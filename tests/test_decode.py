@@ -267,7 +267,7 @@ def test_one_decoding_default_for_the_library_and_the_command_line():
 
     from cipherlab.cli.pipeline import _length_aware
     from cipherlab.pipeline.decode import decrypt_chunks, length_aware_by_default
-    from cipherlab.pipeline.evaluate import decoding_name, evaluate_checkpoint
+    from cipherlab.runner.evaluate import decoding_name, evaluate_checkpoint
 
     for function in (decrypt_lines, decrypt_chunks, evaluate_checkpoint, decoding_name):
         assert inspect.signature(function).parameters["length_aware"].default is None, function.__name__

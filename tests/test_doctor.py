@@ -109,7 +109,7 @@ def test_an_untrained_model_learned_neither(name, sample_dir, tmp_path):
     """C1: a BPE over bits whose target vocabulary lacks some of the sample's characters (an <unk>
     token covers one character, not the five of its text: the attention map stays square)."""
     from cipherlab.base.config import make_config
-    from cipherlab.pipeline.train import train_config
+    from cipherlab.runner.training import train_config
 
     run = train_config(make_config(name, "smoke", max_epochs=1), tmp_path / "run", data_dir=sample_dir, device="cpu")
     result = diagnose_checkpoint(run.best_checkpoint, data_dir=sample_dir, outside=sample_dir, device="cpu",

@@ -18,11 +18,12 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from cipherlab.__main__ import main
-from cipherlab.pipeline.checkpoint import (CheckpointError, export_checkpoint, export_sha256, load_checkpoint, load_trained,
-                                  payload_sha256, tensors_sha256)
+from cipherlab.runner.integrity import CheckpointError, export_sha256, load_checkpoint
+from cipherlab.runner.trained import export_checkpoint, load_trained
+from cipherlab.pipeline.checkpoint import payload_sha256, tensors_sha256
 from cipherlab.data.cipher import encrypt
 from cipherlab.base.config import make_config
-from cipherlab.pipeline.train import train_config
+from cipherlab.runner.training import train_config
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED_C1 = ROOT / "results" / "checkpoints" / "c1.safetensors"

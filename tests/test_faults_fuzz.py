@@ -36,8 +36,9 @@ from safetensors.torch import save_file
 
 from cipherlab.__main__ import main
 from cipherlab.data.cipher import encrypt
-from cipherlab.pipeline.checkpoint import (CheckpointError, export_sha256, load_trained, payload_sha256,
-                                           payload_tensors, read_payload, tensors_sha256)
+from cipherlab.runner.integrity import CheckpointError, export_sha256
+from cipherlab.runner.trained import load_trained, read_payload
+from cipherlab.pipeline.checkpoint import payload_sha256, payload_tensors, tensors_sha256
 from test_faults_checksum import tiny  # noqa: F401 - the module fixture: one smoke epoch of C1 and its export
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -107,7 +107,7 @@ def _fake_checkout(root):
 def test_the_results_guard_finds_a_checkouts_results_from_the_target(data, tmp_path, capsys):
     """An installed cipherlab (a wheel: the package's own path is in site-packages) still keeps out of the
     results/ of a checkout it is run in: the guard looks up from the target too."""
-    from cipherlab.base.errors import outside_results
+    from cipherlab.runner.errors import outside_results
 
     checkout = _fake_checkout(tmp_path / "my clone")
     with pytest.raises(ValueError, match=r"--out .*committed results folder"):
@@ -159,7 +159,7 @@ def test_score_composes_nfd_predictions_and_says_so(tmp_path, capsys):
 def _record_with(trained, tmp_path, change):
     """The trained run's record, changed by ``change(its test set)``, alone in a folder of tmp_path."""
 
-    from cipherlab.pipeline.record import read_record
+    from cipherlab.runner.record import read_record
 
     source = trained / "res" / "smoke" / "c1.json"
     record = read_record(source)  # a good record to start from
@@ -172,7 +172,7 @@ def _record_with(trained, tmp_path, change):
 
 
 def test_report_refuses_a_record_whose_lines_contradict_its_totals(trained, tmp_path, capsys):
-    from cipherlab.pipeline.record import read_record
+    from cipherlab.runner.record import read_record
 
     def flip_one(test):
         outcomes = test["exact_by_line"]
@@ -195,7 +195,7 @@ def test_report_refuses_a_record_whose_lines_contradict_its_totals(trained, tmp_
 
 def test_report_advice_for_a_newer_schema_is_to_update_not_to_convert(trained, tmp_path):
 
-    from cipherlab.pipeline.record import SCHEMA, read_record
+    from cipherlab.runner.record import SCHEMA, read_record
 
     path = _record_with(trained, tmp_path, lambda test: None)
     record = json.loads(path.read_text(encoding="utf-8"))
@@ -421,7 +421,7 @@ def test_a_run_killed_with_its_kernel_leaves_no_lock_that_stops_the_next(data, t
     run into the same folders is not refused for it, and removes it when it ends."""
     out, record = tmp_path / "out", tmp_path / "res" / "smoke" / "c1.json"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom cipherlab.base.files import own_folder, own_record\n"
+        [sys.executable, "-c", "import sys, time\nfrom cipherlab.runner.lock import own_folder, own_record\n"
          "with own_folder(sys.argv[1]), own_record(sys.argv[2]):\n    print('held', flush=True)\n    time.sleep(60)",
          str(out), str(record)],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -28,9 +28,10 @@ import cipherlab.student.parts
 from cipherlab.__main__ import main
 from cipherlab.data.cipher import encrypt
 from cipherlab.base.config import make_config
-from cipherlab.base.errors import SIGPIPE_EXIT, run_command
-from cipherlab.pipeline.evaluate import write_results
+from cipherlab.runner.errors import SIGPIPE_EXIT, run_command
+from cipherlab.runner.evaluate import write_results
 from cipherlab.pipeline.train import Trainer, TrainingDiverged, seed_everything
+from cipherlab.runner.hooks import RunHooks
 from test_train import PAD, VOCAB, batches
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,7 +174,7 @@ def _trainer(out_dir, model) -> Trainer:
     seed_everything(0)
     config = make_config("c1", "smoke", lr=1e-2, warmup_steps=2, max_epochs=2)
     return Trainer(model, batches(24, seed=1), batches(8, seed=2, shuffle=False), config, out_dir,
-                   device=torch.device("cpu"), tgt_pad_id=PAD)
+                   device=torch.device("cpu"), tgt_pad_id=PAD, hooks=RunHooks())
 
 
 def test_a_model_nan_only_on_long_inputs_is_not_told_to_lower_the_learning_rate(tmp_path):
@@ -214,7 +215,7 @@ def test_a_failing_write_leaves_every_results_file_as_it_was(tmp_path, monkeypat
     monkeypatch.setattr(os, "fsync", full_disk)
     with pytest.raises(OSError, match="No space left"):
         write_results(config, {**record, "seed": 12345, "log": [{"epoch": 1}, {"epoch": 2}]}, tmp_path)
-    from cipherlab.pipeline.evaluate import write_table
+    from cipherlab.runner.evaluate import write_table
 
     with pytest.raises(OSError, match="No space left"):
         write_table(folder)

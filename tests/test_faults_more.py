@@ -80,7 +80,7 @@ def test_a_full_disk_under_export_names_the_file(tiny, tmp_path, monkeypatch, ca
         raise SafetensorError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No '
                               'space left on device" })')
 
-    monkeypatch.setattr("cipherlab.pipeline.checkpoint.save_file", full_disk)
+    monkeypatch.setattr("cipherlab.runner.trained.save_file", full_disk)
     out = tmp_path / "c1.safetensors"
     assert main(["export", "--checkpoint", str(tiny["best"]), "--out", str(out)]) == 1
     _one_line(capsys, f"{out}: cannot write the export", "No space left on device")

@@ -66,7 +66,7 @@ def test_a_second_run_of_the_same_configuration_into_the_same_results_is_refused
 
 
 def test_other_configurations_and_other_results_folders_stay_free(tmp_path):
-    from cipherlab.base.files import FolderInUse, own_record
+    from cipherlab.runner.lock import FolderInUse, own_record
 
     with own_record(tmp_path / "res" / "smoke" / "c1.json"):
         with pytest.raises(FolderInUse, match=r"c1\.json: another cipherlab run of c1"):
@@ -88,7 +88,7 @@ def test_a_run_that_ends_leaves_its_results_folder_free_and_clean(sample_dir, tm
 
 
 def test_ablate_into_a_results_record_in_use_fails_that_configuration(sample_dir, tmp_path, capfd):
-    from cipherlab.base.files import own_record
+    from cipherlab.runner.lock import own_record
 
     record = tmp_path / "res" / "smoke" / "c1.json"
     with own_record(record):  # another run of C1 (e.g. an ablate started earlier) writing this record

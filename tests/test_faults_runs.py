@@ -72,7 +72,7 @@ def test_a_second_train_into_a_folder_in_use_is_refused_with_one_line(data, tmp_
 
 
 def test_the_folder_lock_is_released_when_the_run_ends(tmp_path):
-    from cipherlab.base.files import FolderInUse, own_folder
+    from cipherlab.runner.lock import FolderInUse, own_folder
 
     with own_folder(tmp_path / "run"):
         with pytest.raises(FolderInUse, match="another cipherlab run"), own_folder(tmp_path / "run"):

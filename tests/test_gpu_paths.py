@@ -3,7 +3,7 @@
 On CUDA, :class:`cipherlab.pipeline.train.Trainer` steps under bf16 autocast (``cipherlab.base.device.autocast``);
 no GPU runs in CI, so here the same trainer steps under ``torch.autocast("cpu", dtype=torch.bfloat16)``
 (``bf16=True``) and is compared with the fp32 step. On CUDA the model is also built with the fused
-attention kernel (``F.scaled_dot_product_attention``, :func:`cipherlab.pipeline.train.fused_attention_on`):
+attention kernel (``F.scaled_dot_product_attention``, :func:`cipherlab.base.device.fused_attention_on`):
 here the decision is checked and one fused step of each configuration is compared with the scratch
 maths. Then one step of the ``assignment`` preset's full-size C1 and C5, the models the GPU script
 (``benchmarks/gpu_run.py``) trains. One thread (tests/conftest.py).
@@ -19,14 +19,15 @@ import math
 import pytest
 import torch
 
-import cipherlab.pipeline.train
+import cipherlab.runner.training
 from cipherlab.pipeline.codec import ByteCodec, build_model, fit_codec, select_lines
 from cipherlab.base.config import CONFIG_NAMES, make_config
 from cipherlab.data.corpus import BucketBatchSampler, load_corpus, make_chunks
 from cipherlab.base.device import autocast
 from cipherlab.models import ScaledDotProductAttention
 from cipherlab.models.blt import BLTArgs, BLTModel
-from cipherlab.pipeline.train import Batches, Trainer, fused_attention_on, seed_everything
+from cipherlab.pipeline.train import Batches, Trainer, seed_everything
+from cipherlab.base.device import fused_attention_on
 from cipherbook.experiments.blt import c5_model
 from cipherbook.experiments.mha import SRC_VOCAB, TGT_VOCAB
 from cipherbook.experiments.mha import model as chapter3_model
@@ -100,14 +101,14 @@ def test_train_config_builds_the_fused_model_on_cuda_and_the_scratch_one_on_cpu(
         asked.update(kwargs)
         raise _Built
 
-    monkeypatch.setattr(cipherlab.pipeline.train, "pick_device", lambda preference: torch.device(device))
+    monkeypatch.setattr(cipherlab.runner.training, "pick_device", lambda preference: torch.device(device))
     monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device: None)
-    monkeypatch.setattr(cipherlab.pipeline.train, "load_corpus", lambda data_dir: None)  # no data needed to get there
-    monkeypatch.setattr(cipherlab.pipeline.train, "select_lines", lambda corpus, config: None)
-    monkeypatch.setattr(cipherlab.pipeline.train, "fit_codec", lambda config, corpus: None)
+    monkeypatch.setattr(cipherlab.runner.training, "load_corpus", lambda data_dir: None)  # no data needed to get there
+    monkeypatch.setattr(cipherlab.runner.training, "select_lines", lambda corpus, config: None)
+    monkeypatch.setattr(cipherlab.runner.training, "fit_codec", lambda config, corpus: None)
     monkeypatch.setattr(cipherlab.pipeline.codec, "build_model", build)  # what the default builder calls
     with pytest.raises(_Built):
-        cipherlab.pipeline.train.train_config(make_config("c1", "smoke"), tmp_path, device=device)
+        cipherlab.runner.training.train_config(make_config("c1", "smoke"), tmp_path, device=device)
     assert asked == {"fused_attention": fused}  # cipherlab's own model (OWN_MODEL): no student's class
 
 

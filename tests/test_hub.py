@@ -19,9 +19,10 @@ import yaml
 
 from cipherlab.__main__ import main
 from cipherlab.data.cipher import encrypt
-from cipherlab.pipeline.checkpoint import CheckpointError, load_trained
+from cipherlab.runner.integrity import CheckpointError
+from cipherlab.runner.trained import load_trained
 from cipherlab.pipeline.decode import decrypt_lines
-from cipherlab.pipeline.hub import CARD_METRICS, export_model_folder
+from cipherlab.runner.hub import CARD_METRICS, export_model_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = ROOT / "results" / "assignment-cpu"

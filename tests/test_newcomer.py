@@ -12,7 +12,7 @@ import pytest
 import cipherlab.cli.pipeline
 import cipherlab.student.parts
 from cipherlab.analysis import plan as planner
-from cipherlab.pipeline import runs
+from cipherlab.runner import hooks as runs
 from cipherlab.pipeline import train as training
 from cipherlab.__main__ import main
 

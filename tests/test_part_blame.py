@@ -26,7 +26,7 @@ import torch
 import cipherlab.cli.check
 import cipherlab.student.parts
 from cipherlab.__main__ import main
-from cipherlab.base.errors import describe, register_student_code, run_command
+from cipherlab.runner.errors import describe, register_student_code, run_command
 from cipherlab.data.cipher import encrypt
 from samples import SAMPLE_LINES
 

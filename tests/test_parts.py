@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from cipherlab.__main__ import main
-from cipherlab.pipeline.checkpoint import CheckpointError, load_checkpoint, load_trained
+from cipherlab.runner.integrity import CheckpointError, load_checkpoint
+from cipherlab.runner.trained import load_trained
 from cipherlab.data.cipher import encrypt
 from cipherlab.pipeline.codec import build_model
 from cipherlab.base.config import make_config

@@ -1,4 +1,4 @@
-"""One record layout for every run (cipherlab.pipeline.record) and the conversion of the older ones
+"""One record layout for every run (cipherlab.runner.record) and the conversion of the older ones
 (tools/convert_older.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from cipherlab.base.config import make_config
-from cipherlab.pipeline.record import RECORD_FIELDS, SCHEMA, check_record, make_record, read_record, set_metrics
+from cipherlab.runner.record import RECORD_FIELDS, SCHEMA, check_record, make_record, read_record, set_metrics
 from cipherbook.viva import REPO_ROOT
 
 RESULTS = REPO_ROOT / "results"

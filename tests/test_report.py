@@ -11,12 +11,12 @@ import pytest
 from cipherlab.base.config import RECIPE_KNOWLEDGE, make_config
 from cipherlab.data.cipher import encrypt
 from cipherlab.pipeline.metrics import compute_metrics
-from cipherlab.pipeline.record import make_record, read_record, set_metrics
+from cipherlab.runner.record import make_record, read_record, set_metrics
 
 from cipherlab.analysis import report
 
 from cipherlab.analysis import ablation
-from cipherlab.base.errors import run_command
+from cipherlab.runner.errors import run_command
 from cipherlab.cli import report as report_cli
 from cipherlab.cli.common import OneLineParser
 

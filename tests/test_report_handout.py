@@ -13,7 +13,7 @@ import pytest
 from pypdf import PdfReader
 
 from cipherlab.analysis import handout
-from cipherlab.base.errors import REPO_RESULTS_DIR, run_command
+from cipherlab.runner.errors import REPO_RESULTS_DIR, run_command
 from cipherlab.cli import report as report_cli
 from cipherlab.cli.common import OneLineParser
 

@@ -57,7 +57,7 @@ def test_two_versions_of_one_class_are_flagged_and_one_class_everywhere_is_not(t
 
 
 def test_table_md_names_the_parts_and_says_when_they_are_mixed(tmp_path):
-    from cipherlab.pipeline.evaluate import write_table
+    from cipherlab.runner.evaluate import write_table
     from cipherlab.student.parts import parts_lines
     runs = _runs(tmp_path, {name: _mine() for name in ("c1", "c2")})
     table = write_table(runs, notes=parts_lines)[0].read_text(encoding="utf-8")
@@ -104,7 +104,7 @@ def test_the_students_parts_wherever_they_apply_are_not_mixed(tmp_path):
         "attention: yours in C1, C2, C3, C4 (no place for it in C5); norm: yours in C1, C2, C3, C4 (no place for it "
         "in C5); positional: yours in C1, C3, C4 (no place for it in C2, C5); rope: yours in C2 (no place for it in "
         "C1, C3, C4, C5)")
-    from cipherlab.pipeline.evaluate import write_table
+    from cipherlab.runner.evaluate import write_table
     from cipherlab.student.parts import parts_lines
     assert "Mixed" not in write_table(runs, notes=parts_lines)[0].read_text(encoding="utf-8")
 

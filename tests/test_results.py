@@ -661,7 +661,7 @@ def test_every_markdown_table_is_laid_out_by_the_one_table_writer():
 
 
 def test_write_table_lays_out_the_preset_table_with_markdown_table(tmp_path, monkeypatch):
-    import cipherlab.pipeline.evaluate as evaluate
+    import cipherlab.runner.evaluate as evaluate
 
     for path in SMOKE.glob("c[0-9]*.json"):
         shutil.copy(path, tmp_path)

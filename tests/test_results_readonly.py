@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cipherlab.__main__ import main
-from cipherlab.base.errors import REPO_RESULTS_DIR, outside_results
+from cipherlab.runner.errors import REPO_RESULTS_DIR, outside_results
 
 RESULTS = REPO_RESULTS_DIR
 WATCHED = ("smoke", "checkpoints")  # the folders these tests aim at (background runs may write elsewhere)

@@ -54,7 +54,7 @@ def run_cell(tmp_path, mode="missing", source=None, env=None, path_prefix=None):
         cell = cell.replace('CIPHERLAB_SOURCE = ""', f"CIPHERLAB_SOURCE = {source!r}", 1)
     (tmp_path / "cell.py").write_text(cell, encoding="utf-8")
     (tmp_path / "harness.py").write_text(HARNESS, encoding="utf-8")
-    environ = {k: v for k, v in os.environ.items() if k != "CIPHERLAB_SOURCE"}
+    environ = {k: v for k, v in os.environ.items() if k not in ("CIPHERLAB_SOURCE", "VIRTUAL_ENV")}  # an outside venv too
     if path_prefix:
         environ["PATH"] = f"{path_prefix}{os.pathsep}{environ['PATH']}"
     environ.update(env or {})

@@ -10,9 +10,11 @@ from torch import nn
 
 from cipherlab.base.config import make_config
 from cipherlab.data.corpus import BucketBatchSampler, collate
-from cipherlab.pipeline.checkpoint import CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from cipherlab.pipeline.train import (Batches, NotLearning, Trainer, TrainingDiverged, WarmupInverseSqrt, seed_everything,
+from cipherlab.runner.integrity import CheckpointError, load_checkpoint
+from cipherlab.pipeline.checkpoint import rng_state, save_checkpoint, set_rng_state
+from cipherlab.pipeline.train import (Batches, Trainer, TrainingDiverged, WarmupInverseSqrt, seed_everything,
                                       sequence_loss)
+from cipherlab.runner.hooks import NotLearning, RunHooks
 
 PAD, BOS, EOS, VOCAB = 0, 1, 2, 12
 
@@ -56,6 +58,7 @@ def make_trainer(out_dir, seed=0, **overrides):
         device=torch.device("cpu"),
         tgt_pad_id=PAD,
         identity={"tokenizer": "stand-in"},
+        hooks=RunHooks(),
     )
 
 
@@ -212,7 +215,7 @@ def test_sequence_loss_ignores_padding():
 
 @pytest.mark.parametrize("name", ["c1", "c2", "c3", "c4", "c5"])
 def test_smoke_training_of_each_configuration_lowers_the_loss(name, sample_dir, tmp_path):
-    from cipherlab.pipeline.train import train_config
+    from cipherlab.runner.training import train_config
 
     config = make_config(name, "smoke", warmup_steps=4, max_epochs=4)
     run = train_config(config, tmp_path / name, data_dir=sample_dir, device="cpu")

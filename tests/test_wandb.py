@@ -21,8 +21,8 @@ import pytest
 
 from cipherlab.__main__ import main
 from cipherlab.base.config import make_config
-from cipherlab.pipeline import tracking
-from cipherlab.pipeline.train import train_config
+from cipherlab.runner import tracking
+from cipherlab.runner.training import train_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_KEYS = {"bit_accuracy", "sequence_accuracy", "levenshtein", "bleu", "chrf", "rouge1", "rouge2", "rougeL"}

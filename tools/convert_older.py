@@ -5,7 +5,7 @@ that names this script.
 
 An older file lacks configuration fields (their values were then the defaults below, :data:`OLD_DEFAULTS`, not
 today's), or the checksum over the whole model, or, for a run record, the one record layout
-(:mod:`cipherlab.pipeline.record`: the train layout kept its test set under ``test`` and its log beside it as
+(:mod:`cipherlab.runner.record`: the train layout kept its test set under ``test`` and its log beside it as
 ``<config>.log.jsonl``; the probe layout each set at the top, the test lines as ``brown_test``). The conversion
 writes every field as the file meant it, today's checksums and that layout; it computes nothing it cannot read
 off the file, copies the weights bit for bit, checks the file it wrote with cipherlab's own reader and replaces
@@ -28,10 +28,10 @@ from safetensors.torch import save_file  # noqa: E402
 
 from cipherlab.base.config import config_from_dict  # noqa: E402
 from cipherlab.base.files import write_atomic  # noqa: E402
-from cipherlab.pipeline.checkpoint import (CHECKPOINT_FORMAT, EXPORT_FORMAT, export_sha256,  # noqa: E402
-                                           load_checkpoint, payload_sha256, payload_tensors, read_export,
+from cipherlab.pipeline.checkpoint import (CHECKPOINT_FORMAT, payload_sha256, payload_tensors,  # noqa: E402
                                            save_checkpoint, tensors_sha256)
-from cipherlab.pipeline.record import RECORD_FIELDS, SCHEMA, check_record  # noqa: E402
+from cipherlab.runner.integrity import EXPORT_FORMAT, export_sha256, load_checkpoint, read_export  # noqa: E402
+from cipherlab.runner.record import RECORD_FIELDS, SCHEMA, check_record  # noqa: E402
 
 # What a configuration stored before Config's defaults became make_config("c1")'s meant by a field it lacks: the
 # dataclass defaults until then (the assignment's sizes, the course notes' BPE over bits and their recipe), and no

@@ -323,7 +323,7 @@ def load_committed_model(config: str):
 
     Raises FileNotFoundError naming the file when it is not there.
     """
-    from cipherlab.pipeline.checkpoint import load_trained
+    from cipherlab.runner.trained import load_trained
 
     path = committed_checkpoint(config)
     if not path.is_file():

@@ -39,7 +39,7 @@ from pathlib import Path
 import torch
 
 from cipherlab.analysis.attention_maps import attention_view, band_mass, example_chunks
-from cipherlab.pipeline.checkpoint import check_data, model_from_payload, read_payload
+from cipherlab.runner.trained import check_data, model_from_payload, read_payload
 from cipherlab.data.cipher import PERIOD, encrypt
 from cipherlab.pipeline.codec import OWN_MODEL, ModelBuilder, select_lines
 from cipherlab.data.corpus import REPO_DATA_DIR, load_corpus, load_pairs

@@ -30,7 +30,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from cipherlab.base.errors import require_file, write_text_atomic
+from cipherlab.runner.errors import require_file
+from cipherlab.base.files import write_atomic
 from cipherlab.base.markdown import markdown_table
 
 __all__ = ["FIGURE_INCHES", "FONT_PT", "HANDOUT_SETS", "NOT_RECORDED", "Table", "costs_tables", "handout_figures",
@@ -413,4 +414,4 @@ def write_figures(figures: dict, folder: Path) -> list[Path]:
 
 def write_latex(tables: list[Table], folder: Path) -> list[Path]:
     """Each table as ``folder/<name>.tex``, a booktabs tabular to ``\\input``; the paths written."""
-    return [write_text_atomic(folder / f"{t.name}.tex", t.latex()) for t in tables]
+    return [write_atomic(folder / f"{t.name}.tex", t.latex()) for t in tables]

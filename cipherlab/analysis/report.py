@@ -2,7 +2,7 @@
 
 RUNS_DIR holds one of two kinds of input:
 
-- run records (:mod:`cipherlab.pipeline.record`, one layout whoever wrote them): ``c1.json`` ... ``c5.json``
+- run records (:mod:`cipherlab.runner.record`, one layout whoever wrote them): ``c1.json`` ... ``c5.json``
   as ``python -m cipherlab train`` and ``ablate`` write them (and ``errors.json`` where ``results/analysis.py``
   ran), or ``<name>-c1-seed0.json`` ... as ``results/learn/probe.py`` writes them (``results/reference``). Each
   record holds its decrypted sets (``sets``: ``test``, ``test_free``, ``random_letters`` ...) and its
@@ -23,7 +23,7 @@ tables cell for cell.
 Nothing is written inside the repository's committed ``results/`` folder, nor into a folder that is not
 empty unless ``--force`` is given. Bad input (a missing or empty folder, records of runs that cannot be
 compared, a broken record or one an older cipherlab wrote, a prediction file of the wrong length) stops the
-command with one line that names the file and the fix (:func:`cipherlab.base.errors.run_command`).
+command with one line that names the file and the fix (:func:`cipherlab.runner.errors.run_command`).
 """
 
 from __future__ import annotations
@@ -36,10 +36,11 @@ from pathlib import Path
 from cipherlab.analysis import ablation, handout
 from cipherlab.data.cipher import PERIOD
 from cipherlab.base.config import CONFIG_NAMES, make_config
-from cipherlab.base.errors import first_line, outside_results, writable_folder, write_text_atomic
+from cipherlab.runner.errors import first_line, outside_results, writable_folder
+from cipherlab.base.files import write_atomic
 from cipherlab.base.markdown import num
 from cipherlab.analysis.score import DEFAULT_CHUNKS, DEFAULT_FIRST, read_text_lines, score_predictions
-from cipherlab.pipeline.record import SCHEMA, read_record
+from cipherlab.runner.record import SCHEMA, read_record
 from cipherlab.student.parts import mixed_parts, part_places
 
 __all__ = ["DEFAULT_CHUNK_CHARS", "LENGTH_BINS", "REPORT_FILE", "Block", "Report", "build_report",
@@ -186,7 +187,7 @@ def _same(folder: Path, where: dict, read, what: str) -> None:
 
 def _load_records(folder: Path) -> tuple[dict, dict]:
     """``({(config, seed): record}, {(config, seed): file})`` of a folder's records
-    (:func:`cipherlab.pipeline.record.read_record`), checked comparable."""
+    (:func:`cipherlab.runner.record.read_record`), checked comparable."""
     files = sorted(p for p in folder.glob("*.json") if _is_record(p))
     if not files:
         raise _nothing_to_report(folder)
@@ -712,7 +713,7 @@ def write_report(report: Report, out: str | Path, force: bool = False) -> Path:
     out = writable_folder(check_out(out, force), "--out")
     for name, fig in report.figures.items():
         fig.savefig(out / name, dpi=110)
-    return write_text_atomic(out / REPORT_FILE, report.markdown())  # whole or not at all (a full disk)
+    return write_atomic(out / REPORT_FILE, report.markdown())  # whole or not at all (a full disk)
 
 
 # --------------------------------------------------------------------------- the parts each run was trained with

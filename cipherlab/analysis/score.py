@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cipherlab.data.cipher import DatasetError, encrypt
-from cipherlab.base.errors import require_file, strip_bom
+from cipherlab.runner.errors import require_file
+from cipherlab.base.files import strip_bom
 from cipherlab.pipeline.metrics import bit_accuracy, compute_metrics
 
 __all__ = ["control_share", "read_text_lines", "score_predictions", "text_lines"]
@@ -41,7 +42,7 @@ def read_text_lines(path: str | Path, what: str = "file", holds: str = "one line
     """The lines of a text file (UTF-8), without line ends; a clear error for anything else.
 
     A missing trailing newline, CRLF line ends and a leading byte-order mark (skipped, with a
-    note on stderr: :func:`cipherlab.base.errors.strip_bom`) are not errors; a missing file, a folder,
+    note on stderr: :func:`cipherlab.base.files.strip_bom`) are not errors; a missing file, a folder,
     an empty file, a binary file or bytes that are not UTF-8 are, naming the file and the line.
     ``holds`` says what the file should hold, for the messages.
     """

@@ -52,3 +52,10 @@ def autocast(device: torch.device | str, enabled: bool | None = None):
     if enabled is None:
         enabled = device_type == "cuda"
     return torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=enabled)
+
+
+def fused_attention_on(device: torch.device | str, enabled: bool | None = None) -> bool:
+    """Whether training on ``device`` runs attention through ``F.scaled_dot_product_attention``: with
+    ``enabled=None``, on CUDA only, like bf16 autocast (:func:`autocast`); on a CPU the scratch maths runs,
+    which is what every committed CPU result was measured with."""
+    return torch.device(device).type == "cuda" if enabled is None else enabled

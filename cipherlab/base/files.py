@@ -1,21 +1,20 @@
-"""Files that are whole or absent, and folders one run at a time: the package's one atomic writer and its one lock.
+"""Files that are whole or absent: the package's one atomic writer, and the byte-order mark a reader skips.
 
 :func:`write_atomic` is how every file cipherlab writes whole is written (data files, checkpoints, model
 exports, results records, tables, tokenizers): a temporary file beside the target, flushed to disk, then
-``os.replace``, so that a reader sees the old file or the new one, never half. :class:`own_folder` and
-:class:`own_record` are its one lock (``fcntl.flock``): one run writing in a folder, or one results record, at
-a time. Imports nothing of cipherlab.
+``os.replace``, so that a reader sees the old file or the new one, never half. The package's one lock is
+:mod:`cipherlab.runner.lock`. Imports nothing of cipherlab.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["FolderInUse", "own_folder", "own_record", "write_atomic"]
+__all__ = ["UTF8_BOM", "strip_bom", "write_atomic"]
 
 
 # --------------------------------------------------------------------------- writing a file whole
@@ -74,79 +73,16 @@ def _umask() -> int:
     return mask
 
 
-# --------------------------------------------------------------------------- a run owns its folder
+# --------------------------------------------------------------------------- input quirks accepted with a note
+
+UTF8_BOM = b"\xef\xbb\xbf"
+"""The byte-order mark Windows Notepad writes at the start of UTF-8 files; not part of the text."""
 
 
-class FolderInUse(OSError):
-    """Another process holds the folder's lock: a second writer would mix two runs in one folder."""
-
-
-class own_folder:  # noqa: N801 - used as a context manager, like open()
-    """``with own_folder(out):``: an exclusive lock (``fcntl.flock``) on folder ``out`` for the block, so
-    that two runs never write into one folder (two ``train --out X`` at once once logged every epoch
-    twice and left one run's weights in the other's best.pt). A second writer gets FolderInUse at once,
-    one line naming ``option`` and the folder. The lock ends with the block or the process, even
-    one killed by ``kill -9``; where ``fcntl`` does not exist (Windows) the block runs unlocked.
-    """
-
-    def __init__(self, folder: str | os.PathLike, option: str = "--out"):
-        self.folder, self.option, self._fd = Path(folder), option, None
-        self.lock, self.target = self.folder, self.folder  # what is locked; what the block owns
-
-    def __enter__(self) -> Path:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            return self.target
-        self.folder.mkdir(parents=True, exist_ok=True)
-        while self._fd is None:
-            fd = os.open(self.lock, os.O_RDONLY if self.lock == self.folder else os.O_RDONLY | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                raise FolderInUse(self._in_use()) from None
-            if _still_named(self.lock, fd):
-                self._fd = fd
-            else:  # a lock file removed by the run that held it, just now: lock the one at that name
-                os.close(fd)
-        return self.target
-
-    def _in_use(self) -> str:
-        return (f"{self.option} {self.folder}: another cipherlab run is writing in this folder now; "
-                f"wait for it to end, or pass another {self.option} folder")
-
-    def __exit__(self, *exc) -> None:
-        if self._fd is not None:
-            if self.lock != self.folder:
-                with contextlib.suppress(OSError):
-                    os.unlink(self.lock)  # while still held: a run waiting for it locks a new one
-            os.close(self._fd)  # closing the only descriptor releases the lock
-            self._fd = None
-
-
-class own_record(own_folder):  # noqa: N801
-    """``with own_record(DIR/<run>/c1.json):``: :class:`own_folder`'s lock on one results record, so that
-    two runs of one configuration into one results folder (with different ``--out``) never both write it
-    (the second run's record once replaced the first's without a word). The lock is a hidden file beside
-    the record (``.c1.json.lock``: the record itself is replaced whole when written, which a lock on it
-    would not survive), removed when the block ends; other configurations' records stay free.
-    """
-
-    def __init__(self, record: str | os.PathLike, option: str = "--results-dir"):
-        super().__init__(Path(record).parent, option)
-        self.target = Path(record)
-        self.lock = self.folder / f".{self.target.name}.lock"
-
-    def _in_use(self) -> str:
-        return (f"{self.option}: {self.target}: another cipherlab run of {self.target.stem} is writing this "
-                f"results record now (into another --out folder); wait for it to end, or pass another "
-                f"{self.option}")
-
-
-def _still_named(path: Path, fd: int) -> bool:
-    """Whether the open file ``fd`` is still the one at ``path``."""
-    try:
-        return os.stat(path).st_ino == os.fstat(fd).st_ino
-    except FileNotFoundError:
-        return False
+def strip_bom(raw: bytes, path: str | os.PathLike) -> bytes:
+    """``raw`` without a leading UTF-8 byte-order mark, saying so in one line on stderr."""
+    if not raw.startswith(UTF8_BOM):
+        return raw
+    print(f"cipherlab: note: {path} starts with a UTF-8 byte-order mark (Windows Notepad writes one); "
+          "it is not text, so it was skipped", file=sys.stderr)
+    return raw[len(UTF8_BOM):]

@@ -9,13 +9,13 @@ The student's code runs under three guards: the checks of a part end within :dat
 seconds (a forward pass that never returns is stopped, naming the check it was in); a part that changed
 PyTorch's global settings and left them so (``torch.set_default_dtype``, ``torch.set_grad_enabled``) is
 named after its report, the settings put back; and an exception raised in the student's file outside a
-check is the student's, with its line (:func:`cipherlab.base.errors.register_student_code`). A thread
-the part left running does not keep the command from ending (:func:`cipherlab.base.errors.run_command`).
+check is the student's, with its line (:func:`cipherlab.runner.errors.register_student_code`). A thread
+the part left running does not keep the command from ending (:func:`cipherlab.runner.errors.run_command`).
 """
 
 from __future__ import annotations
 
-from cipherlab.base.errors import register_student_code
+from cipherlab.runner.errors import register_student_code
 from cipherlab.student.check import PARTS, InterfaceError, load_target
 from cipherlab.student.check import report as check_report
 from cipherlab.student.handin import check_handin

@@ -1,7 +1,7 @@
 """What every command group of ``python -m cipherlab`` shares, argparse's side of it.
 
 :class:`OneLineParser` makes a usage error one line, like every other error of a command
-(:func:`cipherlab.base.errors.run_command` words those); :func:`device_option` checks ``--device``
+(:func:`cipherlab.runner.errors.run_command` words those); :func:`device_option` checks ``--device``
 as the command line is read. ``python -m cipherbook.viva`` uses the parser too.
 """
 

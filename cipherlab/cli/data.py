@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from cipherlab.base.errors import outside_results, writable_file, writable_folder
+from cipherlab.runner.errors import outside_results, writable_file, writable_folder
 from cipherlab.base.files import write_atomic
 from cipherlab.data.cipher import DatasetError
 from cipherlab.data.corpus import (CIPHER_FILE, DATA_DIR_ENV, PLAIN_FILE, REPO_DATA_DIR, corpus_stats,

@@ -10,10 +10,11 @@ import json
 
 from cipherlab.analysis.doctor import (DEFAULT_ATTENTION_CHUNKS, DEFAULT_LINES, DEFAULT_RANDOM, DEFAULT_SEED,
                                        diagnose_checkpoint, report)
-from cipherlab.base.errors import outside_results, writable_file, write_text_atomic
+from cipherlab.runner.errors import outside_results, writable_file
+from cipherlab.base.files import write_atomic
 from cipherlab.cli.common import device_option
 from cipherlab.student.parts import PartsBuilder, import_parts
-from cipherlab.pipeline.runs import StepBar
+from cipherlab.runner.hooks import StepBar
 
 __all__ = ["register_cli"]
 
@@ -36,7 +37,7 @@ def _cmd_doctor(args) -> int:
                                      builder=PartsBuilder(import_parts(args.part, load=load_target)))
     print(report(result))
     if args.json:
-        write_text_atomic(args.json, json.dumps(result, indent=2) + "\n")  # whole or not at all (a full disk)
+        write_atomic(args.json, json.dumps(result, indent=2) + "\n")  # whole or not at all (a full disk)
         print(f"wrote {args.json}")
     return 0
 

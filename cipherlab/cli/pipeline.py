@@ -25,7 +25,7 @@ checkpoint and results record name it; such a checkpoint decodes again only with
 
     python -m cipherlab train --config c1 --preset cpu --part attention=my_attention.py:MyAttention
 
-``--wandb [PROJECT]`` (train, ablate) also logs the run to Weights & Biases (:mod:`cipherlab.pipeline.tracking`:
+``--wandb [PROJECT]`` (train, ablate) also logs the run to Weights & Biases (:mod:`cipherlab.runner.tracking`:
 the configuration, the loss, learning rate and gradient norm of every step, each validation and epoch, the
 test metrics, parameters and peak memory); without an API key it logs offline and prints the ``wandb sync``
 line that uploads it later. ``ablate`` puts its runs in one W&B group.
@@ -57,19 +57,22 @@ from cipherlab.base.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPE
                               recipe_caveats)
 from cipherlab.pipeline.decode import decrypt_lines, foreign_note, length_aware_by_default, trained_alphabet
 from cipherlab.student.check import load_target
-from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained
-from cipherlab.pipeline.hub import export_model_folder, push_model_folder, record_for
-from cipherlab.base.errors import first_line, outside_results, writable_file, writable_folder, write_text_atomic
+from cipherlab.runner.trained import export_checkpoint, load_trained
+from cipherlab.runner.hub import export_model_folder, push_model_folder, record_for
+from cipherlab.runner.errors import first_line, outside_results, writable_file, writable_folder
+from cipherlab.base.files import write_atomic
 from cipherlab.cli.common import device_option
-from cipherlab.pipeline.record import read_record
-from cipherlab.pipeline.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
-                                write_table)
+from cipherlab.runner.record import read_record
+from cipherlab.runner.evaluate import (decoding_name, evaluate_checkpoint, metrics_line, results_record, write_results,
+                                     write_table)
 from cipherlab.student.parts import (PARTS, PartError, PartsBuilder, import_parts, load_parts, parse_part, parts_lines,
                                      unused_parts)
 from cipherlab.analysis.score import read_text_lines, text_lines
-from cipherlab.pipeline.tracking import DEFAULT_PROJECT, check_wandb_dir, require_wandb, start_wandb
-from cipherlab.base.files import own_folder, own_record
-from cipherlab.pipeline.train import NotLearning, TrainingDiverged, train_config
+from cipherlab.runner.tracking import DEFAULT_PROJECT, check_wandb_dir, require_wandb, start_wandb
+from cipherlab.runner.lock import own_folder, own_record
+from cipherlab.runner.hooks import NotLearning
+from cipherlab.pipeline.train import TrainingDiverged
+from cipherlab.runner.training import train_config
 
 __all__ = ["register_cli"]
 
@@ -165,7 +168,7 @@ def _remove_empty(folders: list[Path]) -> None:
 
 def _train_and_score(args, config, builder: PartsBuilder, out: Path, started: float, tracker=None) -> int:
     """The rest of ``train``, in the --out folder it owns: train, evaluate best.pt, write the record.
-    ``tracker`` (--wandb's :class:`cipherlab.pipeline.tracking.WandbLogger`) is told of every step and the results."""
+    ``tracker`` (--wandb's :class:`cipherlab.runner.tracking.WandbLogger`) is told of every step and the results."""
     length_aware = _length_aware(args)
     try:
         run = train_config(config, out, data_dir=args.data_dir, device=args.device, resume=args.resume, verbose=True,
@@ -266,7 +269,7 @@ def _cmd_evaluate(args) -> int:
     )
     text = _json_text(metrics)
     if args.json:
-        write_text_atomic(args.json, text + "\n")  # a reader never sees half of it
+        write_atomic(args.json, text + "\n")  # a reader never sees half of it
     print(text)
     print(metrics_line(metrics), file=sys.stderr)  # stdout stays JSON; the summary names its decoding
     return 0

@@ -14,8 +14,8 @@ from pathlib import Path
 from cipherlab.analysis.plan import DEFAULT_HOURS, DEFAULT_MFU, GPU, GPUS, plan_preset, report
 from cipherlab.base.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOKENIZATIONS, make_config,
                                    parse_field)
-from cipherlab.base.errors import outside_results, writable_file
-from cipherlab.pipeline.runs import StepBar
+from cipherlab.runner.errors import outside_results, writable_file
+from cipherlab.runner.hooks import StepBar
 
 __all__ = ["register_cli"]
 

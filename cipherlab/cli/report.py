@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cipherlab.analysis import handout
 from cipherlab.analysis.report import DEFAULT_CHUNK_CHARS, build_report, check_out, write_report
-from cipherlab.base.errors import writable_folder
+from cipherlab.runner.errors import writable_folder
 
 __all__ = ["register_cli"]
 

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from cipherlab.analysis.score import (CONTROL_WARNING, DEFAULT_CHUNKS, DEFAULT_FIRST, control_share, read_text_lines,
                                       score_predictions)
-from cipherlab.base.errors import outside_results, writable_file, write_text_atomic
+from cipherlab.runner.errors import outside_results, writable_file
+from cipherlab.base.files import write_atomic
 from cipherlab.data.cipher import KEY, DatasetError, check_bits, decrypt, encrypt
 
 __all__ = ["register_cli"]
@@ -148,7 +149,7 @@ def _cmd_score(args) -> int:
     result["predictions"] = str(args.pred)
     print(_report(result, str(args.pred), where))
     if args.json:
-        write_text_atomic(args.json, json.dumps(result, indent=2) + "\n")  # a reader never sees half of it
+        write_atomic(args.json, json.dumps(result, indent=2) + "\n")  # a reader never sees half of it
         print(f"\nwrote {args.json}")
     return 0
 

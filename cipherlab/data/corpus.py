@@ -27,8 +27,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from cipherlab.data.cipher import PERIOD, DatasetError, bits_to_bytes, encrypt, verify_dataset
-from cipherlab.base.errors import strip_bom
-from cipherlab.base.files import write_atomic
+from cipherlab.base.files import strip_bom, write_atomic
 
 PLAIN_FILE = "brown_plain.txt"
 CIPHER_FILE = "brown_cipher.txt"

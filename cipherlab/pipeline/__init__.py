@@ -1,8 +1,5 @@
-"""From data to a trained model and its scores: strings to tensors and the model built
-(``codec``), save and load with checksums (``checkpoint``; the checks of a file read back,
-``integrity``), training (``train``; a run's progress, resuming and messages, ``runs``), greedy
-and beam decoding (``decode``), the metrics (``metrics``), a checkpoint scored on test lines
-(``evaluate``), the one record every run writes (``record``) and a run logged to Weights & Biases
-(``tracking``; wandb imported only when asked for).
+"""From data to a trained model and its scores, the mechanism only: strings to tensors and the model built
+(``codec``), the training loop (``train``) and what it saves (``checkpoint``), greedy and beam decoding
+(``decode``) and the metrics (``metrics``). The run around them (files, checks, messages) is ``cipherlab.runner``.
 
-Imports ``cipherlab.models``, ``cipherlab.base``, ``cipherlab.data`` and ``cipherlab.student``."""
+Imports ``cipherlab.models``, ``cipherlab.base`` and ``cipherlab.data``."""

@@ -55,8 +55,10 @@ __all__ = [
     "codec_from_artifacts",
     "fit_codec",
     "model_args",
+    "part_option",
     "select_lines",
     "teacher_forcing_logits",
+    "trained_with_own",
 ]
 
 
@@ -307,7 +309,7 @@ def build_model(
     (e.g. bytes on both sides). ``fused_attention=True`` runs every attention
     through ``F.scaled_dot_product_attention`` instead of the scratch maths (the same weights and,
     up to float rounding, the same outputs; training on CUDA asks for it,
-    :func:`cipherlab.pipeline.train.fused_attention_on`).
+    :func:`cipherlab.base.device.fused_attention_on`).
     """
     if config.tokenization == "blt":
         model = BLTModel(blt_args(config))
@@ -359,13 +361,20 @@ class _OwnModel:
         return build_model(config, codec, fused_attention=fused_attention)
 
     def refuse(self, trained: list[dict]) -> str | None:
-        if not trained:
-            return None
-        return "; ".join(f"it was trained with its own {r['part']}, {r['class']} of {r['file']}; pass --part "
-                         f"{r['part']}={r['file'] or 'FILE.py'}:{r['class']}" for r in trained)
+        return "; ".join(trained_with_own(r) for r in trained) or None
 
 
 OWN_MODEL: ModelBuilder = _OwnModel()
+
+
+def part_option(record: dict) -> str:
+    """The ``--part`` that puts back the class a builder recorded (one of its ``records``)."""
+    return f"--part {record['part']}={record['file'] or 'FILE.py'}:{record['class']}"
+
+
+def trained_with_own(record: dict) -> str:
+    """Why a model trained with the class of ``record`` in place of cipherlab's needs it again, and how."""
+    return f"it was trained with its own {record['part']}, {record['class']} of {record['file']}; pass {part_option(record)}"
 
 
 def model_args(config: Config, vocab_sizes: tuple[int, int], pad_ids: tuple[int, int] = (0, 0),

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
 
-from cipherlab.base.errors import why
+from cipherlab.runner.errors import why
 from cipherlab.student.check import PARTS, InterfaceError, load_target
 
 __all__ = ["FORBIDDEN", "FUSED", "HandinReport", "MAX_PAGES", "MAX_UNZIPPED_BYTES", "PART_NAMES", "REQUIRED", "Row",

@@ -40,7 +40,7 @@ and one whose calls do not end within :data:`TRIAL_TIME_LIMIT_S` seconds. That c
 ``python -m cipherlab check`` checks the maths.
 
 Later, an exception raised inside a part's file, at any point of training, evaluation or decoding, is
-named as the student's with its file, line and class (:func:`cipherlab.base.errors.blame`: the files
+named as the student's with its file, line and class (:func:`cipherlab.runner.errors.blame`: the files
 loaded here are registered with it), never as a bug in cipherlab.
 
 The checkpoint and the results record name each replaced part: ``{"part", "file", "class", "sha256",
@@ -73,11 +73,10 @@ import torch
 from torch import nn
 
 from cipherlab.base.config import COMPONENTS, Config, ConfigError
-from cipherlab.base.errors import (PartError, describe, register_student_code, student_line, student_line_in,
-                                   why)
+from cipherlab.runner.errors import PartError, describe, register_student_code, student_line, student_line_in, why
 from cipherlab.models.attention import causal_mask, padding_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding
-from cipherlab.pipeline.codec import build_model
+from cipherlab.pipeline.codec import build_model, part_option, trained_with_own
 from cipherlab.student.adapters import (MAX_LEN, RotaryAdapter, build_own_attention, build_own_norm,
                                        build_own_positional, build_own_rope, put_parts)
 from cipherlab.student.trials import TooLong, Unfit, randn, state_change, time_limit, torch_state
@@ -464,7 +463,7 @@ def parts_lines(records: list[dict]) -> list[str]:
     """table.md's lines on the student's parts (``parts`` of the records, :func:`part_records`): each run's class,
     file and source hash, and whether the table mixes them with cipherlab's own or two versions of one class where
     the runs hold the same component (:func:`mixed_parts`); [] when every run used cipherlab's own. The notes of
-    :func:`cipherlab.pipeline.evaluate.write_table`."""
+    :func:`cipherlab.runner.evaluate.write_table`."""
     own = {r["config"]: [p for p in r.get("parts") or [] if isinstance(p, dict)] for r in records}
     if not any(own.values()):
         return []
@@ -622,17 +621,13 @@ def _load_in_time(load: Callable[[str], object], target: str):
 
 # --------------------------------------------------------------------------- a model trained with parts
 
-def _suggest(record: dict) -> str:
-    return f"--part {record['part']}={record['file'] or 'FILE.py'}:{record['class']}"
-
-
 def _one_mismatch(part: str, trained: dict | None, given: dict | None) -> str | None:
     if trained is None:
-        return f"it was trained with cipherlab's own {part}; leave out {_suggest(given)}"
+        return f"it was trained with cipherlab's own {part}; leave out {part_option(given)}"
     if given is None:
-        return f"it was trained with its own {part}, {trained['class']} of {trained['file']}; pass {_suggest(trained)}"
+        return trained_with_own(trained)
     if given["class"] != trained["class"]:
-        return f"its {part} was {trained['class']} of {trained['file']}, not {given['class']}; pass {_suggest(trained)}"
+        return f"its {part} was {trained['class']} of {trained['file']}, not {given['class']}; pass {part_option(trained)}"
     return _source_mismatch(part, trained, given)
 
 
@@ -661,8 +656,8 @@ class PartsBuilder:
     (:func:`cipherlab.pipeline.codec.build_model`) and puts ``parts`` (``{"attention": MyAttention, ...}``) in
     place of its modules (:func:`cipherlab.student.adapters.put_parts`). Each class is tried once per
     configuration (:func:`validate_parts`, in :meth:`prepare`, which training and loading call before reading
-    any data). Pass it to :func:`cipherlab.pipeline.train.train_config`,
-    :func:`cipherlab.pipeline.checkpoint.load_trained` or :func:`cipherlab.pipeline.evaluate.evaluate_checkpoint`
+    any data). Pass it to :func:`cipherlab.runner.training.train_config`,
+    :func:`cipherlab.runner.trained.load_trained` or :func:`cipherlab.runner.evaluate.evaluate_checkpoint`
     as ``builder=``. With no parts it builds cipherlab's own model and still names the ``--part`` that a model
     trained with parts needs (:meth:`refuse`)."""
 
@@ -677,7 +672,7 @@ class PartsBuilder:
             self._tried.add(repr(config))
 
     def __call__(self, config: Config, codec, *, fused_attention: bool = False) -> nn.Module:
-        check_names(self.parts, config)  # unknown names, and parts this configuration has no place for
+        self.prepare(config)  # validated once per configuration: a no-op after the run's own prepare()
         model = build_model(config, codec, fused_attention=fused_attention)
         return put_parts(model, self.parts) if self.parts else model
 

@@ -11,8 +11,8 @@ import json
 import sys
 import time
 from cipherlab.base.config import make_config
-from cipherlab.pipeline.train import train_config
-from cipherlab.pipeline.evaluate import evaluate_checkpoint
+from cipherlab.runner.training import train_config
+from cipherlab.runner.evaluate import evaluate_checkpoint
 name, budget, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 over = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
 over.setdefault("max_eval_lines", 60)

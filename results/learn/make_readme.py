@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from cipherlab.base.markdown import markdown_table
-from cipherlab.pipeline.record import read_record
+from cipherlab.runner.record import read_record
 
 HERE = Path(__file__).resolve().parent
 

@@ -4,7 +4,7 @@
 
 Trains ``make_config(config, preset)`` (``--preset``, default ``cpu``) with the overrides for a wall-clock budget into
 ``runs/learn/<name>/`` and writes ``results/learn/<name>.json``, a run record
-(:mod:`cipherlab.pipeline.record`, the layout ``train`` writes too) whose ``sets`` hold its decryption of
+(:mod:`cipherlab.runner.record`, the layout ``train`` writes too) whose ``sets`` hold its decryption of
 - ``random_letters``: 30 strings of 40-120 characters over a-z, A-Z and (six times as likely) space,
   encrypted with the key -- a model that learned the cipher decodes them, a language model does not;
 - ``stdlib``, English from outside Brown: the 500 letters-and-spaces lines of Python's docstrings (data/stdlib);
@@ -31,11 +31,11 @@ from cipherlab.data.cipher import encrypt  # noqa: E402
 from cipherlab.base.config import TOKENIZATIONS, make_config, parse_field  # noqa: E402
 from cipherlab.data.corpus import load_corpus  # noqa: E402
 from cipherlab.pipeline.decode import decrypt_lines  # noqa: E402
-from cipherlab.pipeline.checkpoint import export_checkpoint, load_trained  # noqa: E402
+from cipherlab.runner.trained import export_checkpoint, load_trained  # noqa: E402
 from cipherlab.pipeline.codec import select_lines  # noqa: E402
 from cipherlab.pipeline.metrics import compute_metrics  # noqa: E402
-from cipherlab.pipeline.record import make_record, set_metrics, versions  # noqa: E402
-from cipherlab.pipeline.train import train_config  # noqa: E402
+from cipherlab.runner.record import make_record, set_metrics, versions  # noqa: E402
+from cipherlab.runner.training import train_config  # noqa: E402
 
 from cipherlab.analysis.probes import probe_sets  # noqa: E402
 from cipherlab.data.tokenizers.cipher_task import aligned_target_ids  # noqa: E402

@@ -13,7 +13,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cipherlab.pipeline.codec import fit_codec, select_lines  # noqa: E402
-from cipherlab.pipeline.record import read_record  # noqa: E402
+from cipherlab.runner.record import read_record  # noqa: E402
 from cipherlab.base.config import TOKENIZATIONS, config_from_dict  # noqa: E402
 from cipherlab.data.corpus import load_corpus  # noqa: E402
 from cipherlab.analysis.ablation import first_step  # noqa: E402

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import torch
 
-from cipherlab.pipeline.checkpoint import load_trained
+from cipherlab.runner.trained import load_trained
 from cipherlab.data.cipher import KEY, encrypt
 from cipherlab.pipeline.decode import decrypt_lines
 from cipherlab.analysis.probes import probe_sets
-from cipherlab.pipeline.record import read_record
+from cipherlab.runner.record import read_record
 
 SETS = ("random_letters", "random_alphabet", "stdlib", "stdlib_upper", "stdlib_long")  # the record's sets.<name>
 

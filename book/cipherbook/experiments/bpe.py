@@ -369,7 +369,7 @@ ALIGNED_RUN = "aligned"  # results/aligned: the reference ablation's C1-C4 with 
 def merges_runs() -> dict[str, dict]:
     """The records of ``results/merges`` by run name, in the order of their README."""
     from cipherlab.analysis.ablation.records import run_path
-    from cipherlab.pipeline.record import read_record
+    from cipherlab.runner.record import read_record
 
     folder = run_path(MERGES_RUN)
     order = ("m-src512-chars", "m-chars-tgt1000", "m-phase2560-aligned-bits", "m-phase2560-chunks-chars",

@@ -22,7 +22,7 @@ from cipherlab.data.cipher import encrypt
 from cipherlab.base.config import CONFIG_NAMES, TOKENIZATIONS, make_config
 from cipherbook.experiments.common import reference_runs
 from cipherlab.pipeline.metrics import compute_metrics
-from cipherlab.pipeline.record import read_record
+from cipherlab.runner.record import read_record
 from cipherbook.runs import EQUAL_EPOCHS_RUN, EXTENDED_RUN, LEARN_RUN, PRIMARY_RUN
 from cipherlab.analysis.ablation import (REFERENCE_SETS, beam_gains, exact_difference_stderr, lines_of,
                                load_beam, load_generalisation, load_learn_runs,
@@ -577,7 +577,7 @@ def chunk_tokens(model_path: str) -> dict:
 
     from cipherlab.analysis.probes import probe_sets
     from cipherlab.data.cipher import encrypt
-    from cipherlab.pipeline.checkpoint import load_trained
+    from cipherlab.runner.trained import load_trained
 
     _, codec, config = load_trained(model_path, "cpu")
     record = next(iter(load_learn_runs("aligned").values()))

@@ -8,7 +8,7 @@
     python -m cipherbook.viva words [NOTEBOOK ...]   each chapter's teaching-body words against its budget
 
 Without NOTEBOOK, every notebook under book/ is used. Any error is one line on stderr and exit
-code 1 (:func:`cipherlab.base.errors.run_command`), never a traceback.
+code 1 (:func:`cipherlab.runner.errors.run_command`), never a traceback.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from cipherlab.base.errors import require_file, run_command, why, writable_file
+from cipherlab.runner.errors import require_file, run_command, why, writable_file
 from cipherlab.cli.common import OneLineParser
 from cipherbook.viva import (BOOK_PROSE_BUDGET, BOOK_TEACHING_BUDGET, REPO_ROOT, book_notebooks, fill_facts,
                             is_appendix, load_bank, notebook_in_sync, prose_words, sync_notebook, teaching_budget,

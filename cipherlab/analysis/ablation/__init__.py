@@ -1,7 +1,7 @@
 """The ablation's results, read back and compared.
 
 Training writes one record per configuration into ``results/<run>/`` (``cipherlab train`` and
-``cipherlab ablate``; see :func:`cipherlab.pipeline.evaluate.write_results`). This package reads them back and
+``cipherlab ablate``; see :func:`cipherlab.runner.evaluate.write_results`). This package reads them back and
 turns them into tables, statistics and plots. It says nothing in words: whoever prints what these functions
 return states each finding itself.
 

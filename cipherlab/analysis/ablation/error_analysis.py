@@ -283,7 +283,7 @@ def random_string_errors(model_path, n_random: int = 200) -> dict:
     "chunk_chars"}``, the last three as ``Counter``s."""
     import torch
 
-    from cipherlab.pipeline.checkpoint import load_trained
+    from cipherlab.runner.trained import load_trained
     from cipherlab.data.cipher import encrypt
     from cipherlab.pipeline.decode import decrypt_lines
     from cipherlab.analysis.probes import probe_sets

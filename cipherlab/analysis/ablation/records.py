@@ -1,6 +1,6 @@
 """Where the results live, and reading them back.
 
-Every run writes one record per model into ``results/<run>/`` (:mod:`cipherlab.pipeline.record`); this
+Every run writes one record per model into ``results/<run>/`` (:mod:`cipherlab.runner.record`); this
 module finds the run folders (``$CIPHERLAB_RESULTS_DIR`` points the names at
 another results folder), and reads the records and side files back: a missing file is a FileNotFoundError
 naming it, a broken one a ValueError naming the file and what is wrong. It also reads single facts off a record (a metric,
@@ -13,10 +13,10 @@ import json
 import os
 from pathlib import Path
 
-from cipherlab.pipeline.record import read_record
+from cipherlab.runner.record import read_record
 from cipherlab.base.config import CONFIG_NAMES
 from cipherlab.base.config import change_from_c1 as components_change
-from cipherlab.base.errors import REPO_RESULTS_DIR
+from cipherlab.runner.errors import REPO_RESULTS_DIR
 
 __all__ = [
     "ANALYSIS_RUNS",
@@ -157,7 +157,7 @@ def load_recipe_runs() -> dict[str, dict[tuple[str, int], dict]]:
 
 
 def section(record: dict, name: str) -> dict:
-    """One decrypted set of a record (``"test"``, ``"random_letters"``, ...: :mod:`cipherlab.pipeline.record`)."""
+    """One decrypted set of a record (``"test"``, ``"random_letters"``, ...: :mod:`cipherlab.runner.record`)."""
     return record["sets"][name]
 
 

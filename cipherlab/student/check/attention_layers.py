@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cipherlab.base.errors import why
+from cipherlab.runner.errors import why
 from cipherlab.models.attention import (KVCache, MultiHeadAttention, ScaledDotProductAttention, causal_mask,
                                         padding_mask)
 from cipherlab.base.config import Config

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from cipherlab.base.errors import why
+from cipherlab.runner.errors import why
 from cipherlab.student.trials import Unfit
 
 FLOAT32_TOL = 1e-5  # atol and rtol against the reference in float32

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 import cipherlab
-from cipherlab.base.errors import why
+from cipherlab.runner.errors import why
 from cipherlab.student.check.compare import _close, _gap, _tolerance_used
 from cipherlab.student.trials import randn
 

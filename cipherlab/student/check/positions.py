@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from cipherlab.base.config import Config
-from cipherlab.base.errors import why
+from cipherlab.runner.errors import why
 from cipherlab.data.corpus import PLAIN_FILE, read_lines, resolve_data_dir
 from cipherlab.models.positional import (RotaryPositionalEmbedding, SinusoidalPositionalEncoding,
                                          inverse_frequencies, rotate_half)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from cipherlab.base.errors import why
+from cipherlab.runner.errors import why
 from cipherlab.student.parts import internals_refusal, overridden_internals, shadowed_internals
 from cipherlab.student.trials import Unfit
 

@@ -13,7 +13,7 @@ import importlib.util
 import inspect
 import sys
 
-from cipherlab.base.errors import require_file, why
+from cipherlab.runner.errors import require_file, why
 from cipherlab.student.parts import _load_in_time
 
 

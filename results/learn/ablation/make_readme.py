@@ -15,7 +15,7 @@ sys.path.insert(0, str(HERE.parents[2]))
 
 from cipherlab.analysis.ablation import LEARN_HEADERS, learn_row, learn_tables, load_learn_runs, markdown_table  # noqa: E402
 from cipherlab.data.cipher import KEY  # noqa: E402
-from cipherlab.pipeline.record import read_record  # noqa: E402
+from cipherlab.runner.record import read_record  # noqa: E402
 
 BITS = HERE.parent / "bits"  # the course notes' bits-mode BPE with the same method, beside it
 

@@ -13,7 +13,7 @@ ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cipherlab.analysis.ablation import REFERENCE_SETS, load_learn_runs, markdown_table, mcnemar, section  # noqa: E402
-from cipherlab.pipeline.record import read_record  # noqa: E402
+from cipherlab.runner.record import read_record  # noqa: E402
 
 REFERENCE = ROOT / "results" / "reference"
 

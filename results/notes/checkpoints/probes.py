@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT))
 from cipherlab.analysis.doctor import diagnose_checkpoint, random_strings  # noqa: E402
 from cipherlab.data.cipher import encrypt  # noqa: E402
 from cipherlab.data.corpus import load_corpus  # noqa: E402
-from cipherlab.pipeline.checkpoint import load_trained  # noqa: E402
+from cipherlab.runner.trained import load_trained  # noqa: E402
 from cipherlab.pipeline.codec import select_lines  # noqa: E402
 from cipherlab.pipeline.decode import decrypt_lines  # noqa: E402
-from cipherlab.pipeline.record import git_commit, versions  # noqa: E402
+from cipherlab.runner.record import git_commit, versions  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = ("c2", "c5")

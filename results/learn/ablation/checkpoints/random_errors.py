@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 from cipherlab.analysis.ablation import load_learn_runs, section  # noqa: E402
 from cipherlab.analysis.doctor import random_strings  # noqa: E402
 from cipherlab.data.cipher import encrypt  # noqa: E402
-from cipherlab.pipeline.checkpoint import load_trained  # noqa: E402
+from cipherlab.runner.trained import load_trained  # noqa: E402
 from cipherlab.pipeline.decode import decrypt_lines  # noqa: E402
-from cipherlab.pipeline.record import git_commit, versions  # noqa: E402
+from cipherlab.runner.record import git_commit, versions  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LETTERS = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") + [" "] * 6  # as results/learn/probe.py

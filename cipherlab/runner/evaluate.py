@@ -4,7 +4,7 @@
 tokenizers or entropy model, weights: :mod:`cipherlab.pipeline.checkpoint`), decrypts every line of a
 split chunk by chunk, and computes :func:`cipherlab.pipeline.metrics.compute_metrics` on the re-assembled lines,
 keeping each line's outcome (``exact_by_line``) for ``report``'s paired comparison.
-:func:`results_record` makes the run's record (:mod:`cipherlab.pipeline.record`): the test lines, the
+:func:`results_record` makes the run's record (:mod:`cipherlab.runner.record`): the test lines, the
 training log, the cost of the configuration (parameters, peak memory, seconds per
 epoch, training tokens/s, decoded lines/s) and where it ran; :func:`write_table` gathers the
 records of one preset into ``table.md`` and ``table.csv``; table.md names the student's parts (``--part``)
@@ -24,15 +24,15 @@ from pathlib import Path
 
 import torch
 
-from cipherlab.pipeline.checkpoint import check_data, model_from_payload, read_payload
+from cipherlab.runner.trained import check_data, model_from_payload, read_payload
 from cipherlab.pipeline.codec import OWN_MODEL, ModelBuilder, select_lines
 from cipherlab.base.config import Config, change_from_c1
 from cipherlab.data.corpus import load_corpus, load_pairs, resolve_data_dir
 from cipherlab.pipeline.decode import decrypt_lines, foreign_note, length_aware_by_default, trained_alphabet
 from cipherlab.base.device import pick_device
-from cipherlab.base.errors import write_text_atomic
+from cipherlab.base.files import write_atomic
 from cipherlab.pipeline.metrics import compute_metrics
-from cipherlab.pipeline.record import make_record, read_record, set_metrics
+from cipherlab.runner.record import make_record, read_record, set_metrics
 from cipherlab.base.markdown import markdown_table
 
 __all__ = [
@@ -66,7 +66,7 @@ def evaluate_checkpoint(
     checkpoint trained on other data is refused. ``split="all"`` is the exception: it scores
     every line of the data folder's file and accepts any data, for checking that a model
     learned the cipher rather than its training text (e.g. ``data_dir="data/stdlib"``). ``builder``:
-    what rebuilds the model (:func:`cipherlab.pipeline.checkpoint.load_trained`).
+    what rebuilds the model (:func:`cipherlab.runner.trained.load_trained`).
     """
     device = pick_device(device)
     payload = read_payload(path)
@@ -119,10 +119,10 @@ def metrics_line(metrics: dict) -> str:
 
 
 def results_record(config: Config, run, test_metrics: dict) -> dict:
-    """One configuration's record (:mod:`cipherlab.pipeline.record`): its test lines as set ``test``,
+    """One configuration's record (:mod:`cipherlab.runner.record`): its test lines as set ``test``,
     its training log, and what it cost.
 
-    ``run`` is what :func:`cipherlab.pipeline.train.train_config` returned (a ``RunResult``; not imported
+    ``run`` is what :func:`cipherlab.runner.training.train_config` returned (a ``RunResult``; not imported
     here, so that evaluation never depends on the training module).
     """
     fit = {"epochs": run.fit.epochs, "best_epoch": run.fit.best_epoch, "best_val_loss": run.fit.best_val_loss,
@@ -142,7 +142,7 @@ def write_results(config: Config, record: dict, results_dir: str | os.PathLike =
     folder = Path(results_dir) / config.run_name
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{record['config']}.json"
-    write_text_atomic(path, json.dumps(record, indent=2) + "\n")
+    write_atomic(path, json.dumps(record, indent=2) + "\n")
     write_table(folder, notes=notes)
     return path
 
@@ -225,10 +225,10 @@ def write_table(folder: str | os.PathLike, *, notes: Callable[[list[dict]], list
         *(notes(records) if notes else []),
     ]
     md_path, csv_path = folder / "table.md", folder / "table.csv"
-    write_text_atomic(md_path, "\n".join(md))
+    write_atomic(md_path, "\n".join(md))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(headers)
     writer.writerows([_cell(r, read, None) for _, read, _ in TABLE_COLUMNS] for r in records)
-    write_text_atomic(csv_path, buffer.getvalue())
+    write_atomic(csv_path, buffer.getvalue())
     return md_path, csv_path

@@ -1,24 +1,20 @@
-"""A training run's files and words: what :mod:`cipherlab.pipeline.train` needs besides the loop.
+"""A training run's hooks, files and words: what :class:`cipherlab.pipeline.train.Trainer` asks of the run around it.
 
-The training loop (:class:`cipherlab.pipeline.train.Trainer`) stays a plain loop; this module holds what
+The training loop stays a plain loop; :class:`RunHooks` (its :class:`~cipherlab.pipeline.train.Hooks`) holds what
 makes a run usable from a command line and trustworthy on disk, none of which changes a weight:
 
-- resuming: the log and the learning curve cut back to the checkpoint's epoch and step (:func:`trim_logs`);
-- the progress bar of an epoch (:func:`epoch_bar`), the line before the first epoch and the heartbeat where no bar
-  shows (:func:`announce`), the bar of ``plan`` and ``doctor`` (:class:`StepBar`);
-- why a run diverged, from what the model does on the validation chunks (:func:`divergence_advice`), and the other
-  one-line messages of a run that stops (:func:`diverged_message`, :func:`not_learning_message`, ...);
-- the peak memory a run used (:func:`peak_memory_bytes`).
-
-The run's lock (:class:`cipherlab.base.files.own_folder`) and the atomic writer of its files
-(:func:`cipherlab.base.files.write_atomic`) are the package's one lock and one writer, in ``cipherlab.base``.
-A trainer here is any object with a :class:`~cipherlab.pipeline.train.Trainer`'s attributes.
+- resuming: last.pt checked (:func:`cipherlab.runner.integrity.load_checkpoint`, the builder's parts), the log and the
+  learning curve cut back to its epoch and step (:func:`trim_logs`), a lost best.pt or last.pt refused;
+- mid-epoch validation (``Config.eval_every``, ``curve.jsonl``) and the onset check (``Config.onset_step``);
+- the loggers told of every step, validation and epoch (:class:`TrainingLogger`), the line of each epoch;
+- why a run diverged, from what the model does on the validation chunks (:func:`divergence_advice`);
+- the line before the first epoch and the heartbeat where no bar shows (:func:`announce`), the bar of ``plan``
+  and ``doctor`` (:class:`StepBar`), the peak memory a run used (:func:`peak_memory_bytes`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -29,24 +25,21 @@ from tqdm.auto import tqdm
 
 from cipherlab.base.device import autocast
 from cipherlab.base.files import write_atomic
-from cipherlab.pipeline.checkpoint import CheckpointError, read_log
-from cipherlab.pipeline.codec import teacher_forcing_logits
+from cipherlab.pipeline.checkpoint import read_log, save_checkpoint
+from cipherlab.pipeline.codec import OWN_MODEL, ModelBuilder, teacher_forcing_logits
+from cipherlab.pipeline.train import Hooks
+from cipherlab.runner.integrity import CheckpointError, load_checkpoint, read_log_torn
 
 try:  # peak resident memory on CPU; the module does not exist on Windows
     import resource
 except ImportError:  # pragma: no cover - Windows
     resource = None
 
-__all__ = ["HEARTBEAT_S", "NotLearning", "StepBar", "TrainingDiverged", "TrainingLogger", "announce",
-           "divergence_advice", "diverged_message", "epoch_bar", "not_learning_message", "peak_memory_bytes",
-           "refuse_lost_best", "refuse_lost_last", "refuse_other_parts", "trim_logs"]
+__all__ = ["HEARTBEAT_S", "NotLearning", "RunHooks", "StepBar", "TrainingLogger", "announce", "divergence_advice",
+           "not_learning_message", "peak_memory_bytes", "refuse_lost_best", "refuse_lost_last", "trim_logs"]
 
 
 # --------------------------------------------------------------------------- how a run stops, and who hears of it
-
-
-class TrainingDiverged(RuntimeError):
-    """The training loss became NaN or infinite."""
 
 
 class NotLearning(RuntimeError):
@@ -54,12 +47,12 @@ class NotLearning(RuntimeError):
 
 
 class TrainingLogger:
-    """What a :class:`Trainer` tells an observer (``Trainer(logger=...)``) while it trains: a base class
+    """What a run tells an observer (``train_config(logger=...)``, :class:`RunHooks`) while it trains: a base class
     whose methods do nothing, so that an observer overrides only what it records. Any object with
-    some of these methods will do (the trainer calls those it has); each gets one plain dict.
+    some of these methods will do (those it has are called); each gets one plain dict.
 
     The trainer knows nothing of where the numbers go: an experiment tracker (Weights & Biases,
-    :class:`cipherlab.pipeline.tracking.WandbLogger`), a plot in a notebook or a test's list.
+    :class:`cipherlab.runner.tracking.WandbLogger`), a plot in a notebook or a test's list.
     A resumed run reports from the step it resumes at; the steps before are in ``log.jsonl``.
     """
 
@@ -83,10 +76,10 @@ class TrainingLogger:
 def trim_logs(log_path: Path, curve_path: Path, epoch: int, step: int) -> None:
     """Cut ``log.jsonl`` back to the checkpoint's ``epoch`` and ``curve.jsonl`` to its ``step``: a run killed
     between writing its log record and its checkpoint would log an epoch twice. A torn last line is dropped."""
-    kept = [r for r in read_log(log_path, torn_ok=True) if r["epoch"] <= epoch]
+    kept = [r for r in (read_log_torn(log_path) if log_path.exists() else []) if r["epoch"] <= epoch]
     write_atomic(log_path, "".join(json.dumps(r) + "\n" for r in kept))
     if curve_path.exists():  # the same for the learning curve, by step
-        kept = [r for r in read_log(curve_path, torn_ok=True) if r["step"] <= step]
+        kept = [r for r in read_log_torn(curve_path) if r["step"] <= step]
         write_atomic(curve_path, "".join(json.dumps(r) + "\n" for r in kept))
 
 
@@ -111,13 +104,6 @@ def refuse_lost_last(last_path: Path, out_dir: Path, best_path: Path, log_path: 
         )
 
 
-def refuse_other_parts(last_path: Path, problem: str | None) -> None:
-    """Refuse to resume a run whose model builder cannot rebuild its last.pt (``problem``, from
-    :meth:`~cipherlab.pipeline.codec.ModelBuilder.refuse`: other parts than it was trained with)."""
-    if problem:
-        raise CheckpointError(f"{last_path}: {problem} to resume it, or train into a new --out folder")
-
-
 def not_learning_message(config, accuracy: float, step: int) -> str:
     """Why a run that has not started to learn by ``Config.onset_step`` stopped."""
     c = config
@@ -130,12 +116,82 @@ def not_learning_message(config, accuracy: float, step: int) -> str:
     )
 
 
-def diverged_message(trainer, what: str, step: int | None, before: str) -> str:
-    """What diverged where, what the checkpoints still hold, and what to do (:func:`divergence_advice`)."""
-    p, last = trainer.progress, trainer.last_path
-    kept = f"{last} still holds the last good state" if last.exists() else "no checkpoint was written yet"
-    return (f"{what} at epoch {p.epoch + 1}, step {p.step + 1 if step is None else step}; training stopped before "
-            f"{before} and {kept}. {divergence_advice(trainer)}")
+# --------------------------------------------------------------------------- the run's hooks
+
+
+class RunHooks(Hooks):
+    """What a run adds around :class:`~cipherlab.pipeline.train.Trainer` (this module's list). ``builder``: what
+    built the model (resuming refuses a last.pt it did not build); ``loggers``: told of every step, validation and
+    epoch (:class:`TrainingLogger`); ``verbose``: one summary line per epoch."""
+
+    def __init__(self, builder: ModelBuilder = OWN_MODEL, loggers: Sequence = (), verbose: bool = False):
+        self.builder, self.loggers, self.verbose = builder, [x for x in loggers if x is not None], verbose
+
+    def _tell(self, event: str, record: dict) -> None:
+        for logger in self.loggers:
+            method = getattr(logger, event, None)
+            if method is not None:
+                method(record)
+
+    def resume(self, trainer) -> dict:
+        last = trainer.last_path
+        payload = load_checkpoint(last, config=trainer.config, identity=trainer.identity)
+        problem = self.builder.refuse(payload["artifacts"].get("parts") or [])
+        if problem:  # other parts than it was trained with
+            raise CheckpointError(f"{last}: {problem} to resume it, or train into a new --out folder")
+        progress = payload["progress"]
+        trim_logs(trainer.log_path, trainer.curve_path, progress["epoch"], progress["step"])  # no epoch logged twice
+        refuse_lost_best(trainer.best_path, last, progress["best_epoch"])
+        return payload
+
+    def start_over(self, trainer) -> None:  # a run was here but its last.pt is gone
+        refuse_lost_last(trainer.last_path, trainer.out_dir, trainer.best_path, trainer.log_path)
+
+    def after_step(self, trainer, record: dict) -> None:
+        self._tell("step", record)
+        config, step = trainer.config, record["step"]
+        if config.eval_every and step % config.eval_every == 0:
+            self._curve_point(trainer, record["epoch"])
+        if config.onset_step is not None and step == config.onset_step:
+            self._check_onset(trainer)
+
+    def _curve_point(self, trainer, epoch: float) -> None:
+        """Validate mid-epoch (``Config.eval_every``) and append the point to ``curve.jsonl``. It
+        changes nothing of the run: no checkpoint, no selection, no random numbers drawn."""
+        p = trainer.progress
+        started = time.perf_counter()
+        val_loss, val_accuracy, exact_chunks = trainer.validate(exact=True)
+        earlier = sum(r["seconds"] for r in read_log(trainer.log_path))
+        record = {"step": p.step, "epoch": epoch, "val_loss": val_loss, "val_accuracy": val_accuracy,
+                  "val_exact_chunks": exact_chunks, "train_seconds": earlier + p.epoch_seconds,
+                  "validate_seconds": time.perf_counter() - started}
+        with open(trainer.curve_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        self._tell("validation", record)
+        trainer.model.train()
+
+    def _check_onset(self, trainer) -> None:
+        """Stop a run that has not started to learn by ``Config.onset_step`` (``NotLearning``), before it
+        spends the rest of its budget on a flat curve; last.pt keeps the state reached."""
+        _, accuracy = trainer.validate()
+        trainer.model.train()
+        if accuracy < trainer.config.onset_accuracy:
+            save_checkpoint(trainer.last_path, trainer._payload(full=True))
+            raise NotLearning(not_learning_message(trainer.config, accuracy, trainer.progress.step))
+
+    def after_epoch(self, trainer, record: dict) -> None:
+        self._tell("epoch", record)
+        if self.verbose:
+            tqdm.write(f"{trainer.config.name} epoch {record['epoch']}: train loss {record['train_loss']:.4f}, "
+                       f"val loss {record['val_loss']:.4f}, val accuracy {record['val_accuracy']:.4f}"
+                       f"{' (best)' if record['best'] else ''}, {record['seconds']:.0f} s, "
+                       f"{record['tokens_per_s']:.0f} tokens/s")
+
+    def diverged(self, trainer, message: str) -> str:
+        """What diverged where, what the checkpoints still hold, and what to do (:func:`divergence_advice`)."""
+        last = trainer.last_path
+        kept = f"{last} still holds the last good state" if last.exists() else "no checkpoint was written yet"
+        return f"{message} and {kept}. {divergence_advice(trainer)}"
 
 
 # --------------------------------------------------------------------------- what a run cost
@@ -233,16 +289,6 @@ def divergence_advice(trainer) -> str:
 
 HEARTBEAT_S = 60.0
 """Seconds between two progress lines of a verbose run whose output is not a terminal (no bar there)."""
-
-
-def epoch_bar(name: str, epoch: int, total: int, done: int, show: bool | None) -> tqdm:
-    """The progress bar of one epoch's ``total`` batches, ``done`` of them already. ``show`` None: no bar when
-    output is not a terminal or a notebook (CI, logs), and none when the environment sets TQDM_DISABLE (tqdm's
-    own switch; notebooks whose outputs are stored use it)."""
-    disable = None if show is None else not show
-    if show is None and os.environ.get("TQDM_DISABLE"):
-        disable = True
-    return tqdm(total=total, initial=done, desc=f"{name} epoch {epoch + 1}", unit="batch", disable=disable, leave=False)
 
 
 def announce(trainer, seconds: float, progress: bool | None) -> None:

@@ -24,8 +24,6 @@ would keep the interpreter from exiting: one note names it, and the process ends
 locations *before* a command starts its work, so a long run never fails at its end on a path.
 :func:`outside_results` keeps every command's output out of the repository's committed ``results/``
 (symlinks followed) unless the command says how to write there on purpose.
-:func:`strip_bom` accepts what Windows Notepad writes, saying so. :func:`write_text_atomic` writes a
-file whole or not at all (every results file, every ``--json``).
 
 The command line's own pieces, its one-line usage errors (``OneLineParser``) and the check of ``--device``
 as it is read (``device_option``), are argparse's: they are in :mod:`cipherlab.cli.common`. What is here,
@@ -44,8 +42,6 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from cipherlab.base.files import write_atomic
-
 __all__ = [
     "DEBUG_ENV",
     "PartError",
@@ -54,19 +50,16 @@ __all__ = [
     "first_line",
     "outside_results",
     "REPO_RESULTS_DIR",
-    "UTF8_BOM",
     "blame",
     "register_student_code",
     "require_file",
     "run_command",
-    "strip_bom",
     "student_line",
     "student_line_in",
     "student_place",
     "why",
     "writable_file",
     "writable_folder",
-    "write_text_atomic",
 ]
 
 DEBUG_ENV = "CIPHERLAB_DEBUG"
@@ -407,27 +400,3 @@ def _check_writable(folder: Path, label: str) -> None:
         reason = f"{e.strerror[0].lower()}{e.strerror[1:]}" if e.strerror else str(e)
         raise OSError(f"{label}: cannot write in {folder} ({reason}); "
                       f"{_FIXES.get(e.errno, 'choose a folder you can write to')}") from None
-
-
-# --------------------------------------------------------------------------- writing a file whole
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` whole or not at all: :func:`cipherlab.base.files.write_atomic`, the
-    package's one atomic writer (a full disk is an OSError naming ``path``, and no temporary file is left)."""
-    return write_atomic(path, text)
-
-
-# --------------------------------------------------------------------------- input quirks accepted with a note
-
-UTF8_BOM = b"\xef\xbb\xbf"
-"""The byte-order mark Windows Notepad writes at the start of UTF-8 files; not part of the text."""
-
-
-def strip_bom(raw: bytes, path: str | os.PathLike) -> bytes:
-    """``raw`` without a leading UTF-8 byte-order mark, saying so in one line on stderr."""
-    if not raw.startswith(UTF8_BOM):
-        return raw
-    print(f"cipherlab: note: {path} starts with a UTF-8 byte-order mark (Windows Notepad writes one); "
-          "it is not text, so it was skipped", file=sys.stderr)
-    return raw[len(UTF8_BOM):]

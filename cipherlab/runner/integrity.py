@@ -1,7 +1,7 @@
-"""What a model file read back must pass, and what is said when it does not (for :mod:`cipherlab.pipeline.checkpoint`).
+"""What a model file read back must pass, and what is said when it does not.
 
-- :func:`tensors_sha256`, :func:`payload_sha256`, :func:`export_sha256`: the checksums a checkpoint and an export
-  carry, over their tensors and over the whole model (configuration, tokenizers, identity, records);
+- :func:`load_checkpoint`: a checkpoint of :func:`cipherlab.pipeline.checkpoint.save_checkpoint` read back with
+  ``weights_only=True`` and every check below; :func:`export_sha256`: the checksum over a whole model export;
 - the checks of a file read back: its checksums (:func:`check_sum`, :func:`check_whole`), its weights
   (:func:`check_weights`), its configuration and tokenizers against the run's (:func:`check_fits`), an export's
   metadata (:func:`metadata_dict`); each a :class:`CheckpointError` of one line naming the file and the fix;
@@ -18,18 +18,19 @@ import hashlib
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors import safe_open
 
 from cipherlab.base.config import Config, lacking_fields, older
-from cipherlab.base.errors import require_file, why
+from cipherlab.pipeline.checkpoint import CHECKPOINT_FORMAT, payload_sha256, payload_tensors, tensors_sha256
+from cipherlab.runner.errors import require_file, why
 
 __all__ = ["EXPORT_FORMAT", "HUB_CONFIG_FILE", "HUB_MODEL_FILE", "CheckpointError", "check_current", "check_fits",
-           "check_sum", "check_weights", "check_whole", "export_sha256", "metadata_dict", "payload_sha256",
-           "payload_tensors", "read_export", "read_log_torn", "read_model_folder", "tensors_sha256"]
+           "check_sum", "check_weights", "check_whole", "export_sha256", "load_checkpoint", "metadata_dict",
+           "read_export", "read_log_torn", "read_model_folder"]
 
 EXPORT_FORMAT = "cipherlab-model-1"
 HUB_MODEL_FILE = "model.safetensors"  # a model folder's model: an export, as export_checkpoint writes it
@@ -38,26 +39,43 @@ HUB_CONFIG_FILE = "config.json"  # its configuration, for readers and the hub's 
 # Config fields a resumed run may change: budgets, not the model or the data. Raising max_epochs
 # continues a finished run, e.g. to bring every configuration to the same number of epochs.
 _RUNTIME_FIELDS = ("time_budget_s", "max_epochs", "eval_every")  # may change on --resume
+_PAYLOAD_PARTS = ("config", "identity", "artifacts", "model")  # what every checkpoint holds, each a dict
+_CHECKPOINT_FIX = "pass a best.pt or last.pt written by `python -m cipherlab train`"
 
 
 class CheckpointError(ValueError):
     """A checkpoint that is unreadable, or was made with another configuration or tokenizer."""
 
 
-def payload_tensors(payload, prefix: str = "") -> dict[str, torch.Tensor]:
-    """Every tensor inside a checkpoint's nested dicts and lists, by its dotted place in them
-    (``model.encoder.embed.weight``, ``optimizer.state.0.exp_avg``, ``rng.torch``, ...)."""
-    if isinstance(payload, dict):
-        items = payload.items()
-    elif isinstance(payload, (list, tuple)):
-        items = enumerate(payload)
-    else:
-        return {}
-    found = {}
-    for key, value in items:
-        name = f"{prefix}{key}"
-        found.update({name: value} if isinstance(value, torch.Tensor) else payload_tensors(value, f"{name}."))
-    return found
+def load_checkpoint(
+    path: str | os.PathLike, *, config: Config | None = None, identity: dict | None = None
+) -> dict:
+    """Read a checkpoint safely (``weights_only=True``) and check it fits ``config`` and ``identity``.
+
+    Raises FileNotFoundError for a missing file and CheckpointError for a file that is not a
+    cipherlab checkpoint, is damaged (its tensors do not match their checksum), or was made with
+    another configuration or tokenizer.
+    """
+    path = require_file(path, "checkpoint", _CHECKPOINT_FIX)
+    try:
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": a line of its own, before the error
+            warnings.simplefilter("ignore")
+            payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # any unpickling failure means "not a checkpoint we can trust"
+        raise CheckpointError(f"{path}: not a readable cipherlab checkpoint ({why(e)}); "
+                              f"{_CHECKPOINT_FIX}") from None
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path}: not a cipherlab checkpoint (expected format {CHECKPOINT_FORMAT!r}); "
+                              f"{_CHECKPOINT_FIX}")
+    missing = [part for part in _PAYLOAD_PARTS if not isinstance(payload.get(part), dict)]
+    if missing:
+        raise CheckpointError(f"{path}: a cipherlab checkpoint without its {', '.join(missing)}; {_CHECKPOINT_FIX}")
+    check_weights(path, payload["model"], _CHECKPOINT_FIX)
+    check_sum(path, payload)
+    check_current(path, payload["config"])
+    check_fits(path, payload, config, identity)
+    return payload
+
 
 
 def check_fits(path: Path, payload: dict, config: Config | None, identity: dict | None) -> None:
@@ -120,17 +138,6 @@ def _plain(value):
     return list(value) if isinstance(value, tuple) else value
 
 
-def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
-    """SHA-256 over every tensor's name, dtype, shape and bytes, in name order: stored in an
-    export's metadata at export time and checked at load time, so a corrupted file is refused."""
-    digest = hashlib.sha256()
-    for name in sorted(tensors):
-        t = tensors[name].detach().cpu().contiguous()
-        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return digest.hexdigest()
-
-
 def metadata_dict(path: Path, metadata: dict[str, str], part: str) -> dict:
     """The JSON object an export's metadata holds as ``part`` (config, artifacts, identity); a CheckpointError
     naming ``path`` where it is missing or not a JSON object."""
@@ -151,35 +158,12 @@ def metadata_dict(path: Path, metadata: dict[str, str], part: str) -> dict:
 _CHECKSUM_KEYS = ("sha256", "model_sha256")  # what a file stores about itself, not covered by itself
 
 
-def payload_sha256(payload: dict, tensors_digest: str | None = None) -> str:
-    """SHA-256 over a whole checkpoint: :func:`tensors_sha256` of its tensors and every other value
-    in it (configuration, identity, tokenizers, part records, progress, optimiser settings) as
-    canonical JSON. A checkpoint stores it as ``model_sha256``, beside the tensors' ``sha256``."""
-    rest = {key: value for key, value in payload.items() if key not in _CHECKSUM_KEYS}
-    digest = tensors_sha256(payload_tensors(rest)) if tensors_digest is None else tensors_digest
-    text = json.dumps({"tensors": digest, "values": _skeleton(rest)}, sort_keys=True, default=repr)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def export_sha256(metadata: dict[str, str], tensors_digest: str) -> str:
     """SHA-256 over a whole model export: its tensors' checksum and every metadata string as stored
     (format, configuration, tokenizers, identity). An export stores it as ``model_sha256``."""
     values = {key: value for key, value in metadata.items() if key not in _CHECKSUM_KEYS}
     text = json.dumps({"tensors": tensors_digest, "metadata": values}, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _skeleton(value):
-    """``value`` as plain JSON, each tensor a placeholder (the tensors have their own checksum)."""
-    if isinstance(value, torch.Tensor):
-        return "<tensor>"
-    if isinstance(value, dict):
-        return {str(key): _skeleton(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_skeleton(item) for item in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value if value is None or isinstance(value, (str, int, float, bool)) else repr(value)
 
 
 def check_whole(path: Path, stored: str, actual: str, fix: str) -> None:
@@ -256,7 +240,7 @@ def read_export(path: Path) -> dict:
 
 
 def read_model_folder(folder: str | os.PathLike) -> dict:
-    """The payload of a model folder written by ``cipherlab export --hub`` (:mod:`cipherlab.pipeline.hub`).
+    """The payload of a model folder written by ``cipherlab export --hub`` (:mod:`cipherlab.runner.hub`).
 
     The model is ``model.safetensors`` alone, read and checksummed as any export. ``config.json`` and the
     tokenizer files beside it are copies for the people who read the folder on the hub; each must agree with

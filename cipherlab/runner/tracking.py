@@ -14,7 +14,7 @@
 - summary: the last value of each of those, ``decoding`` (how the test lines were decoded, e.g.
   ``length-aware greedy``), ``params``, and the peak memory under a name that says which it is:
   ``peak_gpu_memory_bytes`` (CUDA ``max_memory_allocated``) or ``peak_cpu_rss_bytes`` (the process's
-  peak resident set size, :func:`cipherlab.pipeline.train.peak_memory_bytes`).
+  peak resident set size, :func:`cipherlab.runner.hooks.peak_memory_bytes`).
 
 The run is named ``<config>-seed<seed>-<runs folder>``, e.g. ``c1-seed0-assignment``; ``ablate`` and
 ``benchmarks/gpu_run.py`` put the runs of one ablation in one W&B group. A resumed run (``--resume``) is a
@@ -39,7 +39,7 @@ import os
 from pathlib import Path
 
 from cipherlab.base.config import Config
-from cipherlab.base.errors import first_line, outside_results
+from cipherlab.runner.errors import first_line, outside_results
 
 __all__ = ["DEFAULT_PROJECT", "MISSING_WANDB", "WandbLogger", "check_wandb_dir", "has_api_key", "require_wandb",
            "run_name", "start_wandb"]
@@ -193,7 +193,7 @@ class WandbLogger:
                                      "best/val_accuracy": record["val_accuracy"]})
 
     def test(self, metrics: dict) -> None:
-        """The test lines' metrics (:func:`cipherlab.pipeline.evaluate.evaluate_checkpoint`): each number as
+        """The test lines' metrics (:func:`cipherlab.runner.evaluate.evaluate_checkpoint`): each number as
         ``test/<name>`` in the history's last row and the summary; ``decoding`` (and ``test/split``) in the summary."""
         values = {f"test/{key}": value for key, value in metrics.items()
                   if isinstance(value, (int, float)) and not isinstance(value, bool)}

@@ -5,7 +5,7 @@
 
 :func:`export_model_folder` writes the folder the hub shows as a model page:
 
-- ``model.safetensors``: the model, exactly as :func:`~cipherlab.pipeline.checkpoint.export_checkpoint`
+- ``model.safetensors``: the model, exactly as :func:`~cipherlab.runner.trained.export_checkpoint`
   writes it (weights, configuration and codec; its checksums over all it holds). It is the only file a
   loader reads: ``evaluate``, ``decrypt``, ``doctor`` and ``load_trained`` take the folder itself.
 - ``config.json``: the configuration, and the model's checksum, for the reader.
@@ -28,11 +28,12 @@ import shutil
 from pathlib import Path
 
 from cipherlab.base.config import config_from_dict
-from cipherlab.base.errors import first_line, outside_results, why, writable_folder
+from cipherlab.runner.errors import first_line, outside_results, why, writable_folder
 from cipherlab.base.files import write_atomic
 from cipherlab.base.markdown import markdown_table
-from cipherlab.pipeline.checkpoint import HUB_CONFIG_FILE, HUB_MODEL_FILE, export_checkpoint, read_model_folder, read_payload
-from cipherlab.pipeline.integrity import _RUNTIME_FIELDS
+from cipherlab.runner.integrity import HUB_CONFIG_FILE, HUB_MODEL_FILE, read_model_folder
+from cipherlab.runner.trained import export_checkpoint, read_payload
+from cipherlab.runner.integrity import _RUNTIME_FIELDS
 
 __all__ = ["CARD_METRICS", "export_model_folder", "model_card", "push_model_folder", "record_for"]
 
