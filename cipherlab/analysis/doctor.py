@@ -405,7 +405,7 @@ def diagnose_checkpoint(checkpoint: str | Path, *, data_dir: str | Path | None =
     ``print(report(diagnose_checkpoint(CK)))`` prints what ``python -m cipherlab doctor --checkpoint CK``
     prints. Raises CheckpointError, naming the file,
     for a checkpoint trained on other data than ``data_dir``'s (its test split would not be held out).
-    ``builder``: what rebuilds the model, as :func:`cipherlab.pipeline.checkpoint.load_trained`'s.
+    ``builder``: what rebuilds the model, as :func:`cipherlab.runner.trained.load_trained`'s.
     """
     started = time.perf_counter()
     payload = read_payload(checkpoint)  # what load_trained reads; the data digest is needed too

@@ -13,7 +13,7 @@ during training. Its report is 6 pages at 12 pt with tables and plots, so here a
   per step and per epoch (:mod:`cipherlab.analysis.plan`'s estimate, from a ``plan --json`` file:
   measuring them takes minutes, so ``report`` reads them rather than computing them) and peak memory labelled
   by what it is (``torch.cuda.max_memory_allocated`` on a GPU, the process's peak RSS elsewhere,
-  :func:`cipherlab.pipeline.train.peak_memory_bytes`); then each run over the baseline's, the ratios;
+  :func:`cipherlab.runner.hooks.peak_memory_bytes`); then each run over the baseline's, the ratios;
 - :func:`handout_figures`: learning curves and bars of the test metrics and of the cost ratios, each
   :data:`FIGURE_INCHES` (a 6.3-inch text width: A4 or Letter with 1-inch margins) with text of at least
   :data:`FONT_PT` points; :func:`write_figures` saves each as PNG and PDF;
@@ -144,7 +144,7 @@ def metrics_table(runs: dict, names: dict, set_name: str = "test", label: str = 
 
 def memory_kind(record: dict) -> str:
     """What a record's ``peak_memory_bytes`` measured: the GPU's allocated memory on CUDA, else the process's
-    peak resident set size on that device (:func:`cipherlab.pipeline.train.peak_memory_bytes`)."""
+    peak resident set size on that device (:func:`cipherlab.runner.hooks.peak_memory_bytes`)."""
     device = str(record.get("device") or "")
     if device.startswith("cuda"):
         return "GPU max_memory_allocated"
