@@ -38,7 +38,7 @@ PART2 = {
 MASTER = {**PART1, **PART2}
 # cipherlab's own questions, in the course notes' "what would break if ..." style: not from a seed,
 # so outside the master list, each answered from its chapter's measurements.
-OWN = {"broken": _ids("cipherlab-11", range(1, 8)), "bpe": _ids("cipherlab-6", [1, 2])}
+OWN = {"broken": _ids("cipherlab-11", range(1, 8)), "bpe": _ids("cipherlab-6", [1, 2]), "training": ["cipherlab-8-1"]}
 OWN_ID = re.compile(r"^cipherlab-(\d+)-(\d+)$")
 # Each chapter's questions in bank order: its seed questions, then cipherlab's own.
 ASSIGNED = {chapter: MASTER.get(chapter, []) + OWN.get(chapter, []) for chapter in {**MASTER, **OWN}}

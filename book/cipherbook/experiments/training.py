@@ -18,7 +18,8 @@ from torch import nn
 
 from cipherlab.pipeline.codec import build_model, fit_codec, select_lines
 from cipherlab.base.config import TOKENIZATIONS, make_config
-from cipherlab.data.corpus import CHUNK_CHARS, BucketBatchSampler, ByteChunkDataset, load_corpus, make_chunks, padding_waste
+from cipherlab.data.corpus import (CHUNK_CHARS, BucketBatchSampler, ByteChunkDataset, load_corpus, make_chunks, padding_waste,
+                                   shuffle_chunks)
 from cipherbook.experiments.common import sinusoidal_table
 from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.pipeline.train import WarmupInverseSqrt, make_optimizer
@@ -71,15 +72,29 @@ def layer_ffn_shares() -> dict:
 
 # --------------------------------------------------------------------------- cross-attention's cache
 
-@functools.lru_cache(maxsize=1)
-def decode_cache_mb() -> dict:
-    """The multi-head attention chapter's decode cache in MB (``mha.cache_by_module``: the assignment's sizes, a batch of 64,
-    targets and sources of 256 tokens, float32): "c1_self" and "c3_self", the decoder self-attention
-    cache of C1 and C3; "cross", the cross-attention keys and values of the memory (MHA in both, so
-    equal); "cross_gqa", what those would take with C3's grouping of key/value heads."""
+def decode_batch_sizes() -> dict:
+    """The largest batch the assignment preset decodes: "rows", ``decrypt_chunks``' default ``max_batch_size``
+    (its token budget admits that many chunks of the preset), and "positions", the most tokens a side of one
+    of its chunks (``chunk_chars`` characters, each token at least one, plus BOS or the end-of-source token)."""
+    import inspect
+
+    from cipherlab.pipeline.decode import decrypt_chunks
+
+    defaults = {k: v.default for k, v in inspect.signature(decrypt_chunks).parameters.items()}
+    positions = make_config("c1", "assignment").chunk_chars + 1
+    assert defaults["token_budget"] >= defaults["max_batch_size"] * positions
+    return {"rows": defaults["max_batch_size"], "positions": positions}
+
+
+@functools.lru_cache(maxsize=None)
+def decode_cache_mb(batch: int = 64, tgt_length: int = 256, src_length: int = 256) -> dict:
+    """The multi-head attention chapter's decode cache in MB (``mha.cache_by_module``: the assignment's model sizes;
+    by default a batch of 64, targets and sources of 256 tokens; float32): "c1_self" and "c3_self", the
+    decoder self-attention cache of C1 and C3; "cross", the cross-attention keys and values of the memory
+    (MHA in both, so equal); "cross_gqa", what those would take with C3's grouping of key/value heads."""
     from cipherbook.experiments.mha import cache_by_module
 
-    c1, c3 = cache_by_module("C1"), cache_by_module("C3")
+    c1, c3 = cache_by_module("C1", batch, tgt_length, src_length), cache_by_module("C3", batch, tgt_length, src_length)
     cross = c1["decoder cross-attention"]
     assert c3["decoder cross-attention"] == cross  # cross-attention is MHA in C3 too
     c3_config = make_config("c3", "assignment")
@@ -368,6 +383,47 @@ def waste(lengths, token_budget: int = NOTES_SIZES.token_budget, max_batch_size:
     return {"bucketed": padding_waste(lengths, bucketed), "random": padding_waste(lengths, shuffled),
             "batches": len(bucketed), "examples": len(lengths),
             "full_share": sum(n == max(lengths) for n in lengths) / len(lengths)}
+
+
+@functools.lru_cache(maxsize=1)
+def preset_waste() -> dict:
+    """Padding waste of the assignment preset's own training batches (C1, aligned BPE), built as ``train_config``
+    builds them: the training lines cut into ``chunk_chars``-character chunks, phase-shuffled and case-flipped
+    (``shuffle_chunks``), encoded by the preset's codec with BPE-dropout, batched by ``BucketBatchSampler``
+    under the preset's token budget and batch cap; against random batches of the same sizes (:func:`waste`).
+    Adds "lengths", the source lengths in tokens (the end-of-source token included). About 10 s after
+    :func:`preset_codec`."""
+    config = make_config("c1", "assignment")
+    corpus = select_lines(load_corpus(), config)
+    chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits["train"], config.chunk_chars)
+    chunks = shuffle_chunks(chunks, config.phase_shuffle, config.seed, config.case_flip, config.substitution)
+    lengths = tuple(preset_codec().dataset(chunks, dropout=config.bpe_dropout, seed=config.seed).src_lengths)
+    return {**waste(lengths, config.token_budget, config.max_batch_size, config.seed), "lengths": lengths}
+
+
+# --------------------------------------------------------------------------- the recipe's parts
+
+RECIPE_SETS = ("random_letters", "random_alphabet", "test_free")  # the probe sets the recipe table scores
+
+
+@functools.lru_cache(maxsize=1)
+def recipe_summary() -> dict:
+    """The recipe ablation's headline (``cpu`` preset, as the training chapter's recipe cell computes it):
+    "short_of": the most lines any C1-C4 run of the reference ablation (``results/reference``, every part on,
+    both seeds) is short of exact on one set (Brown length-aware, and ``RECIPE_SETS``); "set_lines": the fewest
+    lines a set of theirs holds; "lost": {part: the most exact lines one C1 or C2 run without that part lost
+    on one of ``RECIPE_SETS``} (``results/recipe``, ``results/nophase``)."""
+    from cipherlab.analysis import ablation
+
+    costs, full = ablation.load_recipe_runs(), ablation.load_reference_runs()
+    sets = ("test", *RECIPE_SETS)
+    ceiling = [r for key, r in full.items() if key[0] != "c5"]
+    short_of = max(ablation.section(r, s)["lines"] - ablation.section(r, s)["exact_lines"] for r in ceiling for s in sets)
+    lost = {part: max(ablation.section(full[key], s)["exact_lines"] - ablation.section(run, s)["exact_lines"]
+                      for key, run in runs.items() if key[0] in ("c1", "c2") for s in RECIPE_SETS)
+            for part, runs in costs.items()}
+    return {"short_of": short_of, "set_lines": min(ablation.section(r, s)["lines"] for r in ceiling for s in sets),
+            "lost": lost}
 
 
 # --------------------------------------------------------------------------- the run sheet

@@ -507,7 +507,8 @@ _trn_init_scales = functools.cache(trn.init_scales)
 _trn_spike = functools.cache(trn.adam_spike)
 _trn_byte_waste = functools.cache(lambda: trn.waste(trn.training_byte_lengths()))
 _trn_adam = functools.cache(trn.adam_first_step)
-_trn_sample_waste = functools.cache(lambda kind: trn.waste(trn.sample_lengths()[kind]))
+_trn_decode_cache = functools.cache(lambda: trn.decode_cache_mb(trn.decode_batch_sizes()["rows"],
+                                                                 *2 * [trn.decode_batch_sizes()["positions"]]))
 
 FACTS["training"] = {
     "d_model": lambda: trn.NOTES_SIZES.d_model,
@@ -544,10 +545,13 @@ FACTS["training"] = {
     "adam_v_steady": lambda: trn.adam_v_steady(),
     "adam_v_settle_step": lambda: trn.adam_v_settle_step(),
     "norm_gain_init": trn.norm_gains_at_init,
-    "c1_self_cache_mb": lambda: trn.decode_cache_mb()["c1_self"],
-    "c3_self_cache_mb": lambda: trn.decode_cache_mb()["c3_self"],
-    "cross_cache_mb": lambda: trn.decode_cache_mb()["cross"],
-    "cross_cache_gqa_mb": lambda: trn.decode_cache_mb()["cross_gqa"],
+    "decode_rows": lambda: trn.decode_batch_sizes()["rows"],
+    "decode_positions": lambda: trn.decode_batch_sizes()["positions"],
+    "assignment_chunk_chars": lambda: make_config("c1", "assignment").chunk_chars,
+    "c1_self_cache_mb": lambda: _trn_decode_cache()["c1_self"],
+    "c3_self_cache_mb": lambda: _trn_decode_cache()["c3_self"],
+    "cross_cache_mb": lambda: _trn_decode_cache()["cross"],
+    "cross_cache_gqa_mb": lambda: _trn_decode_cache()["cross_gqa"],
     "grad_clip": lambda: trn.NOTES_SIZES.grad_clip,
     "enc_layer_ffn_share": lambda: trn.layer_ffn_shares()["encoder"],
     "dec_layer_ffn_share": lambda: trn.layer_ffn_shares()["decoder"],
@@ -557,14 +561,18 @@ FACTS["training"] = {
     "token_budget": lambda: f"{trn.NOTES_SIZES.token_budget:,}",
     "max_batch_size": lambda: trn.NOTES_SIZES.max_batch_size,
     "chunk_chars": lambda: CHUNK_CHARS,
-    "train_chunks": lambda: f"{_trn_byte_waste()['examples']:,}",
     "full_chunk_share": lambda: _trn_byte_waste()["full_share"],
     "waste_bucketed": lambda: _trn_byte_waste()["bucketed"],
     "waste_random": lambda: _trn_byte_waste()["random"],
-    "sample_lines": lambda: trn.SAMPLE_LINES,
-    "sample_waste_bytes": lambda: _trn_sample_waste("bytes")["bucketed"],
-    "sample_waste_bpe": lambda: _trn_sample_waste("bpe")["bucketed"],
-    "sample_waste_bpe_random": lambda: _trn_sample_waste("bpe")["random"],
+    # the assignment preset's own training batches (trn.preset_waste)
+    "preset_train_chunks": lambda: f"{trn.preset_waste()['examples']:,}",
+    "preset_waste_bucketed": lambda: trn.preset_waste()["bucketed"],
+    "preset_waste_random": lambda: trn.preset_waste()["random"],
+    # the recipe ablation's headline (trn.recipe_summary, cpu preset)
+    "recipe_ceiling_short": lambda: trn.recipe_summary()["short_of"],
+    "recipe_set_lines_min": lambda: trn.recipe_summary()["set_lines"],
+    **{f"recipe_lost_{part}": (lambda part=part: trn.recipe_summary()["lost"][part])
+       for part in ("phase_embedding", "bit_embeddings", "phase_shuffle", "case_flip")},
 }
 
 
