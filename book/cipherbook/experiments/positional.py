@@ -568,3 +568,14 @@ def reference_totals(config: str) -> dict[int, dict]:
     if not totals:
         raise ValueError(f"results/reference has no paired outcomes of {config} and c1")
     return dict(sorted(totals.items()))
+
+
+def reference_lowest_set_p(config: str = "c2") -> list[float]:
+    """McNemar p-values of ``config`` against C1 in the reference ablation, one per seed in seed order, on the
+    probe set where its lowest p-value falls (:func:`common.reference_against_c1`)."""
+    from cipherbook.experiments import common
+
+    low_set = common.reference_against_c1(config)["set"]
+    rows = [row for row in common.paired_rows(common.reference_runs())
+            if row["config"] == config and row["label"] == low_set]
+    return [row["p"] for row in sorted(rows, key=lambda row: row["seed"])]
