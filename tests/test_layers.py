@@ -20,7 +20,7 @@ README = PACKAGE.parent / "README.md"
 
 FOLDERS = {
     "models": set(),
-    "base": {"models"},
+    "base": set(),
     "data": {"base", "models"},
     "pipeline": {"data", "base", "models"},
     "runner": {"pipeline", "data", "base", "models"},
