@@ -426,6 +426,18 @@ def recipe_summary() -> dict:
             "lost": lost}
 
 
+def recipe_seeds() -> int:
+    """How many seeds of C1 and of C2 each part of the recipe ablation (``results/recipe``, ``results/nophase``)
+    trained: one number, or an error if the parts or the two configurations differ."""
+    from cipherlab.analysis import ablation
+
+    counts = {(part, config): sum(key[0] == config for key in runs)
+              for part, runs in ablation.load_recipe_runs().items() for config in ("c1", "c2")}
+    if len(set(counts.values())) != 1:
+        raise ValueError(f"the recipe ablation's seeds differ by part or configuration: {counts}")
+    return next(iter(counts.values()))
+
+
 # --------------------------------------------------------------------------- the run sheet
 
 def assignment_search():

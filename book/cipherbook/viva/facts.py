@@ -570,6 +570,7 @@ FACTS["training"] = {
     # the recipe ablation's headline (trn.recipe_summary, cpu preset)
     "recipe_ceiling_short": lambda: trn.recipe_summary()["short_of"],
     "recipe_set_lines_min": lambda: trn.recipe_summary()["set_lines"],
+    "recipe_seeds": lambda: trn.recipe_seeds(),
     **{f"recipe_lost_{part}": (lambda part=part: trn.recipe_summary()["lost"][part])
        for part in ("phase_embedding", "bit_embeddings", "phase_shuffle", "case_flip")},
 }

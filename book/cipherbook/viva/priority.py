@@ -18,7 +18,6 @@ marked so.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from cipherbook.viva.answers import ChapterBank, Question, fill_facts, load_bank, shown_question
@@ -80,14 +79,13 @@ def priority_table(questions: list[Question], tiers=TIERS[:2]) -> str:
 
 def tier_list(questions: list[Question], render) -> str:
     """Every question under its tier's heading, must-know first, numbered through, each shown by
-    ``render(number, question)`` (``cipherbook.viva.render_question``) with its chapter, a disputed premise
-    marked in the question (``shown_question``)."""
+    ``render(number, question)`` (``cipherbook.viva.render_question``, which marks a disputed premise) with
+    its chapter."""
     parts, n, numbers = [], 0, chapter_numbers()
     for name in TIERS:
         members = [q for q in questions if tier(q) == name]
         parts.append(f"### {name[0].upper()}{name[1:]} ({len(members)} questions)")
         for q in members:
             n += 1
-            shown = dataclasses.replace(q, question=shown_question(q))
-            parts.append(render(n, shown).replace("<small>", f"<small>chapter {numbers[q.chapter]} ({q.chapter}) · ", 1))
+            parts.append(render(n, q).replace("<small>", f"<small>chapter {numbers[q.chapter]} ({q.chapter}) · ", 1))
     return "\n\n".join(parts)
