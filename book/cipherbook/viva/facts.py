@@ -627,6 +627,7 @@ FACTS["results"] = {
     "res_acpu_c5_step_ratio": lambda: res.acpu_over_c1("c5", "step"),
     "res_acpu_c5_steps": lambda: res.steps_per_epoch(res.assignment_cpu()[("c5", 0)]),
     "res_acpu_c1_steps": lambda: res.steps_per_epoch(res.assignment_cpu()[("c1", 0)]),
+    "res_acpu_c2_epoch_ratio": lambda: res.acpu_over_c1("c2", "epoch"),
     "res_acpu_c3_epoch_ratio": lambda: res.acpu_over_c1("c3", "epoch"),
     "res_acpu_c4_epoch_ratio": lambda: res.acpu_over_c1("c4", "epoch"),
     # the noise of the timings: C1's seeds' seconds per epoch, two back-to-back decodings of one model (percent)
