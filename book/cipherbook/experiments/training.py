@@ -316,7 +316,7 @@ def warmup_contrast(wiring: str, depth: int = 12, steps: int = 60, lr: float = 3
 # --------------------------------------------------------------------------- planning the GPU run
 
 PLAN_CONFIGS = ("c1", "c3", "c5")  # C2 and C4 have C1's sizes and FLOPs
-PLAN_GPUS = ("T4", "A100", "H100")
+PLAN_GPUS = ("L4", "A100", "H100")  # a T4 has no bf16, which cipherlab autocasts to
 # The CPU time charged per kernel launch in the book's plan: an assumption, stated, so the chapter's
 # figures do not move with the load of the machine that builds it (`plan` measures the machine's own).
 PLAN_LAUNCH_US = 20.0
