@@ -70,7 +70,7 @@ def browser():
 
 # Files a page asks for and does not get, known and not the book's own doing (each is a defect to
 # fix upstream or in the chapter, listed here so that any new one fails):
-KNOWN_MISSING: dict[str, str] = {}  # none: widget icon fonts and the player's icons are self-hosted (_vendor/README.md)
+KNOWN_MISSING: dict[str, str] = {}  # none: widget icon fonts are self-hosted (_vendor/README.md)
 
 # MathJax typesets after the page has loaded: wait until it has, where the page loads it.
 WAIT_FOR_MATHJAX = """async () => {
@@ -240,33 +240,6 @@ def test_folded_solution_cells_hide_their_code_and_output_until_opened(open_page
         summary.click()
         assert fold.locator(".cell_input").first.is_visible()
         assert outputs.count() == 0 or outputs.first.is_visible()
-
-
-# no chapter shows a player now (chapter 4 keeps its RoPE explorer instead); one that does again is tested here
-PLAYER_PAGES = [p for p in CHAPTERS if "cipherlab-player" in p.read_text(encoding="utf-8")]
-
-
-@pytest.mark.parametrize("path", PLAYER_PAGES, ids=_id)
-def test_every_player_replaces_its_still_and_steps_through_its_frames(open_page, path):
-    """cipherbook.explorers.Player: the page's script inserts matplotlib's player, whose script draws the
-    first frame; the still picture (what GitHub shows) gives way; Next frame moves the slider and the picture."""
-    page = open_page(path).page
-    players = page.locator(".cipherlab-player")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    for i in range(players.count()):
-        player = players.nth(i)
-        player.scroll_into_view_if_needed()
-        page.wait_for_function("e => e.getAttribute('data-ready') === 'true'", arg=player.element_handle(),
-                               timeout=20_000)
-        assert player.locator(".cp-still").is_hidden(), "the still picture should give way to the player"
-        frame = player.locator(".cp-player .animation img").first
-        page.wait_for_function("e => (e.getAttribute('src') || '').startsWith('data:image/png')",
-                               arg=frame.element_handle(), timeout=10_000)
-        before = frame.get_attribute("src")
-        slider = player.locator(".cp-player input[type=range]").first
-        player.locator("button[title='Next frame']").first.click()
-        assert slider.input_value() == "1" and frame.get_attribute("src") != before
-        player.screenshot(path=str(SHOTS / f"{path.stem}-player-{i}.png"))
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=_id)

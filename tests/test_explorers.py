@@ -2,7 +2,6 @@
 (tests/test_browser.py opens the built pages)."""
 
 import base64
-import io
 import json
 import re
 from pathlib import Path
@@ -239,57 +238,3 @@ def test_the_book_serves_the_vendored_scripts_before_require_js():
         # require.js comes at myst-nb's default priority, 500: before it, the UMD builds set globals
         assert attrs["priority"] < 500, name
     assert "priority" not in sphinx["nb_ipywidgets_js"]["require.js"]
-
-
-# --------------------------------------------------------------------------- an animation's player (the positions chapter)
-
-
-def _animation(frames=range(0, 8, 2), still=(0, 6), columns=2):
-    fig, ax = plt.subplots(figsize=(2, 1.5), dpi=50)
-
-    def frame(t):
-        ax.clear()
-        ax.plot([0, 1], [0, t])
-
-    return fig, explorers.animation_player(fig, frame, frames, still=list(still), columns=columns,
-                                           caption="a line that climbs </script> & <b>")
-
-
-def _frame_size():
-    from PIL import Image
-
-    return Image.open(io.BytesIO(_animation(still=(0,))[1].png)).size
-
-
-def test_a_player_shows_its_still_and_caption_where_no_script_runs():
-    from PIL import Image
-
-    from cipherbook.viva.view import without_scripts
-
-    fig, player = _animation()
-    assert not plt.fignum_exists(fig.number)
-    bundle = player._repr_mimebundle_()
-    assert set(bundle) == {"text/html", "image/png", "text/plain"}  # a PDF takes the PNG
-    html = bundle["text/html"]
-    # GitHub's viewer runs no script: the still and its caption, and no player's markup (a frame
-    # image with no source over an empty slider) outside a script
-    shown = without_scripts(html)
-    assert f'src="data:image/png;base64,{bundle["image/png"]}"' in shown
-    assert "<figcaption>a line that climbs &lt;/script&gt; &amp; &lt;b&gt;</figcaption>" in shown
-    assert "<input" not in shown and 'class="animation"' not in shown and "_anim_img" not in shown
-    # the player is the JSON string that the bundle's script inserts, and cannot end its <script> early
-    payload = re.search(r'<script type="application/json" class="cp-html">(.*?)</script>', html, re.S).group(1)
-    assert "</script" not in payload and 'class="animation"' in json.loads(payload)
-    # the still: the two frames side by side
-    width, height = _frame_size()
-    assert Image.open(io.BytesIO(player.png)).size == (2 * width, height)
-
-
-def test_a_players_still_frames_are_frames_of_the_animation():
-    with pytest.raises(ValueError, match="still frames"):
-        _animation(still=(0, 5))  # 5 is not one of 0, 2, 4, 6
-    _, player = _animation(still=(0, 2, 4), columns=2)
-    from PIL import Image
-
-    width, height = _frame_size()
-    assert Image.open(io.BytesIO(player.png)).size == (2 * width, 2 * height)  # two rows, the second half empty

@@ -17,12 +17,6 @@ The chapters call the builders below:
 :func:`heatmap_explorer` (the attention and results chapters' attention maps), :func:`rope_explorer`
 (the positions chapter) and :func:`entropy_explorer` (the BLT chapter).
 
-:class:`Player` (built by :func:`animation_player`, the positions chapter) does the same for a matplotlib
-animation: the player of ``FuncAnimation.to_jshtml`` where scripts run, a still picture of a few of
-its frames, with a caption, where they do not. The player is not in the page's HTML as markup (its
-frames and controls exist only once its scripts run: without them it is a broken image over an
-empty slider); it is stored as a JSON string that the bundle's script inserts, so GitHub's viewer,
-a notebook frontend that does not trust the notebook and a PDF show the still and nothing broken.
 """
 
 from __future__ import annotations
@@ -33,7 +27,7 @@ import io
 import json
 from collections.abc import Callable, Sequence
 
-__all__ = ["SCRIPTS", "Explorer", "Player", "animation_player", "entropy_explorer", "heatmap_explorer",
+__all__ = ["SCRIPTS", "Explorer", "entropy_explorer", "heatmap_explorer",
            "rope_explorer", "thousandths"]
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # a name: vega-embed reads the version, fetches nothing
@@ -115,99 +109,6 @@ class Explorer:
         return {"text/html": self.html(),
                 "image/png": base64.b64encode(self.png).decode("ascii"),
                 "text/plain": f"<{self.title}: an explorer; a browser shows its controls>"}
-
-
-_PLAYER_SCRIPT = """(function () {
-  var root = document.getElementById(ROOT_ID);
-  if (!root || root.getAttribute("data-ready")) return;
-  var player = document.createElement("div");
-  player.className = "cp-player";
-  root.insertBefore(player, root.firstChild);
-  var range = document.createRange();
-  range.selectNodeContents(player);
-  // a contextual fragment's scripts run when it is inserted (innerHTML's would not)
-  player.appendChild(range.createContextualFragment(JSON.parse(root.querySelector("script.cp-html").textContent)));
-  root.querySelector(".cp-still").hidden = true;
-  root.setAttribute("data-ready", "true");
-})();"""
-
-
-class Player:
-    """A matplotlib animation's player with a still picture and a caption behind it; display it.
-
-    ``player_html`` is ``FuncAnimation.to_jshtml()``'s fragment, ``still_png`` the PNG bytes of the
-    picture shown where no script runs (GitHub, an untrusted notebook, a PDF), ``caption`` one line
-    saying what the animation shows, under the still and as its alt text.
-    """
-
-    def __init__(self, player_html: str, still_png: bytes, caption: str):
-        import uuid
-
-        if "<script" not in player_html:
-            raise ValueError("Player needs the HTML of FuncAnimation.to_jshtml(), which draws its frames with a script")
-        self.player_html, self.png, self.caption = player_html, still_png, caption
-        # 32 hex digits, like the player's own ids: stored outputs get stable ones (cipherbook.viva.outputs)
-        self.element_id = f"cipherlab-player-{uuid.uuid4().hex}"
-
-    def html(self) -> str:
-        """The still and its caption, the player as a JSON string, and the script that swaps one for the other."""
-        import html
-
-        png = base64.b64encode(self.png).decode("ascii")
-        caption = html.escape(self.caption)
-        script = _PLAYER_SCRIPT.replace("ROOT_ID", json.dumps(self.element_id))
-        return (f'<div class="cipherlab-player" id="{self.element_id}">'
-                f'<figure class="cp-still"><img alt="{caption}" src="data:image/png;base64,{png}">'
-                f"<figcaption>{caption}</figcaption></figure>"
-                f'<script type="application/json" class="cp-html">{_json_for_script(self.player_html)}</script>'
-                f"<script>{script}</script></div>")
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        return {"text/html": self.html(),
-                "image/png": base64.b64encode(self.png).decode("ascii"),
-                "text/plain": self.caption}
-
-
-def frames_grid(images: Sequence[bytes], columns: int = 2) -> bytes:
-    """PNG images of one size, laid out in rows of ``columns`` on white: one PNG."""
-    from PIL import Image
-
-    tiles = [Image.open(io.BytesIO(png)).convert("RGB") for png in images]
-    width, height = tiles[0].size
-    if any(t.size != (width, height) for t in tiles):
-        raise ValueError(f"frames of different sizes: {sorted({t.size for t in tiles})}")
-    columns = min(columns, len(tiles))
-    rows = -(-len(tiles) // columns)
-    grid = Image.new("RGB", (columns * width, rows * height), "white")
-    for k, tile in enumerate(tiles):
-        grid.paste(tile, ((k % columns) * width, (k // columns) * height))
-    buffer = io.BytesIO()
-    grid.quantize(256).save(buffer, format="PNG", optimize=True)  # a plot has few colours: a palette PNG
-    return buffer.getvalue()
-
-
-def animation_player(fig, draw_frame: Callable, frames, *, still: Sequence, caption: str,
-                     interval: int = 400, columns: int = 2) -> Player:
-    """``FuncAnimation(fig, draw_frame, frames, interval=interval)`` as a :class:`Player`; the still is
-    the frames ``still`` (values of ``frames``), drawn by ``draw_frame`` itself, in rows of ``columns``.
-    ``fig`` is closed.
-    """
-    import matplotlib.pyplot as plt
-    from matplotlib import animation
-
-    frames = list(frames)
-    missing = [f for f in still if f not in frames]
-    if missing or not still:
-        raise ValueError(f"still frames {list(still)} must be some of the animation's frames {frames}")
-    player_html = animation.FuncAnimation(fig, draw_frame, frames=frames, interval=interval).to_jshtml()
-    pictures = []
-    for value in still:
-        draw_frame(value)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=fig.dpi)  # the player's frames are drawn at the figure's dpi
-        pictures.append(buffer.getvalue())
-    plt.close(fig)
-    return Player(player_html, frames_grid(pictures, columns), caption)
 
 
 # --------------------------------------------------------------------------- controls and data

@@ -29,7 +29,7 @@ KERNEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THRE
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 CELL_TIMEOUT_S = 1800
-# A random id in an HTML output (matplotlib's animation player draws one per call)
+# A random 32-hex id in an HTML output (a matplotlib animation or an ipywidgets view draws one per call)
 RANDOM_HEX_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")
 
 
