@@ -47,7 +47,7 @@ def test_the_readme_training_command_writes_outside_the_committed_results():
 
 
 # The import name of each declared distribution, where the two differ.
-_IMPORT_NAMES = {"pyyaml": "yaml", "huggingface_hub": "huggingface_hub", "rouge-score": "rouge_score", "markdown-it-py": "markdown_it", "ipython": "IPython", "pillow": "PIL"}
+_IMPORT_NAMES = {"pyyaml": "yaml", "huggingface_hub": "huggingface_hub", "rouge-score": "rouge_score", "markdown-it-py": "markdown_it", "ipython": "IPython"}
 
 
 @pytest.mark.parametrize("package, pyproject", [("cipherlab", "pyproject.toml"), ("book/cipherbook", "book/pyproject.toml")])
