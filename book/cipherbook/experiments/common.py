@@ -345,6 +345,16 @@ def aligned_by_seed(config: str, name: str, key: str, spec: str = "") -> str:
     return seed_by_seed([row[key] for row in rows], spec)
 
 
+def aligned_lines(config: str, name: str) -> int:
+    """How many lines of probe set ``name`` each seed of ``config`` and C1 decoded with the aligned BPE: the
+    one value they share (a sentence quoting one count for all seeds would otherwise be wrong)."""
+    values = {row["seed"]: row["lines"] for row in aligned_paired() if (row["config"], row["set"]) == (config, name)}
+    if len(set(values.values())) != 1:
+        raise ValueError(f"results/{ALIGNED_RUN}: the seeds of {config} decoded different numbers of {name} "
+                         f"lines ({values}); reword the sentence that quotes one count")
+    return next(iter(values.values()))
+
+
 def aligned_bonferroni() -> float:
     """0.05 over every test of :func:`aligned_paired`."""
     return 0.05 / len(aligned_paired())

@@ -57,10 +57,17 @@ def count_parameters(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
+def embedding_std(model) -> float:
+    """Standard deviation, after the sqrt(d_model) factor, of a model's source embedding over its whole
+    vocabulary (a plain table or the bit-factored one: both are read through the module)."""
+    with torch.inference_mode():
+        tokens = model.src_embed(torch.arange(model.args.src_vocab_size))
+    return (tokens * math.sqrt(model.d_model)).std().item()
+
+
 def scaled_embedding_std() -> float:
     """Standard deviation of the C1 source embedding after the sqrt(d_model) factor."""
-    model = baseline_model()
-    return (model.src_embed.weight * math.sqrt(model.d_model)).std().item()
+    return embedding_std(baseline_model())
 
 
 @functools.cache
@@ -72,9 +79,8 @@ def recipe_embedding_std() -> dict[str, float]:
 
     model = preset_model()
     with torch.inference_mode():
-        tokens = model.src_embed(torch.arange(model.args.src_vocab_size)) * math.sqrt(model.d_model)
         phases = model.phase_embed(KEY_PERIOD, 0, torch.device("cpu"))
-    return {"tokens": tokens.std().item(), "phase": phases.std().item()}
+    return {"tokens": embedding_std(model), "phase": phases.std().item()}
 
 
 def cpu_head_dim() -> int:

@@ -118,8 +118,8 @@ FACTS["attention"] = {
 
 FACTS["mha"] = {
     # the models as trained at the assignment preset (aligned BPE, results/assignment-cpu)
-    "mha_acpu_c1_params": lambda: res.assignment_cpu()[("c1", 0)]["params"],
-    "mha_acpu_c3_params": lambda: res.assignment_cpu()[("c3", 0)]["params"],
+    "mha_acpu_c1_params": lambda: FACTS["results"]["res_acpu_c1_params"](),
+    "mha_acpu_c3_params": lambda: FACTS["results"]["res_acpu_c3_params"](),
     "mha_acpu_saving_pct": lambda: 100 * (1 - res.assignment_cpu()[("c3", 0)]["params"]
                                           / res.assignment_cpu()[("c1", 0)]["params"]),
     # the (2, 4, 12), h = 3 trace
@@ -276,8 +276,7 @@ FACTS["positional"] = {
     "nophase_c2_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "exact"),
     "nophase_c2_alphabet_p": lambda: common.nophase_by_seed("c2", "random_alphabet", "p", ".2g"),
     # C2 against C1 with the aligned BPE (results/aligned): merged tokens, the period handed in
-    "aligned_alphabet_lines": lambda: pos.shared_value("aligned random_alphabet lines", {
-        row["seed"]: row["lines"] for row in common.aligned_paired() if (row["config"], row["set"]) == ("c2", "random_alphabet")}),
+    "aligned_alphabet_lines": lambda: common.aligned_lines("c2", "random_alphabet"),
     "aligned_c1_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "base_exact"),
     "aligned_c2_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "exact"),
     "aligned_c2_alphabet_p": lambda: common.aligned_by_seed("c2", "random_alphabet", "p", ".2g"),
@@ -296,8 +295,7 @@ FACTS["norm"] = {
     "norm_aligned_c1_alphabet": lambda: common.aligned_by_seed("c4", "random_alphabet", "base_exact"),
     "norm_aligned_c4_alphabet": lambda: common.aligned_by_seed("c4", "random_alphabet", "exact"),
     "norm_aligned_c4_alphabet_p": lambda: common.aligned_by_seed("c4", "random_alphabet", "p", ".2g"),
-    "norm_aligned_alphabet_lines": lambda: pos.shared_value("aligned random_alphabet lines", {
-        row["seed"]: row["lines"] for row in common.aligned_paired() if (row["config"], row["set"]) == ("c4", "random_alphabet")}),
+    "norm_aligned_alphabet_lines": lambda: common.aligned_lines("c4", "random_alphabet"),
     "norm_aligned_bonferroni": common.aligned_bonferroni,
     "ln_params": lambda: sum(p.numel() for p in LayerNorm(common.D_MODEL).parameters()),
     "rms_params": lambda: sum(p.numel() for p in RMSNorm(common.D_MODEL).parameters()),
