@@ -104,7 +104,7 @@ class Hooks:
     """What a :class:`Trainer` asks of, and tells, the code that runs it; these defaults are the bare loop's."""
 
     def resume(self, trainer: Trainer) -> dict:
-        """The payload of ``trainer.last_path`` to continue from."""
+        """The payload of ``trainer.last_path``; unchecked here (RunHooks checks its checksum and its run)."""
         return torch.load(trainer.last_path, map_location="cpu", weights_only=True)
 
     def start_over(self, trainer: Trainer) -> None:
@@ -123,9 +123,8 @@ class Hooks:
 
 @dataclass
 class Batches:
-    """A dataset and its batch sampler: ``sampler.epoch_batches(epoch)`` gives the epoch's batches of example
-    indices (the same list every time for the same epoch: that is what makes resuming mid-epoch exact), and
-    ``collate(examples)`` turns a list of examples into a dict of tensors with ``src``, ``tgt``."""
+    """A dataset and its batch sampler: ``sampler.epoch_batches(epoch)`` gives the epoch's batches of indices (the
+    same every time for the same epoch: resuming mid-epoch is exact), ``collate`` makes a dict with ``src``, ``tgt``."""
 
     dataset: Sequence
     sampler: object  # cipherlab.data.corpus.BucketBatchSampler or anything with epoch_batches(epoch)
@@ -142,7 +141,6 @@ class Batches:
 @dataclass
 class Progress:
     """Where a run is; saved in last.pt so that a resumed run continues from exactly here."""
-
     epoch: int = 0  # the epoch being trained (0-based)
     batch: int = 0  # batches of that epoch already done
     step: int = 0  # optimiser steps so far
@@ -169,10 +167,9 @@ class FitResult:
 
 
 class Trainer:
-    """Trains ``model`` on ``train`` batches, validating on ``val`` batches, writing to ``out_dir``. ``identity``
-    (e.g. tokenizer and data digests) and ``artifacts`` (what rebuilds the model's input pipeline) go into every
-    checkpoint. ``bf16``: autocast (None: on CUDA only). ``progress``: a bar per epoch (None: on a terminal or in a
-    notebook). After each step, ``last_grad_norm`` (before clipping) and ``last_lr`` hold the step's."""
+    """Trains ``model`` on ``train`` batches, validating on ``val``, writing to ``out_dir``; ``identity`` (e.g. data
+    digests) and ``artifacts`` (what rebuilds the input pipeline) go into every checkpoint. ``bf16``: autocast (None:
+    CUDA only); ``progress``: a bar per epoch; ``last_grad_norm`` (before clipping), ``last_lr``: the last step's."""
 
     def __init__(self, model: nn.Module, train: Batches, val: Batches, config: Config, out_dir: str | os.PathLike,
                  *, device: torch.device, tgt_pad_id: int, identity: dict | None = None,
@@ -198,6 +195,9 @@ class Trainer:
             payload.update(optimizer=self.optimizer.state_dict(), scheduler=self.scheduler.state_dict(),
                            rng=rng_state())
         return payload
+
+    def save_last(self) -> None:  # last.pt: the weights and all that resuming needs
+        save_checkpoint(self.last_path, self._payload(full=True))
 
     def _restore(self) -> None:
         payload = self.hooks.resume(self)
@@ -307,7 +307,7 @@ class Trainer:
                                 tok_s=f"{p.epoch_tokens / max(p.epoch_seconds, 1e-9):.0f}")
                 out_of_time = budget is not None and time.monotonic() - started >= budget
                 if p.batch < len(batches) and (out_of_time or self._steps_done()):
-                    save_checkpoint(self.last_path, self._payload(full=True))
+                    self.save_last()
                     return True
         return False
 

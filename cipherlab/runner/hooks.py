@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from cipherlab.base.device import autocast
 from cipherlab.base.files import write_atomic
-from cipherlab.pipeline.checkpoint import read_log, save_checkpoint
+from cipherlab.pipeline.checkpoint import read_log
 from cipherlab.pipeline.codec import OWN_MODEL, ModelBuilder, teacher_forcing_logits
 from cipherlab.pipeline.train import Hooks
 from cipherlab.runner.integrity import CheckpointError, load_checkpoint, read_log_torn
@@ -176,7 +176,7 @@ class RunHooks(Hooks):
         _, accuracy = trainer.validate()
         trainer.model.train()
         if accuracy < trainer.config.onset_accuracy:
-            save_checkpoint(trainer.last_path, trainer._payload(full=True))
+            trainer.save_last()
             raise NotLearning(not_learning_message(trainer.config, accuracy, trainer.progress.step))
 
     def after_epoch(self, trainer, record: dict) -> None:
