@@ -8,6 +8,7 @@ import shutil
 
 from cipherlab.analysis import ablation
 from cipherlab.base.config import RECIPE_KNOWLEDGE, RECIPES
+from cipherbook.runs import RECIPE_FOLDERS
 from cipherbook.viva import REPO_ROOT
 from recorded import assert_readme_is_generated  # tests/ is on sys.path under pytest
 
@@ -32,23 +33,24 @@ def test_the_cost_table_pairs_each_seed_with_the_reference_run_of_that_seed():
 
 
 def test_every_part_of_the_recipe_has_a_folder_and_a_value_it_takes_instead():
-    assert set(ablation.RECIPE_RUNS) == set(RECIPES["cipher"]) - {"substitution"} == set(RECIPE_KNOWLEDGE)
+    assert set(ablation.RECIPE_OFF) == set(RECIPES["cipher"]) - {"substitution"} == set(RECIPE_KNOWLEDGE)
     assert all(RECIPES["cipher"][part] != changes[part] and set(changes) <= set(RECIPES["cipher"])
-               for part, (_, changes) in ablation.RECIPE_RUNS.items())
+               for part, changes in ablation.RECIPE_OFF.items())
+    assert list(RECIPE_FOLDERS) == list(ablation.RECIPE_OFF)  # the book's folder of each part, in the same order
 
 
 def test_only_the_parts_that_ran_are_read(tmp_path, monkeypatch):
     monkeypatch.setenv(ablation.RESULTS_ENV, str(tmp_path))
-    assert ablation.load_recipe_runs() == {}
+    assert ablation.load_recipe_runs(RECIPE_FOLDERS) == {}
     (tmp_path / "nophase").mkdir()
     record = next((RESULTS / "nophase").glob("nophase-c1-seed0.json"))
     shutil.copy(record, tmp_path / "nophase" / record.name)
-    assert list(ablation.load_recipe_runs()) == ["phase_embedding"]
+    assert list(ablation.load_recipe_runs(RECIPE_FOLDERS)) == ["phase_embedding"]
 
 
 def test_the_committed_runs_take_out_the_part_their_folder_names():
-    for part, runs in ablation.load_recipe_runs().items():
-        changes = ablation.RECIPE_RUNS[part][1]
+    for part, runs in ablation.load_recipe_runs(RECIPE_FOLDERS).items():
+        changes = ablation.RECIPE_OFF[part]
         for key, record in runs.items():
             assert {p: record["hyperparameters"][p] for p in changes} == changes, (part, key)
             others = {p: v for p, v in RECIPES["cipher"].items() if p not in changes}

@@ -80,7 +80,7 @@ def reference_report(tmp_path_factory):
 def test_the_reference_report_has_chapter_9s_main_table_cell_for_cell(reference_report):
     text = (reference_report / report.REPORT_FILE).read_text(encoding="utf-8")
     # what the results chapter calls
-    chapter, _goals = ablation.reference_tables(ablation.load_reference_runs(REFERENCE))
+    chapter, _goals = ablation.reference_tables(ablation.load_learn_runs(REFERENCE))
     expected = _tables(chapter)[0]
     got = _table_with_header(text, expected[0])
     assert len(got) == len(expected) == 11  # the header and ten runs
@@ -90,7 +90,7 @@ def test_the_reference_report_has_chapter_9s_main_table_cell_for_cell(reference_
 
 def test_the_reference_report_has_chapter_9s_paired_tests_and_goals(reference_report):
     text = (reference_report / report.REPORT_FILE).read_text(encoding="utf-8")
-    runs = ablation.load_reference_runs(REFERENCE)
+    runs = ablation.load_learn_runs(REFERENCE)
     rows = ablation.paired_rows(runs)
     paired = _tables(ablation.paired_table(rows))[0]
     assert _table_with_header(text, paired[0]) == paired

@@ -305,16 +305,19 @@ def test_errors_json_entries_are_found_under_the_names_analysis_gave_them(run_co
     (run_copy / "errors.json").write_text(json.dumps({"about": {}, "cpu/c1": _entry(), "cpu-long/c2": _entry()}))
     errors = ablation.load_errors(run_copy)
     assert list(errors) == ["cpu/c1", "cpu-long/c2"]
-    assert ablation.error_entry(errors, book_runs.EXTENDED_RUN, "c2") is errors["cpu-long/c2"]
-    assert ablation.error_entry(None, "cpu", "c1") is None
-    assert ablation.entry_label("cpu-long/c2") == "C2, notes/extended/cpu"
+    assert ablation.error_entry(errors, book_runs.EXTENDED_RUN, "c2", book_runs.ANALYSIS_RUNS) is errors["cpu-long/c2"]
+    assert ablation.error_entry(errors, "cpu", "c1", {}) is errors["cpu/c1"]  # a run named as errors.json names it
+    assert ablation.error_entry(None, "cpu", "c1", book_runs.ANALYSIS_RUNS) is None
+    assert ablation.entry_label("cpu-long/c2", book_runs.ANALYSIS_RUNS) == "C2, notes/extended/cpu"
+    assert ablation.entry_label("cpu-long/c2", {}) == "C2, cpu-long"
 
 
 def test_free_and_length_aware_decoding_side_by_side():
     errors = {"cpu/c1": _entry(free=(0.98, 0.5), aware=(0.999, 0.75), wrong=2)}
     assert ablation.decoding_gains(errors)["cpu/c1"] == pytest.approx(0.019)
-    assert "| C1, notes/cpu | 2 of 4 | 98.00 | 99.90 | 50.0 | 75.0 |" in ablation.decoding_table(errors)
-    rows = ablation.decoding_rows(errors)
+    table = ablation.decoding_table(errors, names=book_runs.ANALYSIS_RUNS)
+    assert "| C1, notes/cpu | 2 of 4 | 98.00 | 99.90 | 50.0 | 75.0 |" in table
+    rows = ablation.decoding_rows(errors, names=book_runs.ANALYSIS_RUNS)
     assert rows[0]["label"] == "C1, notes/cpu" and rows[0]["wrong_length"] == 2
 
 
@@ -332,7 +335,8 @@ def test_the_profile_finds_an_unlearned_key_phase_and_rising_chunks_but_not_nois
     phase = [0.01] * 8
     phase[3] = 0.5  # every character at key phase 3 is wrong half the time
     rising = [0.002] * 16 + [0.03] * 16
-    row = ablation.profile_rows({"cpu/c1": _entry(lengths=lengths, wrong=0, phase=phase, chunk=rising)}, lengths)[0]
+    row = ablation.profile_rows({"cpu/c1": _entry(lengths=lengths, wrong=0, phase=phase, chunk=rising)}, lengths,
+                                names=book_runs.ANALYSIS_RUNS)[0]
     assert row["phase"] == 3 and row["phase_z"] > ablation.SPIKE_Z and row["phase_ratio"] > ablation.SPIKE_RATIO
     assert row["late_ratio"] > 1 and row["late_z"] > ablation.SPIKE_Z  # the mark of exposure bias
     assert "| C1, notes/cpu |" in ablation.profile_table([row])
@@ -349,7 +353,7 @@ def test_edits_name_substitutions_drops_and_additions_once_with_every_model():
     errors = {"cpu/c1": _entry(examples=examples), "cpu/c2": _entry(examples=examples),
               "cpu/c3": _entry(examples=[{"line": 3, "reference": ref, "prediction": dropped},
                                          {"line": 5, "reference": "Yes.", "prediction": "Yes.."}])}
-    items = ablation.edits(errors)
+    items = ablation.edits(errors, names=book_runs.ANALYSIS_RUNS)
     assert [(i["op"], i["reference"], i["prediction"], i["models"]) for i in items] == [
         ("substitute", "0", "8", ["C1, notes/cpu", "C2, notes/cpu"]), ("drop", chunk[23:], "", ["C3, notes/cpu"]),
         ("add", "", ".", ["C3, notes/cpu"])]
@@ -390,7 +394,7 @@ def test_budget_and_extended_tables_put_epochs_beside_accuracy():
     longer = {"c2": {**records["c2"], "epochs": 9}}
     five = {"c2": {**records["c2"], "epochs": 5}}
     table = ablation.extended_table({"notes/cpu": records, "notes/equal-epochs/cpu": five, "notes/extended/cpu": longer},
-                                   {"cpu-long/c2": _entry(aware=(0.9999, 0.97))})
+                                   {"cpu-long/c2": _entry(aware=(0.9999, 0.97))}, names=book_runs.ANALYSIS_RUNS)
     assert table.count("\n| C2 |") == 3 and "| notes/extended/cpu | 9 |" in table and "99.99 | 97.0 |" in table
     assert "| C2 | notes/equal-epochs/cpu | 5 |" in table and "| C1 |" not in table  # only the last stage's configurations
 
@@ -442,7 +446,8 @@ def test_new_plots_return_figures_without_touching_pyplot():
     before = plt.get_fignums()
     log = [{"epoch": e, "val_loss": 1.0 / e, "seconds": 60.0} for e in (1, 2, 3)]
     figures = [ablation.plot_extended({"c2": (log[:2], log), "c5": (None, log)}),
-               ablation.plot_error_profiles({"cpu/c1": _entry(), "cpu-long/c2": _entry()})]
+               ablation.plot_error_profiles({"cpu/c1": _entry(), "cpu-long/c2": _entry()},
+                                            names=book_runs.ANALYSIS_RUNS)]
     assert all(f.axes for f in figures) and plt.get_fignums() == before
 
 
@@ -547,7 +552,7 @@ def test_the_results_answers_say_what_the_files_hold():
     assert facts.fewest({n: r["params"] for n, r in cpu.items()}) == "C3"
     assert set(extended) == {"c2", "c5"}
     # §7.8 Q3: "all five configurations get ... of all ... Brown test lines exact" (the reference ablation)
-    reference = ablation.load_reference_runs()
+    reference = ablation.load_learn_runs(book_runs.REFERENCE_RUN)
     assert {name for name, _ in reference} == set(CONFIG_NAMES) and FACTS["results"]["res_ref_seeds"]() == 2
 
 
@@ -713,7 +718,7 @@ def test_paired_rows_set_each_configuration_against_c1_of_the_same_seed():
 def test_the_paired_test_of_the_reference_ablation_finds_one_low_p_value_in_one_seed():
     """What the results chapter's second finding rests on: of C2-C5 against C1, seed by seed and set by set, one
     p-value below 0.05 (C2, seed 1, docstrings), and the other seed ties C1 there."""
-    reference = ablation.load_reference_runs()
+    reference = ablation.load_learn_runs(book_runs.REFERENCE_RUN)
     assert {name for name, _ in reference} == set(CONFIG_NAMES) and {s for _, s in reference} == {0, 1}
     rows = ablation.paired_rows(reference)
     assert len(rows) == 4 * 2 * len(ablation.REFERENCE_SETS)
@@ -727,5 +732,5 @@ def test_goals_table_judges_only_the_goals_it_is_given():
     held = tuple(g for g in ablation.REFERENCE_GOALS if g[0] in ("random_letters", "stdlib", "test_free"))
     table = ablation.goals_table(learned, held)
     assert table.count("\n") == len(held) + 1 and "2,600-character" not in table
-    reference = ablation.load_reference_runs()
+    reference = ablation.load_learn_runs(book_runs.REFERENCE_RUN)
     assert ablation.reference_tables(reference)[1] == ablation.goals_table(reference)

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from cipherlab.analysis import ablation
 
-__all__ = ["BITS_RUN", "EQUAL_EPOCHS_RUN", "EXTENDED_RUN", "LEARN_RUN", "PRIMARY_RUN", "REFERENCES", "REFERENCE_FIELDS",
-           "SEED_RANGES", "Range", "Reference", "comparison_table", "plot_accuracy", "reference"]
+__all__ = ["ANALYSIS_RUNS", "BITS_RUN", "EQUAL_EPOCHS_RUN", "EXTENDED_RUN", "LEARN_RUN", "PRIMARY_RUN",
+           "RECIPE_FOLDERS", "REFERENCES", "REFERENCE_FIELDS", "REFERENCE_RUN", "SEED_RANGES", "Range", "Reference",
+           "comparison_table", "plot_accuracy", "reference"]
 
 PRIMARY_RUN = "notes/cpu"  # the course notes recipe's reference run: C1-C4 read the cipher in bytes mode
 BITS_RUN = "notes/cpu-bits"  # the same preset with the course notes' bits mode for C1-C4
@@ -21,6 +22,27 @@ EXTENDED_RUN = "notes/extended/cpu"  # C2 and C5 trained on further (--resume): 
 # Did the models learn the cipher? The controlled ablation with phase shuffles, bit-factored and key-phase
 # embeddings, two seeds (results/learn/ablation, written by results/learn/probe.py).
 LEARN_RUN = "learn/ablation"
+# results/analysis.py names each entry of errors.json after the runs/ folder it read ("cpu-long/c2"):
+# {results folder: that name}, for the folders whose errors.json it wrote (the names argument of
+# ablation.error_entry, entry_label and the tables that label the entries)
+ANALYSIS_RUNS = {PRIMARY_RUN: "cpu", BITS_RUN: "cpu-bits", EQUAL_EPOCHS_RUN: "cpu-5ep", EXTENDED_RUN: "cpu-long"}
+
+# The reference ablation: the default recipe, the cpu preset, two seeds (results/reference, written by
+# results/learn/probe.py). Its goals are cipherlab.analysis.ablation.REFERENCE_GOALS.
+REFERENCE_RUN = "reference"
+
+# The recipe ablation: C1 and C2 of the reference ablation trained again with one part of the default
+# recipe off (the value each field takes instead: cipherlab.analysis.ablation.RECIPE_OFF), seeds 0 and 1
+# (results/recipe/<folder>, written by results/recipe/run.sh), and all five without the key-phase embedding
+# (results/nophase). {part: its folder}, the argument of ablation.load_recipe_runs.
+RECIPE_FOLDERS = {
+    "phase_embedding": "nophase",
+    "bit_embeddings": "recipe/no-bit-embeddings",
+    "phase_shuffle": "recipe/no-phase-shuffle",
+    "case_flip": "recipe/no-case-flip",
+    "source_eos": "recipe/no-source-eos",
+    "select_on": "recipe/select-on-loss",
+}
 
 
 # --------------------------------------------------------------------------- what others reported

@@ -408,7 +408,7 @@ def _substitution_table(errors: dict) -> str | None:
             kind = ablation.char_kind(item["reference"][0]) if item["op"] == "substitute" else item["op"]
             counts[model][kind] += 1
     columns = [*CHAR_KINDS, "drop", "add"]
-    models = [ablation.entry_label(key) for key in errors]
+    models = [ablation.entry_label(key, {}) for key in errors]  # named as errors.json names them
     rows = [[model, *(counts[model][k] for k in columns)] for model in models if model in counts]
     return ablation.markdown_table(["model", *(f"substituted: {k}" for k in CHAR_KINDS), "drops", "additions"],
                                   rows) if rows else None

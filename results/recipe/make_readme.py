@@ -13,10 +13,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "book"))  # the book's runs: which folder holds each part
 
 from cipherlab.base.config import RECIPE_KNOWLEDGE, RECIPES  # noqa: E402
-from cipherlab.analysis.ablation import (RECIPE_RUNS, REFERENCE_RUN, learning_curve_table, load_learn_runs,  # noqa: E402
+from cipherlab.analysis.ablation import (RECIPE_OFF, learning_curve_table, load_learn_runs,  # noqa: E402
                                load_recipe_runs, recipe_comparison, recipe_cost_table, reference_tables, results_dir)
+from cipherbook.runs import RECIPE_FOLDERS, REFERENCE_RUN  # noqa: E402
 
 INTRO = """# The recipe, part by part
 
@@ -31,7 +33,7 @@ Parts whose folder is missing below were not run, and a part run for C1 alone sh
 
 
 def part_section(field: str, runs: dict, reference: dict) -> str:
-    folder, changes = RECIPE_RUNS[field]
+    folder, changes = RECIPE_FOLDERS[field], RECIPE_OFF[field]
     every, goals = reference_tables(runs)
     changed = ", ".join(f"`{name}` {RECIPES['cipher'][name]!r} → {value!r}" for name, value in changes.items())
     return (f"## {changed} (`results/{folder}/`)\n\n"
@@ -50,7 +52,7 @@ def main() -> None:
     root = results_dir()
     reference_all = load_learn_runs(REFERENCE_RUN)  # the same runs with all of the recipe
     ablations = {part: {key: r for key, r in runs.items() if key[0] in ("c1", "c2")}
-                 for part, runs in load_recipe_runs().items()}
+                 for part, runs in load_recipe_runs(RECIPE_FOLDERS).items()}
     text = INTRO + ("\n## Every part at a glance\n\nExact lines with every part (`results/reference`) → without "
                     "this one, seed by seed, with McNemar's exact p-value of the paired outcomes:\n\n"
                     + recipe_cost_table(reference_all, ablations) + "\n")
@@ -58,7 +60,7 @@ def main() -> None:
         reference = {key: r for key, r in reference_all.items() if key in runs}
         section = part_section(part, runs, reference)
         text += "\n" + section
-        folder = RECIPE_RUNS[part][0]
+        folder = RECIPE_FOLDERS[part]
         if folder.startswith("recipe/"):
             (root / folder / "README.md").write_text(
                 f"# The recipe without `{part}`\n\nPart of the recipe ablation: see `results/recipe/README.md` "

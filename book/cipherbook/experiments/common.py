@@ -23,8 +23,9 @@ from cipherlab.base.config import TOKENIZATIONS, make_config
 from cipherlab.models.positional import SinusoidalPositionalEncoding
 from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherbook.runs import BITS_RUN, PRIMARY_RUN  # noqa: F401 -- PRIMARY_RUN: re-exported for the experiments
-from cipherlab.analysis.ablation import (RECIPE_RUNS, REFERENCE_GOALS, REFERENCE_SETS, first_step, load_learn_runs,
-                               load_reference_runs, load_run, metric, paired_rows, section)
+from cipherbook.runs import RECIPE_FOLDERS, REFERENCE_RUN
+from cipherlab.analysis.ablation import (REFERENCE_GOALS, REFERENCE_SETS, first_step, load_learn_runs, load_run, metric,
+                               paired_rows, section)
 
 # the assignment preset's sizes with the course notes' 1024/8000 BPE over bits (Config()'s former defaults)
 ASSIGNMENT_SIZES = make_config("c1", "assignment", recipe="notes", **TOKENIZATIONS["notes"])
@@ -144,7 +145,7 @@ def exact_over_c1_stderr(folder: str, config: str) -> float:
 def reference_runs() -> dict[tuple[str, int], dict]:
     """results/reference, ``{(config, seed): record}``: the default recipe at the cpu preset, all five
     configurations, two seeds, every probe set scored line by line (``exact_by_line``)."""
-    return load_reference_runs()
+    return load_learn_runs(REFERENCE_RUN)
 
 
 def _shared(what: str, values: set):
@@ -205,7 +206,7 @@ def reference_against_c1(config: str) -> dict:
 
 # --------------------------------------------------------------------------- without the key-phase embedding
 
-NOPHASE_RUN = RECIPE_RUNS["phase_embedding"][0]  # results/nophase: the key-phase embedding off, nothing else changed
+NOPHASE_RUN = RECIPE_FOLDERS["phase_embedding"]  # results/nophase: the key-phase embedding off, nothing else changed
 
 
 @functools.cache

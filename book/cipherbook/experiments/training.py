@@ -414,8 +414,9 @@ def recipe_summary() -> dict:
     lines a set of theirs holds; "lost": {part: the most exact lines one C1 or C2 run without that part lost
     on one of ``RECIPE_SETS``} (``results/recipe``, ``results/nophase``)."""
     from cipherlab.analysis import ablation
+    from cipherbook.runs import RECIPE_FOLDERS, REFERENCE_RUN
 
-    costs, full = ablation.load_recipe_runs(), ablation.load_reference_runs()
+    costs, full = ablation.load_recipe_runs(RECIPE_FOLDERS), ablation.load_learn_runs(REFERENCE_RUN)
     sets = ("test", *RECIPE_SETS)
     ceiling = [r for key, r in full.items() if key[0] != "c5"]
     short_of = max(ablation.section(r, s)["lines"] - ablation.section(r, s)["exact_lines"] for r in ceiling for s in sets)
@@ -430,9 +431,10 @@ def recipe_seeds() -> int:
     """How many seeds of C1 and of C2 each part of the recipe ablation (``results/recipe``, ``results/nophase``)
     trained: one number, or an error if the parts or the two configurations differ."""
     from cipherlab.analysis import ablation
+    from cipherbook.runs import RECIPE_FOLDERS
 
     counts = {(part, config): sum(key[0] == config for key in runs)
-              for part, runs in ablation.load_recipe_runs().items() for config in ("c1", "c2")}
+              for part, runs in ablation.load_recipe_runs(RECIPE_FOLDERS).items() for config in ("c1", "c2")}
     if len(set(counts.values())) != 1:
         raise ValueError(f"the recipe ablation's seeds differ by part or configuration: {counts}")
     return next(iter(counts.values()))

@@ -87,12 +87,13 @@ def late_vs_early(rates: Sequence[float | None], seen: Sequence[float]) -> tuple
     return (p2 / p1 if p1 else None), (p2 - p1) / math.sqrt(p * (1 - p) * (1 / n1 + 1 / n2))
 
 
-def profile_rows(errors: dict, lengths: Sequence[int]) -> list[dict]:
+def profile_rows(errors: dict, lengths: Sequence[int], *, names: dict[str, str] | None = None) -> list[dict]:
     """Per ``errors.json`` entry: the error rate on the lines of the right length, the chunk position and
     key phase with the largest excess (:func:`excess`), and the second-half/first-half ratio of a chunk.
 
     ``lengths``: the test lines' lengths. The file gives rates, not counts, so the characters behind each
     rate are reconstructed from the lengths, scaled by the share of lines that came out the right length.
+    Each row's label names its run as ``names`` says (:func:`~cipherlab.analysis.ablation.records.entry_label`).
     """
     rows = []
     for key, e in errors.items():
@@ -109,7 +110,8 @@ def profile_rows(errors: dict, lengths: Sequence[int]) -> list[dict]:
         worst_chunk = max(range(len(chunk)), key=lambda i: z_chunk[i] if z_chunk[i] is not None else -math.inf)
         worst_phase = max(range(len(phase)), key=lambda i: z_phase[i] if z_phase[i] is not None else -math.inf)
         rate = sum(x for x, _ in pairs) / sum(s for _, s in pairs) if pairs else None
-        rows.append({"key": key, "label": entry_label(key), "rate": rate, "errors": round(sum(x for x, _ in pairs)),
+        rows.append({"key": key, "label": entry_label(key, names or {}), "rate": rate,
+                     "errors": round(sum(x for x, _ in pairs)),
                      "chunk_position": worst_chunk, "chunk_z": z_chunk[worst_chunk] or 0.0,
                      "chunk_ratio": (chunk[worst_chunk] or 0.0) / rate if rate else None,
                      "phase": worst_phase, "phase_z": z_phase[worst_phase] or 0.0,
@@ -131,16 +133,17 @@ def profile_table(rows: list[dict]) -> str:
 # --------------------------------------------------------------------------- what the errors are
 
 
-def edits(errors: dict, width: int = 12) -> list[dict]:
+def edits(errors: dict, width: int = 12, *, names: dict[str, str] | None = None) -> list[dict]:
     """Every edit that turns a reference line of the ``errors.json`` examples into its prediction.
 
     The edits are difflib's opcodes between the two strings: ``"substitute"`` (some characters for
     others), ``"drop"`` (characters the prediction lacks) and ``"add"`` (characters it has in excess).
     Each edit is listed once per (line, position, predicted text), with every model that made it, its
     position in the line, the two texts, and the reference around it (``width`` characters each side).
+    The models are named as ``names`` says (:func:`~cipherlab.analysis.ablation.records.entry_label`).
     """
     found: dict[tuple, dict] = {}
-    names = {"replace": "substitute", "delete": "drop", "insert": "add"}
+    ops = {"replace": "substitute", "delete": "drop", "insert": "add"}
     for key, e in errors.items():
         for example in e.get("errors", []):
             ref, pred = example["reference"], example["prediction"]
@@ -149,10 +152,10 @@ def edits(errors: dict, width: int = 12) -> list[dict]:
                 if op == "equal":
                     continue
                 item = found.setdefault((example["line"], i1, pred[j1:j2]), {
-                    "models": [], "line": example["line"], "index": i1, "end": i2, "op": names[op],
+                    "models": [], "line": example["line"], "index": i1, "end": i2, "op": ops[op],
                     "reference": ref[i1:i2], "prediction": pred[j1:j2],
                     "before": ref[max(0, i1 - width):i1], "after": ref[i2:i2 + width]})
-                item["models"].append(entry_label(key))
+                item["models"].append(entry_label(key, names or {}))
     return sorted(found.values(), key=lambda item: (item["line"], item["index"]))
 
 
@@ -260,7 +263,8 @@ def exact_by_length(entry: dict, lengths: Sequence[int]) -> list[dict]:
     return rows
 
 
-def length_table(errors: dict, keys: Sequence[str], lengths: Sequence[int]) -> str:
+def length_table(errors: dict, keys: Sequence[str], lengths: Sequence[int], *,
+                 names: dict[str, str] | None = None) -> str:
     """Exact lines by line length for some models, measured and as independent errors would leave them."""
     columns = {key: exact_by_length(errors[key], lengths) for key in keys}
     first = next(iter(columns.values()))
@@ -271,7 +275,7 @@ def length_table(errors: dict, keys: Sequence[str], lengths: Sequence[int]) -> s
         rows.append([span, b["lines"]] + [f"{pct(col[i]['exact'])} ({pct(col[i]['independent'])})"
                                           for col in columns.values()])
     return markdown_table(["line length, characters", "lines"]
-                          + [f"{entry_label(k)}: exact % (independent %)" for k in keys], rows)
+                          + [f"{entry_label(k, names or {})}: exact % (independent %)" for k in keys], rows)
 
 
 def random_string_errors(model_path, n_random: int = 200) -> dict:

@@ -140,8 +140,10 @@ def plot_extended(curves: dict[str, tuple[list[dict] | None, list[dict] | None]]
     return fig
 
 
-def plot_error_profiles(errors: dict, keys: Sequence[str] | None = None):
-    """Error rate by chunk position and by key phase, relative to each model's mean (1 = its mean)."""
+def plot_error_profiles(errors: dict, keys: Sequence[str] | None = None, *,
+                        names: dict[str, str] | None = None):
+    """Error rate by chunk position and by key phase, relative to each model's mean (1 = its mean); each
+    model named as ``names`` says (:func:`~cipherlab.analysis.ablation.records.entry_label`)."""
     fig, axes = figure(2, width=5.0, height=3.2)
     for key in keys or list(errors):
         e = errors[key]
@@ -150,7 +152,7 @@ def plot_error_profiles(errors: dict, keys: Sequence[str] | None = None):
             mean = sum(known) / len(known) if known else 0
             if mean:
                 ax.plot(range(len(values)), [None if v is None else v / mean for v in values], marker=".",
-                        label=entry_label(key))
+                        label=entry_label(key, names or {}))
     for ax, title in zip(axes, ("position in the 32-character chunk", "key phase (position mod 8)")):
         ax.axhline(1.0, color="grey", lw=0.6)
         ax.set_xlabel(title)

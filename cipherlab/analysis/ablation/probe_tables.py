@@ -1,23 +1,25 @@
 """The tables of the learn and reference ablations, seed by seed, and the goals they set themselves.
 
-Those ablations (``results/learn/ablation``, and
-:data:`cipherlab.analysis.ablation.records.REFERENCE_RUN`, ``results/reference``) score every configuration and
-seed on several probe sets. The ``learn_*`` functions lay out the learn ablation against
-:data:`LEARN_GOALS`; :func:`reference_tables` and :func:`goals_table` the reference ablation against
-:data:`REFERENCE_GOALS`; :func:`paired_table` and :func:`recipe_comparison` the paired outcomes of the
-same lines (:func:`cipherlab.analysis.ablation.stats.mcnemar`).
+Those ablations score every configuration and seed on several probe sets (the records of
+``results/learn/probe.py``, read by :func:`cipherlab.analysis.ablation.records.load_learn_runs`): the learn
+ablation trained an earlier recipe, the reference ablation the default one. The ``learn_*`` functions lay out
+the learn ablation against :data:`LEARN_GOALS`; :func:`reference_tables` and :func:`goals_table` the reference
+ablation against :data:`REFERENCE_GOALS`; :func:`paired_table` and :func:`recipe_comparison` the paired
+outcomes of the same lines (:func:`cipherlab.analysis.ablation.stats.mcnemar`); :func:`recipe_cost_table` the
+recipe ablation, each part of the default recipe taken out as :data:`RECIPE_OFF` says.
 """
 
 from __future__ import annotations
 
 from cipherlab.base.config import CONFIG_NAMES
-from cipherlab.analysis.ablation.records import RECIPE_RUNS, REFERENCE_SETS, section
+from cipherlab.analysis.ablation.records import REFERENCE_SETS, section
 from cipherlab.analysis.ablation.stats import mcnemar
 from cipherlab.base.markdown import markdown_table
 
 __all__ = [
     "LEARN_GOALS",
     "LEARN_HEADERS",
+    "RECIPE_OFF",
     "REFERENCE_GOALS",
     "first_step",
     "goals_table",
@@ -37,7 +39,7 @@ __all__ = [
 # --------------------------------------------------------------------------- the learn ablation
 
 
-# The goals of the learn ablation (results/learn/ablation) for the cpu preset, at most 30 minutes of training per configuration:
+# The goals of the learn ablation for the cpu preset, at most 30 minutes of training per configuration:
 # (record section, measure, at least, label). A goal is met when every seed meets it.
 LEARN_GOALS = (
     ("random_letters", "char_accuracy", 0.999, "random strings: characters"),
@@ -99,7 +101,7 @@ def learn_tables(runs: dict[tuple[str, int], dict]) -> tuple[str, str]:
 # --------------------------------------------------------------------------- the reference ablation
 
 
-# The goals of REFERENCE_RUN: the limit is 100 % on any text. (record section, measure, at least,
+# The goals of the reference ablation: the limit is 100 % on any text. (record section, measure, at least,
 # label); a goal is met when every seed meets it.
 REFERENCE_GOALS = (
     ("random_letters", "char_accuracy", 0.9999, "random strings, letters and space: characters"),
@@ -184,6 +186,19 @@ def recipe_comparison(before: dict[tuple[str, int], dict], after: dict[tuple[str
     return markdown_table(["config", "seed", *(f"{labels[n]}: exact lines" for n in sets)], rows)
 
 
+# The recipe ablation: runs of the default recipe (RECIPES["cipher"]) with one part off, {part: {field: the
+# value it takes instead}}; without phase shuffles there are no case flips either (they apply to shuffled
+# chunks only).
+RECIPE_OFF = {
+    "phase_embedding": {"phase_embedding": False},
+    "bit_embeddings": {"bit_embeddings": False},
+    "phase_shuffle": {"phase_shuffle": 0.0, "case_flip": 0.0},
+    "case_flip": {"case_flip": 0.0},
+    "source_eos": {"source_eos": False},
+    "select_on": {"select_on": "val_loss"},
+}
+
+
 def recipe_cost_table(reference: dict[tuple[str, int], dict], ablations: dict[str, dict[tuple[str, int], dict]],
                       configs: tuple = ("c1", "c2"),
                       sets: tuple = ("random_letters", "random_alphabet", "test_free")) -> str:
@@ -198,7 +213,7 @@ def recipe_cost_table(reference: dict[tuple[str, int], dict], ablations: dict[st
             keys = sorted(key for key in runs if key[0] == config and key in reference)
             if not keys:
                 continue
-            changed = RECIPE_RUNS[part][1] if part in RECIPE_RUNS else {part: None}
+            changed = RECIPE_OFF.get(part, {part: None})
             cells = [" and ".join(f"`{field}`" for field in changed), config.upper()]
             for name in sets:
                 parts = []

@@ -19,9 +19,6 @@ from cipherlab.base.config import change_from_c1 as components_change
 from cipherlab.runner.errors import REPO_RESULTS_DIR
 
 __all__ = [
-    "ANALYSIS_RUNS",
-    "RECIPE_RUNS",
-    "REFERENCE_RUN",
     "REFERENCE_SETS",
     "REPO_RESULTS_DIR",
     "RESULTS_ENV",
@@ -37,7 +34,6 @@ __all__ = [
     "load_generalisation",
     "load_learn_runs",
     "load_recipe_runs",
-    "load_reference_runs",
     "load_run",
     "metric",
     "provenance",
@@ -49,27 +45,6 @@ __all__ = [
 
 
 RESULTS_ENV = "CIPHERLAB_RESULTS_DIR"
-# results/analysis.py names each entry of errors.json after the runs/ folder it read ("cpu-long/c2"):
-# {results folder: that name}, for the folders whose errors.json it wrote
-ANALYSIS_RUNS = {"notes/cpu": "cpu", "notes/cpu-bits": "cpu-bits", "notes/equal-epochs/cpu": "cpu-5ep",
-                 "notes/extended/cpu": "cpu-long"}
-
-# The reference ablation: the default recipe, the cpu preset, two seeds (results/reference, written by
-# results/learn/probe.py). Its goals are cipherlab.analysis.ablation.probe_tables.REFERENCE_GOALS.
-REFERENCE_RUN = "reference"
-
-# The recipe ablation: C1 and C2 of the reference ablation trained again with one part of the default
-# recipe off, seeds 0 and 1 (results/recipe/<folder>, written by results/recipe/run.sh), and all five
-# without the key-phase embedding (results/nophase). {part: (folder, {field: the value it takes instead})};
-# without phase shuffles there are no case flips either (they apply to shuffled chunks only).
-RECIPE_RUNS = {
-    "phase_embedding": ("nophase", {"phase_embedding": False}),
-    "bit_embeddings": ("recipe/no-bit-embeddings", {"bit_embeddings": False}),
-    "phase_shuffle": ("recipe/no-phase-shuffle", {"phase_shuffle": 0.0, "case_flip": 0.0}),
-    "case_flip": ("recipe/no-case-flip", {"case_flip": 0.0}),
-    "source_eos": ("recipe/no-source-eos", {"source_eos": False}),
-    "select_on": ("recipe/select-on-loss", {"select_on": "val_loss"}),
-}
 
 REFERENCE_SETS = (("random_letters", "random letters"), ("random_alphabet", "random alphabet"),
                   ("stdlib", "docstrings"), ("stdlib_upper", "upper case"), ("stdlib_long", "long lines"),
@@ -85,7 +60,7 @@ def results_dir() -> Path:
 
 
 def run_path(run: str | os.PathLike) -> Path:
-    """The folder of a run: a name such as ``"cpu"`` or ``"notes/extended/cpu"`` lives in :func:`results_dir`;
+    """The folder of a run: a name such as ``"cpu"`` or ``"runs/cpu"`` lives in :func:`results_dir`;
     a ``Path``, an absolute path, or a relative one that exists only from the working directory, is a path."""
     if isinstance(run, str) and not Path(run).is_absolute():
         named = results_dir() / run
@@ -112,7 +87,7 @@ def _read_record(path: Path, name: str) -> dict:
 def load_run(folder: str | os.PathLike) -> dict[str, dict]:
     """Every ``c1.json`` ... ``c5.json`` of a run, as ``{"c1": record, ...}`` in configuration order.
 
-    A configuration without a file is left out (``notes/cpu-bits`` has only C1-C4). Raises
+    A configuration without a file is left out (a run of C1-C4 alone has four). Raises
     FileNotFoundError when the folder or all five files are missing, and ValueError naming the
     file for one that is not valid JSON or lacks a field of cipherlab's records.
     """
@@ -140,17 +115,11 @@ def load_learn_runs(folder: str | os.PathLike) -> dict[tuple[str, int], dict]:
     return dict(sorted(records.items()))
 
 
-def load_reference_runs(folder: str | os.PathLike = REFERENCE_RUN) -> dict[tuple[str, int], dict]:
-    """The reference ablation (``results/reference``) as ``{(config, seed): record}``: every set's
-    per-line outcomes are in ``exact_by_line``."""
-    return load_learn_runs(folder)
-
-
-def load_recipe_runs() -> dict[str, dict[tuple[str, int], dict]]:
-    """The recipe ablation (:data:`RECIPE_RUNS`) as ``{part: {(config, seed): record}}``, for the parts
-    whose folder holds records (a part not yet run is left out)."""
+def load_recipe_runs(folders: dict[str, str | os.PathLike]) -> dict[str, dict[tuple[str, int], dict]]:
+    """The runs of a recipe ablation, ``folders`` ``{part: its run folder}``, as ``{part: {(config, seed): record}}``
+    in the order of ``folders``, for the parts whose folder holds records (a part not yet run is left out)."""
     runs = {}
-    for part, (folder, _) in RECIPE_RUNS.items():
+    for part, folder in folders.items():
         if any(run_path(folder).glob("*c[1-5]*-seed*.json")):
             runs[part] = load_learn_runs(folder)
     return runs
@@ -233,8 +202,8 @@ def load_calibration() -> dict:
 def load_errors(folder: str | os.PathLike) -> dict:
     """``errors.json`` of a run (``results/analysis.py``) without its "about" entry.
 
-    Keyed ``"<runs folder>/<config>"`` (see :data:`ANALYSIS_RUNS`), each value with ``test_free`` and
-    ``test_length_aware`` (metrics of free and length-aware greedy decoding), ``lines``,
+    Keyed ``"<runs folder>/<config>"`` (the folder the analysis read, see :func:`error_entry`), each value
+    with ``test_free`` and ``test_length_aware`` (metrics of free and length-aware greedy decoding), ``lines``,
     ``lines_with_wrong_length``, ``char_error_by_chunk_position``, ``char_error_by_key_phase``,
     ``exact_lines_by_length``, ``exact_chunks`` and a few ``errors``.
     """
@@ -242,16 +211,18 @@ def load_errors(folder: str | os.PathLike) -> dict:
     return {key: entry for key, entry in data.items() if key != "about"}
 
 
-def error_entry(errors: dict | None, run: str, config: str) -> dict | None:
-    """The ``errors.json`` entry of one configuration of a run (``"cpu"``, ``"notes/extended/cpu"``); None when
-    ``errors`` is None (no analysis given) or the analysis did not cover that model (notes/equal-epochs/cpu)."""
-    return None if errors is None else errors.get(f"{ANALYSIS_RUNS.get(run, run)}/{config}")
+def error_entry(errors: dict | None, run: str, config: str, names: dict[str, str]) -> dict | None:
+    """The ``errors.json`` entry of one configuration of a run; ``names`` ``{run: the name errors.json gives
+    it}`` for runs whose entries are named otherwise than the run. None when ``errors`` is None (no analysis
+    given) or the analysis did not cover that model."""
+    return None if errors is None else errors.get(f"{names.get(run, run)}/{config}")
 
 
-def entry_label(key: str) -> str:
-    """``"cpu-long/c2"`` -> ``"C2, notes/extended/cpu"``: an ``errors.json`` key named like the results folders."""
+def entry_label(key: str, names: dict[str, str]) -> str:
+    """``"cpu/c2"`` -> ``"C2, <run>"``: an ``errors.json`` key named after the run that ``names`` (``{run: the
+    name errors.json gives it}``, as for :func:`error_entry`) gives that name, else after the name itself."""
     folder, config = key.rsplit("/", 1)
-    runs = {analysed: run for run, analysed in ANALYSIS_RUNS.items()}
+    runs = {analysed: run for run, analysed in names.items()}
     return f"{config.upper()}, {runs.get(folder, folder)}"
 
 

@@ -156,10 +156,12 @@ def beam_gains(beam: dict, key: str = "sequence_accuracy") -> dict[str, float | 
     return gains
 
 
-def decoding_rows(errors: dict) -> list[dict]:
-    """Per ``errors.json`` entry: its label, free and length-aware metrics, and the free lines of the wrong length."""
-    return [{"key": key, "label": entry_label(key), "free": e["test_free"], "aware": e["test_length_aware"],
-             "lines": e["lines"], "wrong_length": e["lines_with_wrong_length"]} for key, e in errors.items()]
+def decoding_rows(errors: dict, *, names: dict[str, str] | None = None) -> list[dict]:
+    """Per ``errors.json`` entry: its label (:func:`~cipherlab.analysis.ablation.records.entry_label` with
+    ``names``), free and length-aware metrics, and the free lines of the wrong length."""
+    return [{"key": key, "label": entry_label(key, names or {}), "free": e["test_free"],
+             "aware": e["test_length_aware"], "lines": e["lines"], "wrong_length": e["lines_with_wrong_length"]}
+            for key, e in errors.items()]
 
 
 def decoding_gains(errors: dict, key: str = "bit_accuracy") -> dict[str, float]:

@@ -211,12 +211,13 @@ TARGETS = (
 )
 
 
-def target_rows(runs: dict[str, dict[str, dict]], errors: dict | None = None) -> list[dict]:
-    """Every model of ``runs`` (``{"cpu": records, "notes/extended/cpu": records}``) under each decoding, with its targets.
+def target_rows(runs: dict[str, dict[str, dict]], errors: dict | None = None, *,
+                names: dict[str, str] | None = None) -> list[dict]:
+    """Every model of ``runs`` (``{run: records}``) under each decoding, with its targets.
 
     Decodings: ``"free"`` (the record's own test metrics) and ``"length-aware"`` (from ``errors``,
-    where it has the model). Each row: config, run, epochs, decoding, metrics and ``checks``, a list
-    of (Target, value, met).
+    where it has the model; ``names`` as for :func:`~cipherlab.analysis.ablation.records.error_entry`). Each
+    row: config, run, epochs, decoding, metrics and ``checks``, a list of (Target, value, met).
     """
     rows = []
     for name in CONFIG_NAMES:
@@ -224,7 +225,7 @@ def target_rows(runs: dict[str, dict[str, dict]], errors: dict | None = None) ->
             if name not in records:
                 continue
             decodings = [("free", records[name]["sets"]["test"])]
-            entry = error_entry(errors, run, name)
+            entry = error_entry(errors, run, name, names or {})
             if entry is not None:
                 decodings.append(("length-aware", entry["test_length_aware"]))
             for decoding, metrics in decodings:
@@ -272,10 +273,11 @@ def budget_table(records: dict[str, dict], curves: dict[str, list[dict] | None])
 # --------------------------------------------------------------------------- C2 and C5 trained on
 
 
-def extended_table(stages: dict[str, dict[str, dict]], errors: dict | None = None) -> str:
-    """Each configuration of the last stage through every stage (``{"cpu": records, ...,
-    "notes/extended/cpu": records}``, oldest first): epochs, best validation loss, and the test metrics with free
-    and (from ``errors``) length-aware greedy decoding."""
+def extended_table(stages: dict[str, dict[str, dict]], errors: dict | None = None, *,
+                   names: dict[str, str] | None = None) -> str:
+    """Each configuration of the last stage through every stage (``{run: records}``, oldest first): epochs,
+    best validation loss, and the test metrics with free and (from ``errors``, ``names`` as for
+    :func:`~cipherlab.analysis.ablation.records.error_entry`) length-aware greedy decoding."""
     last = list(stages.values())[-1]
     rows = []
     for name in last:
@@ -283,7 +285,7 @@ def extended_table(stages: dict[str, dict[str, dict]], errors: dict | None = Non
             if name not in records:
                 continue
             r = records[name]
-            aware = (error_entry(errors, run, name) or {}).get("test_length_aware")
+            aware = (error_entry(errors, run, name, names or {}) or {}).get("test_length_aware")
             rows.append([name.upper(), run, r["epochs"], num(r.get("best_val_loss"), ".4f"),
                          pct2(metric(r, "bit_accuracy")), pct(metric(r, "sequence_accuracy")),
                          pct2(aware and metric(aware, "bit_accuracy")),
@@ -337,12 +339,13 @@ def extension_table(history: dict[str, dict], extended: dict[str, dict]) -> str:
 # --------------------------------------------------------------------------- free or length-aware decoding
 
 
-def decoding_table(errors: dict) -> str:
-    """Free against length-aware greedy decoding for every model ``errors.json`` analysed."""
+def decoding_table(errors: dict, *, names: dict[str, str] | None = None) -> str:
+    """Free against length-aware greedy decoding for every model ``errors.json`` analysed (``names`` as for
+    :func:`~cipherlab.analysis.ablation.stats.decoding_rows`)."""
     rows = [[r["label"], f"{r['wrong_length']} of {r['lines']}",
              pct2(metric(r["free"], "bit_accuracy")), pct2(metric(r["aware"], "bit_accuracy")),
              pct(metric(r["free"], "sequence_accuracy")), pct(metric(r["aware"], "sequence_accuracy")),
              num(metric(r["free"], "char_error_rate"), ".4f"), num(metric(r["aware"], "char_error_rate"), ".4f")]
-            for r in decoding_rows(errors)]
+            for r in decoding_rows(errors, names=names)]
     return markdown_table(["model", "free: lines of wrong length", "free: bit acc %", "length-aware: bit acc %",
                            "free: exact %", "length-aware: exact %", "free: CER", "length-aware: CER"], rows)
