@@ -168,7 +168,8 @@ def test_an_old_checkpoint_is_refused_in_one_line_and_the_converter_gives_its_fi
     old = tmp_path / "old.pt"
     save_checkpoint(old, payload)
     with pytest.raises(CheckpointError, match=rf"^{old}: written by an older cipherlab \(its configuration has no "
-                                              rf"target_tokens, .*\); convert it with python tools/convert_older\.py "
+                                              rf"target_tokens, .*\); convert it with tools/convert_older\.py from the "
+                                              rf"cipherlab repository: python tools/convert_older\.py "
                                               rf"{old}$"):
         load_trained(old, "cpu")
     converter = _converter()

@@ -149,7 +149,7 @@ def test_a_stored_configuration_that_lacks_a_field_is_refused_naming_the_convert
     assert config_from_dict(stored) == make_config("c2", "cpu", recipe="notes")
     assert config_from_dict({k: v for k, v in stored.items() if k != "recipe"}) == config_from_dict(stored)
     with pytest.raises(ConfigError, match=r"written by an older cipherlab \(no select_on, onset_step\); convert its "
-                                          r"file with python tools/convert_older\.py"):
+                                          r"file with tools/convert_older\.py from the cipherlab repository$"):
         config_from_dict({k: v for k, v in stored.items() if k not in ("select_on", "onset_step")})
 
 

@@ -149,7 +149,8 @@ def test_an_older_export_is_refused_in_one_line_and_the_converter_makes_it_load_
     save_file(tensors, str(old), metadata=meta)
     assert main(["decrypt", "--checkpoint", str(old), encrypt("a plain line")]) == 1
     _one_line(capsys.readouterr().err, f"{old}: written by an older cipherlab (no checksum over the whole model); "
-                                       f"convert it with python tools/convert_older.py {old}")
+                                       f"convert it with tools/convert_older.py from the cipherlab repository: "
+                                       f"python tools/convert_older.py {old}")
     spec = importlib.util.spec_from_file_location("convert_older", ROOT / "tools" / "convert_older.py")
     converter = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(converter)

@@ -207,7 +207,8 @@ def test_report_advice_for_a_newer_schema_is_to_update_not_to_convert(trained, t
     older = {"config": "c1", "components": {}, "test": {"lines": 1}}  # the train layout of an older cipherlab
     path.write_text(json.dumps(older), encoding="utf-8")
     with pytest.raises(ValueError, match=rf"^{path}: written by an older cipherlab \(no schema field.*\); convert "
-                                         rf"it with python tools/convert_older\.py {path}$"):
+                                         rf"it with tools/convert_older\.py from the cipherlab repository: "
+                                         rf"python tools/convert_older\.py {path}$"):
         read_record(path)
     path.write_text(json.dumps({"schema": "someone-else/1"}), encoding="utf-8")
     with pytest.raises(ValueError, match="not a cipherlab-record/1 record; move it out of the folder$") as e:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 
 import pytest
 
 from cipherlab.__main__ import main
+from cipherlab.analysis.doctor import OUTSIDE_DIR
 from cipherlab.data.cipher import encrypt
-from cipherlab.data.corpus import SPLITS_FILE, load_corpus, split_lines
+from cipherlab.data.corpus import PLAIN_FILE, SPLITS_FILE, load_corpus, split_lines, write_cipher
 from test_faults_checksum import tiny  # noqa: F401 - the module fixture: one smoke epoch of C1 and its export
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
@@ -41,17 +43,23 @@ def _one_line(capsys, *names: str) -> str:
 
 
 def _commands(tiny, tmp):  # noqa: F811
-    """name -> (argv, the file it writes)."""
+    """name -> (argv, the file it writes). Doctor's outside English is a whole folder here: the repository's
+    data/stdlib may not hold its derived cipher file yet, and doctor would write that first (under a full disk)."""
     data, export = str(tiny["root"] / "data"), str(tiny["export"])
     pred = tmp / "pred.txt"
     pred.write_text("one line\n", encoding="utf-8")
+    outside = tmp / "outside"
+    outside.mkdir()
+    shutil.copyfile(OUTSIDE_DIR / PLAIN_FILE, outside / PLAIN_FILE)
+    write_cipher(outside)
     return {
         "evaluate --json": (["evaluate", "--checkpoint", export, "--data-dir", data, "--device", "cpu", "--json",
                              str(tmp / "m.json")], tmp / "m.json"),
         "score --json": (["score", "--pred", str(pred), "--plain", str(pred), "--json", str(tmp / "s.json")],
                          tmp / "s.json"),
         "doctor --json": (["doctor", "--checkpoint", export, "--data-dir", data, "--lines", "2", "--random", "1",
-                           "--attention-chunks", "1", "--device", "cpu", "--json", str(tmp / "d.json")], tmp / "d.json"),
+                           "--attention-chunks", "1", "--outside", str(outside), "--device", "cpu", "--json",
+                           str(tmp / "d.json")], tmp / "d.json"),
         "report --out": (["report", str(ROOT / "results" / "reference"), "--out", str(tmp / "report")],
                          tmp / "report" / "report.md"),
     }

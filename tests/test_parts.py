@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import re
 import textwrap
 
 import pytest
@@ -221,8 +222,12 @@ def test_from_python_a_part_trained_model_loads_with_its_parts_as_an_argument(tr
     model, _, _ = load_trained(best, "cpu", builder=PartsBuilder({"attention": own["MyAttention"]}))
     assert all(isinstance(layer.self_attn, own["MyAttention"]) for layer in model.encoder.layers)
     assert all(isinstance(layer.self_attn.inner, own["MyAttention"]) for layer in model.decoder.layers)
+    with pytest.raises(PartError, match="^" + re.escape(f"{best}: it was built with other classes in place of "
+                                                         f"cipherlab's (attention: MyAttention of {student}); load "
+                                                         "it with a builder= that puts those classes back")):
+        load_trained(best)  # cipherlab's own model (the pipeline's): no command-line flag in its message
     with pytest.raises(PartError, match=f"^{best}: .*pass --part attention={student}:MyAttention"):
-        load_trained(best)
+        load_trained(best, builder=PartsBuilder())  # what the commands pass without --part
     with pytest.raises(PartError, match="its attention was MyAttention of .*, not MyNorm; pass --part"):
         load_trained(best, builder=PartsBuilder({"attention": own["MyNorm"]}))
     with pytest.raises(PartError, match=f"^{best}: .*it was trained with cipherlab's own norm"):

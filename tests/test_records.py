@@ -87,7 +87,8 @@ def test_a_made_record_has_every_field_and_checks():
 
 @pytest.mark.parametrize("damage, message", [
     (lambda r: r.pop("schema"), r"x.json: written by an older cipherlab \(no schema field, not a cipherlab-record/1 "
-                                r"record\); convert it with python tools/convert_older.py x.json"),
+                                r"record\); convert it with tools/convert_older.py from the cipherlab repository: "
+                                r"python tools/convert_older.py x.json"),
     (lambda r: r.update(schema="cipherlab-record/0"), "x.json: schema 'cipherlab-record/0'"),
     (lambda r: r.pop("versions"), r"x.json: missing field\(s\) versions"),
     (lambda r: r.update(sets={}), "x.json: 'sets' holds no decrypted set"),
@@ -136,7 +137,8 @@ def test_both_older_layouts_convert_into_the_one_record_and_a_second_run_changes
     (tmp_path / "p-c2-seed0.json").write_text(json.dumps(probe))
     for name in ("c2.json", "p-c2-seed0.json"):
         with pytest.raises(ValueError, match=rf"^{tmp_path / name}: written by an older cipherlab \(no schema field"
-                                             rf".*; convert it with python tools/convert_older\.py {tmp_path / name}$"):
+                                             rf".*; convert it with tools/convert_older\.py from the cipherlab repository: "
+                                             rf"python tools/convert_older\.py {tmp_path / name}$"):
             read_record(tmp_path / name)
     assert converter.main([str(tmp_path / "c2.json"), str(tmp_path / "p-c2-seed0.json")]) == 0
     converted_train, converted_probe = read_record(tmp_path / "c2.json"), read_record(tmp_path / "p-c2-seed0.json")
@@ -165,7 +167,8 @@ def test_a_record_whose_hyperparameters_lack_a_field_is_refused_naming_the_conve
     path = tmp_path / "c2.json"
     path.write_text(json.dumps(record), encoding="utf-8")
     with pytest.raises(ValueError, match=rf"^{path}: written by an older cipherlab \(its hyperparameters have no "
-                                         rf"onset_step\); convert it with python tools/convert_older\.py {path}$"):
+                                         rf"onset_step\); convert it with tools/convert_older\.py from the cipherlab "
+                                         rf"repository: python tools/convert_older\.py {path}$"):
         read_record(path)
     assert _converter().main([str(path)]) == 0 and read_record(path)["hyperparameters"]["onset_step"] is None
 

@@ -327,7 +327,8 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[list[str], list[str]]]:
         "malformed JSON": ([str(tmp / "broken"), "--out", out], ["ref-c2-seed0.json: not valid JSON", "line 1"]),
         "different lines": ([str(tmp / "lines"), "--out", out], ["different numbers of docstrings lines"]),
         "old layout": ([str(tmp / "old"), "--out", out], ["ref-c2-seed0.json: written by an older cipherlab",
-                                                          "convert it with python tools/convert_older.py"]),
+                                                          "convert it with tools/convert_older.py from the cipherlab repository: "
+                                                          "python tools/convert_older.py"]),
         "short predictions": ([str(tmp / "preds"), "--references", str(tmp / "plain.txt"), "--out", out],
                               ["c1.txt: 2 lines but", "plain.txt has 3", "one predicted line per reference line"]),
         "no predictions": ([str(tmp / "empty"), "--references", str(tmp / "plain.txt"), "--out", out],

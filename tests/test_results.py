@@ -72,7 +72,8 @@ def test_a_record_of_an_older_layout_is_refused_with_the_conversion_to_run(run_c
     old = {key: value for key, value in record.items() if key not in ("schema", "sets")}
     (run_copy / "c2.json").write_text(json.dumps({**old, "test": record["sets"]["test"]}))
     with pytest.raises(ValueError, match=r"c2\.json: written by an older cipherlab \(no schema field, not a "
-                       r"cipherlab-record/1 record\); convert it with python tools/convert_older\.py .*c2\.json$"):
+                       r"cipherlab-record/1 record\); convert it with tools/convert_older\.py from the cipherlab "
+                       r"repository: python tools/convert_older\.py .*c2\.json$"):
         ablation.load_run(run_copy)
 
 

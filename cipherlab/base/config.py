@@ -335,13 +335,15 @@ def make_config(name: str, preset: str = "assignment", recipe: str = DEFAULT_REC
 
 
 # The converter of files written by an older cipherlab (fields missing, an older checksum or record layout): a
-# script outside the library, named by every refusal of such a file (:func:`older`).
-CONVERTER = "python tools/convert_older.py"
+# script of the cipherlab repository, not of the installed package (which has no tools/), named by every refusal
+# of such a file (:func:`older`) with where it is.
+CONVERTER = "tools/convert_older.py"
+CONVERTER_FROM = f"{CONVERTER} from the cipherlab repository"
 
 
 def older(path, what: str) -> str:
-    """The one line that refuses a file an older cipherlab wrote: ``what`` it lacks, and the converter."""
-    return f"{path}: written by an older cipherlab ({what}); convert it with {CONVERTER} {path}"
+    """The one line that refuses a file an older cipherlab wrote: ``what`` it lacks, and how to convert it."""
+    return f"{path}: written by an older cipherlab ({what}); convert it with {CONVERTER_FROM}: python {CONVERTER} {path}"
 
 
 def lacking_fields(values: dict) -> list[str]:
@@ -363,7 +365,7 @@ def config_from_dict(values: dict) -> Config:
                           "know; use the cipherlab version that wrote it")
     if lacking_fields(values):
         raise ConfigError(f"a configuration written by an older cipherlab (no {', '.join(lacking_fields(values))}); "
-                          f"convert its file with {CONVERTER}")
+                          f"convert its file with {CONVERTER_FROM}")
     return Config(**{**values, "betas": tuple(values["betas"])})
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 from cipherlab.analysis.plan import DEFAULT_HOURS, DEFAULT_MFU, GPU, GPUS, plan_preset, report
 from cipherlab.base.config import (CONFIG_NAMES, DEFAULT_RECIPE, PRESETS, RECIPES, TOKENIZATIONS, make_config,
                                    parse_field)
+from cipherlab.base.files import write_atomic
 from cipherlab.runner.errors import outside_results, writable_file
 from cipherlab.runner.hooks import StepBar
 
@@ -76,7 +76,7 @@ def _cmd_plan(args) -> int:
                            launch_us=args.launch_us, overrides=overrides or None, progress=measuring)
     print(report(plan))
     if args.json:
-        Path(args.json).write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+        write_atomic(args.json, json.dumps(plan, indent=2) + "\n")
         print(f"\nwrote {args.json}")
     return 0
 

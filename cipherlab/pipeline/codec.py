@@ -10,9 +10,10 @@ A codec turns the cipher and the plaintext into what a model reads and writes, a
 
 Each gives datasets and batches for training, source ids and target text for decoding, and
 what a checkpoint must carry to do the same later (``artifacts``) and to recognise itself
-(``identity``). :func:`build_model` builds any of the five models from a ``Config``, C1-C4 with a
-student's own classes in place of cipherlab's if asked (``parts``, :mod:`cipherlab.student.parts`), from the
-args object :func:`model_args` (C1-C4) or :func:`blt_args` (C5) makes of the ``Config``;
+(``identity``). :func:`build_model` builds any of the five models from a ``Config``, from the
+args object :func:`model_args` (C1-C4) or :func:`blt_args` (C5) makes of the ``Config``; a
+:class:`ModelBuilder` is what training and loading call to build one (:data:`OWN_MODEL`, or one made above
+the pipeline that puts other classes in place of some of cipherlab's);
 :func:`select_lines` is the part of the corpus a ``Config`` learns from; :func:`collate_source`
 and :func:`collate_bytes` make C5's padded byte batches with their entropy patches; and
 :func:`teacher_forcing_logits` is how every model is called on a batch.
@@ -55,10 +56,8 @@ __all__ = [
     "codec_from_artifacts",
     "fit_codec",
     "model_args",
-    "part_option",
     "select_lines",
     "teacher_forcing_logits",
-    "trained_with_own",
 ]
 
 
@@ -333,11 +332,12 @@ def build_model(
 
 class ModelBuilder(Protocol):
     """What builds a run's model: :data:`OWN_MODEL` (:func:`build_model`), or one made above the pipeline with
-    other classes in place of some of cipherlab's (:class:`cipherlab.student.parts.PartsBuilder`). Training
-    and loading call it; they know nothing else of what it puts in."""
+    other classes in place of some of cipherlab's. Training and loading call it; they know nothing else of what
+    it puts in."""
 
     records: list[dict]
-    """What a checkpoint records of the builder (``artifacts["parts"]``): [] for cipherlab's own model."""
+    """What a checkpoint records of the builder (``artifacts["parts"]``): [] for cipherlab's own model; else one
+    record per class put in, ``{"part", "file", "class", ...}`` (the builder's own fields past those three)."""
 
     def prepare(self, config: Config) -> None:
         """Raise (one line) when it cannot build ``config``'s model: called once, before any data is read."""
@@ -361,20 +361,20 @@ class _OwnModel:
         return build_model(config, codec, fused_attention=fused_attention)
 
     def refuse(self, trained: list[dict]) -> str | None:
-        return "; ".join(trained_with_own(r) for r in trained) or None
+        return _built_with_others(trained)
 
 
 OWN_MODEL: ModelBuilder = _OwnModel()
 
 
-def part_option(record: dict) -> str:
-    """The ``--part`` that puts back the class a builder recorded (one of its ``records``)."""
-    return f"--part {record['part']}={record['file'] or 'FILE.py'}:{record['class']}"
-
-
-def trained_with_own(record: dict) -> str:
-    """Why a model trained with the class of ``record`` in place of cipherlab's needs it again, and how."""
-    return f"it was trained with its own {record['part']}, {record['class']} of {record['file']}; pass {part_option(record)}"
+def _built_with_others(trained: list[dict]) -> str | None:
+    """Why cipherlab's own model cannot load a file whose builder recorded ``trained`` (its ``records``), and how
+    to load it; None when it recorded none."""
+    if not trained:
+        return None
+    classes = "; ".join(f"{r['part']}: {r['class']}" + (f" of {r['file']}" if r.get("file") else "") for r in trained)
+    return (f"it was built with other classes in place of cipherlab's ({classes}); load it with a builder= that "
+            "puts those classes back")
 
 
 def model_args(config: Config, vocab_sizes: tuple[int, int], pad_ids: tuple[int, int] = (0, 0),

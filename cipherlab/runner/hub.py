@@ -155,14 +155,13 @@ def export_model_folder(checkpoint: str | os.PathLike, folder: str | os.PathLike
     else:
         export_checkpoint(checkpoint, folder / HUB_MODEL_FILE, half=half)
     stored = read_model_folder_config(folder)
-    (folder / HUB_CONFIG_FILE).write_text(json.dumps({"library_name": "cipherlab", "config": stored["config"],
-                                                      "model_sha256": stored["model_sha256"]}, indent=2) + "\n",
-                                          encoding="utf-8")
+    write_atomic(folder / HUB_CONFIG_FILE, json.dumps({"library_name": "cipherlab", "config": stored["config"],
+                                                       "model_sha256": stored["model_sha256"]}, indent=2) + "\n")
     for key, value in payload["artifacts"].items():
         if isinstance(value, str):
-            (folder / f"{key}.json").write_text(value, encoding="utf-8")
+            write_atomic(folder / f"{key}.json", value)
     name = model_name or (run or {}).get("name") or f"cipherlab-{config['name']}-seed{config['seed']}"
-    (folder / "README.md").write_text(model_card(config, run, name), encoding="utf-8")
+    write_atomic(folder / "README.md", model_card(config, run, name))
     read_model_folder(folder)  # what a loader will read agrees with itself
     return folder
 

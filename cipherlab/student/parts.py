@@ -5,8 +5,8 @@
     python -m cipherlab train --config c1 --preset cpu --part attention=my_attention.py:MyAttention
     python -m cipherlab decrypt --checkpoint runs/cpu/c1/best.pt --part attention=my_attention.py:MyAttention BITS
 
-From Python, ``build_model(config, codec, parts={"attention": MyAttention})`` (:mod:`cipherlab.pipeline.codec`) and
-``train_config(config, out, parts=...)`` take the classes themselves.
+From Python, :class:`PartsBuilder` takes the classes themselves: ``PartsBuilder({"attention": MyAttention})``
+builds the model, and ``train_config(config, out, builder=...)`` (:mod:`cipherlab.runner.training`) trains with it.
 
 ==========  ===============================================  ==========================================
 PART        replaces (in C1-C4; C5, the BLT, takes none)     the class is built and called as
@@ -48,12 +48,15 @@ The checkpoint and the results record name each replaced part: ``{"part", "file"
 both read when it was loaded). A model trained with a part loads again only with the same part, whose
 class has the same source (an edit elsewhere in its file does not matter; a checkpoint that records no
 ``class_sha256`` needs the same file): the commands take ``--part`` and say which one is missing; from
-Python, ``load_trained(path, parts=parts)``. ``CIPHERLAB_EDITED_PARTS=1`` loads it with the class edited.
+Python, ``load_trained(path, builder=PartsBuilder(parts))``. ``CIPHERLAB_EDITED_PARTS=1`` loads it with the class edited.
 
-A part travels as an argument only (``parts=``); nothing is registered in between. In the flow of the
-package this module sits above ``cipherlab.models`` and :mod:`cipherlab.student.adapters` (which puts the
-classes in a built model), and below the pipeline that builds, trains and loads models. Loading ``FILE.py:NAME`` is ``cipherlab.student.check.load_target``'s, a
-tool above both: the command line passes it in (``load=``).
+A part travels as an argument only (``builder=PartsBuilder(parts)``); nothing is registered in between. In the
+flow of the package this module sits above ``cipherlab.models``, the pipeline that builds cipherlab's model and
+the runner that trains and loads whatever :class:`~cipherlab.pipeline.codec.ModelBuilder` it is given; beside
+it :mod:`cipherlab.student.adapters` puts the classes in a built model. What a
+model trained with parts needs, and the ``--part`` that puts a class back, are said here (:func:`mismatch`).
+Loading ``FILE.py:NAME`` is ``cipherlab.student.check.load_target``'s, a tool above both: the command line
+passes it in (``load=``).
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ from cipherlab.base.config import COMPONENTS, Config, ConfigError
 from cipherlab.runner.errors import PartError, describe, register_student_code, student_line, student_line_in, why
 from cipherlab.models.attention import causal_mask, padding_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding
-from cipherlab.pipeline.codec import build_model, part_option, trained_with_own
+from cipherlab.pipeline.codec import build_model
 from cipherlab.student.adapters import (MAX_LEN, RotaryAdapter, build_own_attention, build_own_norm,
                                        build_own_positional, build_own_rope, put_parts)
 from cipherlab.student.trials import TooLong, Unfit, randn, state_change, time_limit, torch_state
@@ -620,6 +623,15 @@ def _load_in_time(load: Callable[[str], object], target: str):
 
 
 # --------------------------------------------------------------------------- a model trained with parts
+
+def part_option(record: dict) -> str:
+    """The ``--part`` that puts back the class a builder recorded (one of :func:`part_records`)."""
+    return f"--part {record['part']}={record['file'] or 'FILE.py'}:{record['class']}"
+
+
+def trained_with_own(record: dict) -> str:
+    """Why a model trained with the class of ``record`` in place of cipherlab's needs it again, and how."""
+    return f"it was trained with its own {record['part']}, {record['class']} of {record['file']}; pass {part_option(record)}"
 
 def _one_mismatch(part: str, trained: dict | None, given: dict | None) -> str | None:
     if trained is None:
