@@ -549,7 +549,7 @@ def decode_benchmark_machine() -> str:
             f"{machine['load_average_1_5_15min_at_end'][0]} at end")
 
 
-# the lead table's yardsticks and costs (results/assignment-cpu), the period withheld (results/nophase)
+# the lead table's yardsticks and costs (results/assignment-cpu), the key-phase embedding off (results/nophase)
 
 ACPU_RUNS = (("c1", 0), ("c1", 1), ("c2", 0), ("c3", 0), ("c4", 0), ("c5", 0))  # the runs the folder holds
 
@@ -596,8 +596,8 @@ def acpu_over_c1(config: str, measure: str) -> float:
 
 @functools.cache
 def lines_lost_without_phase() -> dict[tuple[str, int], dict[str, int]]:
-    """Per run of results/nophase, per probe set: exact lines of the reference run (the period handed in) minus
-    those of the same configuration and seed without it (negative: gained)."""
+    """Per run of results/nophase, per probe set: exact lines of the reference run (key-phase embedding on) minus
+    those of the same configuration and seed with it off (negative: gained)."""
     reference, nophase = ref_runs(), load_learn_runs("nophase")
     return {key: {name: section(reference[key], name)["exact_lines"] - section(r, name)["exact_lines"]
                   for name, _ in REFERENCE_SETS} for key, r in sorted(nophase.items())}

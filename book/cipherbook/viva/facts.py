@@ -268,7 +268,7 @@ FACTS["positional"] = {
     "ref_c2_exact_by_seed": lambda: common.seed_by_seed([t["exact"] for t in pos.reference_totals("c2").values()]),
     "ref_tests": lambda: FACTS["results"]["res_ref_tests"](),  # the results chapter's, read when quoted
     "ref_bonferroni": lambda: FACTS["results"]["res_ref_bonferroni"](),
-    # C2 against C1 without the key-phase embedding (results/nophase): the same ablation, the period withheld
+    # C2 against C1 without the key-phase embedding (results/nophase): the same ablation, the shuffle still on
     "nophase_tests": common.nophase_tests,
     "nophase_bonferroni": common.nophase_bonferroni,
     "nophase_alphabet_lines": lambda: common.nophase_lines("random_alphabet"),
