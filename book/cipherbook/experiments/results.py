@@ -345,6 +345,14 @@ def folder_records(folder: str) -> dict[tuple[str, int], dict]:
     return found
 
 
+def only(values):
+    """The one value ``values`` hold; an error naming them when they hold several."""
+    values = sorted(set(values))
+    if len(values) != 1:
+        raise ValueError(f"expected one value, got {values}")
+    return values[0]
+
+
 def _one_or_range(values) -> str:
     values = sorted(set(values))
     return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
@@ -370,10 +378,45 @@ def _configs(configs: list[str]) -> str:
     return ", ".join(c.upper() for c in configs)
 
 
+def _seeds(runs: dict) -> str:
+    """Seeds per configuration: "0, 1" when every configuration has the same seeds, else grouped, as in
+    "C1: 0, 1; C2–C5: 0"."""
+    by_config: dict[str, list[int]] = {}
+    for c, s, _ in sorted(runs):
+        by_config.setdefault(c, []).append(s)
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for c in sorted(by_config):
+        groups.setdefault(tuple(sorted(set(by_config[c]))), []).append(c)
+    if len(groups) == 1:
+        return ", ".join(map(str, next(iter(groups))))
+    return "; ".join(f"{_configs(configs)}: {', '.join(map(str, seeds))}" for seeds, configs in groups.items())
+
+
+def readme_cores(folder: str) -> int | None:
+    """The cores of the machine ``results/<folder>/README.md`` says its runs shared ("2-core CPU", "2-core
+    machine"); the records do not hold it. None when the README does not say."""
+    import re
+
+    found = re.findall(r"(\d+)-core (?:CPU|machine)", (run_path(folder) / "README.md").read_text(encoding="utf-8"))
+    return int(found[0]) if found and len(set(found)) == 1 else None
+
+
+def _machine(folder: str, runs: dict) -> str:
+    """Where a folder's runs trained, from its records (device, torch threads, time cap) and its README (cores)."""
+    devices = sorted({r["device"] or ("cpu" if r["versions"]["torch"].endswith("+cpu") else "device not recorded")
+                      for r in runs.values()})  # records before the field: a CPU-only torch says it
+    threads = sorted({r["versions"].get("threads") for r in runs.values()} - {None})
+    caps = sorted({r["hyperparameters"]["time_budget_s"] for r in runs.values()})
+    cores = readme_cores(folder)
+    return (", ".join(d.upper() if d == "cpu" else d for d in devices) + (f" ({cores} cores)" if cores else "")
+            + "".join(f", {t} thread a run" for t in threads)
+            + "".join(f", cap {c / 60:.0f} min" for c in caps))
+
+
 def run_map(folders: dict[str, str]) -> list[list[str]]:
     """One row per folder of ``results/`` (``{folder: the question it answers}``), every cell but the question
-    read from the folder's records: preset and sizes, recipe, how C1-C4 read the cipher, configurations and
-    seeds, epochs, C1's parameters."""
+    read from the folder's records: preset and sizes, recipe, how C1-C4 read the cipher, configurations with
+    their seeds, epochs, the machine, C1's parameters."""
     rows = []
     for folder, question in folders.items():
         runs = folder_records(folder)
@@ -381,15 +424,15 @@ def run_map(folders: dict[str, str]) -> list[list[str]]:
         presets = sorted({r["preset"] for r in runs.values()})
         sizes = sorted({(h["d_model"], h["enc_layers"], h["dec_layers"]) for h in hps})
         recipes = sorted({r["recipe"] or "notes" for r in runs.values()})  # records before the field: the notes'
-        configs = sorted({c for c, _, _ in runs})
-        seeds = sorted({s for _, s, _ in runs})
         c1_c4 = [r for (c, _, _), r in runs.items() if c != "c5"]
         c1 = sorted({r["params"] for (c, _, _), r in runs.items() if c == "c1"})
+        configs = sorted({c for c, _, _ in runs})
+        seeds = _seeds(runs)
         rows.append([f"`{folder}`", ", ".join(presets),
                      "; ".join(f"d {d}, {enc}+{dec}" for d, enc, dec in sizes), ", ".join(recipes),
                      ", ".join(sorted({_reads(r) for r in c1_c4})) or "–",
-                     _configs(configs),
-                     ", ".join(map(str, seeds)), _one_or_range(r["epochs"] for r in runs.values()),
+                     seeds if ":" in seeds else f"{_configs(configs)}: {seeds}",
+                     _one_or_range(r["epochs"] for r in runs.values()), _machine(folder, runs),
                      ", ".join(f"{n:,}" for n in c1) or "–", question])
     return rows
 
@@ -506,7 +549,7 @@ def decode_benchmark_machine() -> str:
             f"{machine['load_average_1_5_15min_at_end'][0]} at end")
 
 
-# the lead table's yardsticks and costs (results/assignment-cpu), the period withheld (results/nophase)
+# the lead table's yardsticks and costs (results/assignment-cpu), the key-phase embedding off (results/nophase)
 
 ACPU_RUNS = (("c1", 0), ("c1", 1), ("c2", 0), ("c3", 0), ("c4", 0), ("c5", 0))  # the runs the folder holds
 
@@ -553,8 +596,8 @@ def acpu_over_c1(config: str, measure: str) -> float:
 
 @functools.cache
 def lines_lost_without_phase() -> dict[tuple[str, int], dict[str, int]]:
-    """Per run of results/nophase, per probe set: exact lines of the reference run (the period handed in) minus
-    those of the same configuration and seed without it (negative: gained)."""
+    """Per run of results/nophase, per probe set: exact lines of the reference run (key-phase embedding on) minus
+    those of the same configuration and seed with it off (negative: gained)."""
     reference, nophase = ref_runs(), load_learn_runs("nophase")
     return {key: {name: section(reference[key], name)["exact_lines"] - section(r, name)["exact_lines"]
                   for name, _ in REFERENCE_SETS} for key, r in sorted(nophase.items())}
@@ -606,3 +649,46 @@ def c3_saving_per_module() -> int:
     if notes != trained:
         raise ValueError(f"C3 saves {notes:,} with the notes' BPEs but {trained:,} as trained")
     return notes // self_attention_modules()
+
+
+# results/reference against results/nophase: the same runs with the key-phase embedding on and off
+
+@functools.cache
+def phase_paired() -> dict[tuple[str, int], dict[str, dict]]:
+    """McNemar's exact test of each results/reference run against the results/nophase run of the same configuration
+    and seed (key-phase embedding on against off; the phase-preserving shuffle on in both), set by set, on the same
+    lines: ``{(config, seed): {set: {"only_ref", "only_nophase", "p"}}}``."""
+    reference, nophase = ref_runs(), load_learn_runs("nophase")
+    out: dict[tuple[str, int], dict[str, dict]] = {}
+    for key, r in sorted(nophase.items()):
+        out[key] = {}
+        for name, _ in REFERENCE_SETS:
+            on, off = section(reference[key], name), section(r, name)
+            if on["lines"] != off["lines"]:
+                raise ValueError(f"{key} {name}: {on['lines']} lines with the embedding, {off['lines']} without")
+            only_ref, only_nophase, p = mcnemar(on["exact_by_line"], off["exact_by_line"])
+            out[key][name] = {"only_ref": only_ref, "only_nophase": only_nophase, "p": p}
+    return out
+
+
+def phase_bonferroni() -> float:
+    """0.05 over every test of :func:`phase_paired`."""
+    return 0.05 / sum(len(sets) for sets in phase_paired().values())
+
+
+def phase_sets_lost(config: str, seed: int) -> int:
+    """Probe sets on which the run lost exact lines without the key-phase embedding past :func:`phase_bonferroni`."""
+    bar = phase_bonferroni()
+    return sum(t["p"] < bar and t["only_ref"] > t["only_nophase"] for t in phase_paired()[(config, seed)].values())
+
+
+def acpu_random_against_c1(config: str = "c2") -> list[dict]:
+    """McNemar's exact test of ``config`` (seed 0) against each C1 seed on results/assignment-cpu's ``random_letters``
+    (200 strings of letters and space): ``[{"only_c1", "only_other", "p"}, ...]`` in C1's seed order."""
+    runs = assignment_cpu()
+    rows = []
+    for seed in (0, 1):
+        only_c1, only_other, p = mcnemar(runs[("c1", seed)]["sets"]["random_letters"]["exact_by_line"],
+                                         runs[(config, 0)]["sets"]["random_letters"]["exact_by_line"])
+        rows.append({"only_c1": only_c1, "only_other": only_other, "p": p})
+    return rows
