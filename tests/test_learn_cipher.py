@@ -13,11 +13,20 @@ from cipherlab.base.config import make_config
 from cipherlab.data.corpus import Chunk, phase_shuffle, shuffle_chunks
 from cipherlab.pipeline.decode import greedy_decode
 from cipherlab.models.blt import BLTArgs, BLTModel
-from cipherlab.models.embedding import BitFactoredEmbedding, bit_features
+from cipherlab.models.embedding import BitFactoredEmbedding, KeyPhaseEmbedding, bit_features
 from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
 from cipherlab.data.tokenizers.bytes import SPECIAL_IDS
 
 TEXT = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=64)
+CODES = [None, None, None, *range(32, 127)]  # three specials, then the printable characters
+
+
+def bit_model(phase: bool = False, **overrides) -> Seq2SeqTransformer:
+    """A tiny model given bit-factored tables of CODES on both sides and, with ``phase``, the key-phase vector."""
+    args = ModelArgs(len(CODES), len(CODES), d_model=16, n_heads=2, enc_layers=1, dec_layers=1, ffn_dim=32,
+                     dropout=0.0, **overrides)
+    return Seq2SeqTransformer(args, src_embed=BitFactoredEmbedding(CODES, 16), tgt_embed=BitFactoredEmbedding(CODES, 16),
+                              phase_embed=KeyPhaseEmbedding(16, 8) if phase else None)
 
 
 @settings(max_examples=60, deadline=None)
@@ -58,12 +67,10 @@ def test_a_bit_factored_table_is_linear_in_the_bits():
 
 
 def test_the_tied_head_of_a_bit_factored_model_is_the_bit_table():
-    codes = [None, None, None, *range(32, 127)]
-    model = Seq2SeqTransformer(ModelArgs(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
-                                         ffn_dim=32, dropout=0.0, src_codes=codes, tgt_codes=codes))
+    model = bit_model()
     assert isinstance(model.tgt_embed, BitFactoredEmbedding)
     logits = model(torch.tensor([[3, 4, 5]]), torch.tensor([[1, 6]]))
-    assert logits.shape == (1, 2, len(codes))
+    assert logits.shape == (1, 2, len(CODES))
     logits.sum().backward()
     assert model.tgt_embed.proj.grad is not None and model.src_embed.proj.grad.abs().sum() > 0
 
@@ -83,8 +90,6 @@ def test_config_switches_reach_both_model_families():
 
 
 def test_the_key_phase_embedding_is_periodic_and_follows_the_decoding_offset():
-    from cipherlab.models.embedding import KeyPhaseEmbedding
-
     torch.manual_seed(0)
     phase = KeyPhaseEmbedding(16, 8)
     table = phase(24)
@@ -94,11 +99,8 @@ def test_the_key_phase_embedding_is_periodic_and_follows_the_decoding_offset():
 
 def test_cached_greedy_decoding_equals_full_recomputation_with_phase_and_bit_embeddings():
     torch.manual_seed(0)
-    codes = [None, None, None, *range(32, 127)]
-    model = Seq2SeqTransformer(ModelArgs(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
-                                         ffn_dim=32, dropout=0.0, pos_encoding="rope", src_codes=codes,
-                                         tgt_codes=codes, phase_embedding=True, key_period=8)).eval()
-    src = torch.randint(3, len(codes), (2, 11))
+    model = bit_model(phase=True, pos_encoding="rope").eval()
+    src = torch.randint(3, len(CODES), (2, 11))
     fast = greedy_decode(model, src, 1, 2, 12)
     ys = torch.ones(2, 1, dtype=torch.long)
     with torch.no_grad():
@@ -229,10 +231,8 @@ def test_an_empty_source_is_one_end_of_source_token():
 
 def test_decoding_builds_no_autograd_graph():
     torch.manual_seed(0)
-    codes = [None, None, None, *range(32, 127)]
-    model = Seq2SeqTransformer(ModelArgs(len(codes), len(codes), d_model=16, n_heads=2, enc_layers=1, dec_layers=1,
-                                         ffn_dim=32, dropout=0.0, src_codes=codes, tgt_codes=codes)).eval()
-    out = greedy_decode(model, torch.randint(3, len(codes), (2, 5)), 1, 2, 6)
+    model = bit_model().eval()
+    out = greedy_decode(model, torch.randint(3, len(CODES), (2, 5)), 1, 2, 6)
     assert not out.requires_grad and torch.is_inference(out)
 
 

@@ -268,10 +268,20 @@ def test_model_args_are_frozen_and_compare_by_value():
     with pytest.raises(dataclasses.FrozenInstanceError):
         args.d_model = 64
     assert dataclasses.replace(args, norm="rmsnorm").norm == "rmsnorm" and args.norm == "layernorm"
-    codes = [None, None, 65, 66]  # a list in, a tuple kept: nothing inside the frozen object can change
-    assert ModelArgs(4, 4, src_codes=codes).src_codes == (None, None, 65, 66)
-    assert ModelArgs(4, 4, src_codes=codes) == ModelArgs(4, 4, src_codes=tuple(codes))
     assert tiny_model().args == ModelArgs(40, 50, **TINY)
+
+
+def test_the_embeddings_are_the_modules_given_or_plain_tables():
+    model = tiny_model()
+    assert type(model.src_embed) is nn.Embedding and model.src_embed.num_embeddings == 40
+    assert type(model.tgt_embed) is nn.Embedding and model.tgt_embed.num_embeddings == 50
+    assert model.phase_embed is None
+    src_embed, tgt_embed = nn.Embedding(40, 32), nn.Embedding(50, 32)
+    given = Seq2SeqTransformer(ModelArgs(40, 50, **TINY), src_embed=src_embed, tgt_embed=tgt_embed)
+    assert given.src_embed is src_embed and given.tgt_embed is tgt_embed
+    assert src_embed.weight.std().item() < 0.3  # init_transformer_weights reached it: N(0, 1/d), not N(0, 1)
+    with pytest.raises(ValueError, match="target embedding has 40 rows for a vocabulary of 50"):
+        Seq2SeqTransformer(ModelArgs(40, 50, **TINY), tgt_embed=nn.Embedding(40, 32))
 
 
 @pytest.mark.parametrize("name", ["c1", "c2", "c3", "c4"])
@@ -287,9 +297,9 @@ def test_build_model_gives_the_model_the_args_its_config_asks_for(name):
         dec_layers=config.dec_layers, ffn_dim=config.ffn_dim, dropout=config.dropout,
         pos_encoding=config.pos_encoding, attn_type=config.attn_type,
         n_kv_heads=config.n_kv_heads if config.attn_type == "gqa" else None, norm=config.norm,
-        src_pad_id=1, tgt_pad_id=1, fused_attention=True, rope_cross_attention=config.rope_cross_attention,
-        phase_embedding=config.phase_embedding, key_period=8)
+        src_pad_id=1, tgt_pad_id=1, fused_attention=True, rope_cross_attention=config.rope_cross_attention)
     assert (model.args.n_kv_heads == 2) == (name == "c3")
+    assert config.phase_embedding and model.phase_embed.period == 8  # the recipe's key-phase vector, given to it
 
 
 @pytest.mark.parametrize("call", [

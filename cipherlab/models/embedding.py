@@ -4,6 +4,10 @@ The cipher is XOR with a key byte, so flipping one bit of a cipher byte flips th
 plaintext character. A row that is a linear function of the byte's bits (as ±1) lets what is
 learned from one byte carry over to every byte that shares bits with it. Tokens that are not one
 byte or one character (specials, merged tokens) keep a free row of their own.
+
+This table and :class:`KeyPhaseEmbedding` (a learned vector per key phase) are the recipe's
+(``Config.bit_embeddings``, ``Config.phase_embedding``), not the model's: C1-C4's generic Seq2SeqTransformer
+is given them by :func:`cipherlab.pipeline.codec.model_embeddings`; the BLT (C5) builds its own from BLTArgs.
 """
 
 from __future__ import annotations

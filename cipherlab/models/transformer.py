@@ -13,6 +13,10 @@ Each stack ends with a final norm. C1-C4 differ only in one field of ModelArgs e
 ``pos_encoding="rope"``, C3 ``attn_type="gqa"``, C4 ``norm="rmsnorm"``. Cross-attention is MHA in every configuration (C3 groups the K/V heads of self-attention only);
 with RoPE it is rotated too (``rope_cross_attention``): queries at target positions, keys at
 source positions. The BLT (C5) reuses Encoder and Decoder unchanged.
+
+The model knows nothing of the cipher: its embedding modules are given to it. The recipe's
+bit-factored tables and key-phase vector (:mod:`cipherlab.models.embedding`) are chosen where a
+``Config`` becomes a model, :func:`cipherlab.pipeline.codec.build_model`.
 """
 
 import math
@@ -24,7 +28,6 @@ from torch import nn
 
 from cipherlab.models.attention import KVCache, MultiHeadAttention, causal_mask, make_attention, padding_mask, select_rows
 from cipherlab.models.norm import make_norm
-from cipherlab.models.embedding import BitFactoredEmbedding, key_phase_embedding
 from cipherlab.models.positional import LearnedPositionalEncoding, RotaryPositionalEmbedding, SinusoidalPositionalEncoding
 
 POS_ENCODINGS = ("sinusoidal", "rope", "learned")
@@ -139,7 +142,7 @@ class DecodingState:
     memory_mask: torch.Tensor  # (B, 1, 1, Ls)
     cache: object
     source: tuple | None = None
-    phases: torch.Tensor | None = None  # (B, Ls) key phase of each source token (Seq2SeqTransformer's src_phase)
+    phases: torch.Tensor | None = None  # (B, Ls) phase of each source token (Seq2SeqTransformer's src_phase)
 
     def select(self, index: torch.Tensor) -> "DecodingState":
         return select_rows(self, index)
@@ -184,15 +187,6 @@ def init_transformer_weights(model: nn.Module) -> None:
             nn.init.normal_(module.weight, mean=0.0, std=module.embedding_dim ** -0.5)
 
 
-def _embedding(vocab_size: int, d_model: int, codes, side: str) -> nn.Module:
-    """An ordinary table, or with ``codes`` (token id -> byte/character code or None) a bit-factored one."""
-    if codes is None:
-        return nn.Embedding(vocab_size, d_model)
-    if len(codes) != vocab_size:
-        raise ValueError(f"Seq2SeqTransformer: {len(codes)} {side} codes for a vocabulary of {vocab_size}")
-    return BitFactoredEmbedding(codes, d_model)
-
-
 @dataclass(frozen=True)
 class ModelArgs:
     """Everything :class:`Seq2SeqTransformer` is built from, in one frozen object (as nanoGPT's GPTConfig),
@@ -215,26 +209,29 @@ class ModelArgs:
     max_len: int = 4096  # positions the position modules are built for (sinusoidal/learned table, RoPE angles)
     fused_attention: bool = False  # F.scaled_dot_product_attention in place of the scratch maths (training on CUDA)
     rope_cross_attention: bool = True  # with RoPE, rotate cross-attention too (target vs source positions)
-    src_codes: tuple | None = None  # token id -> byte code or None: bit-factored source table (bit_embeddings)
-    tgt_codes: tuple | None = None  # token id -> character code or None: bit-factored target table
-    phase_embedding: bool = False  # add a learned vector per key phase (position mod key_period) on both sides
-    key_period: int | None = None  # the cipher's period, 8 (cipherlab.data.cipher.PERIOD); needed by phase_embedding
-
-    def __post_init__(self):  # the codes as tuples, so that nothing inside the frozen object can change
-        for side in ("src_codes", "tgt_codes"):
-            if getattr(self, side) is not None:
-                object.__setattr__(self, side, tuple(getattr(self, side)))
 
 
 class Seq2SeqTransformer(nn.Module):
     """Encoder-decoder Transformer: source ids (B, Ls), target-input ids (B, Lt) -> logits (B, Lt, V).
 
-    Separate source and target embedding tables scaled by sqrt(d_model); one positional module
-    shared by both sides (None for RoPE, which lives inside the attention layers); the output head
-    is the target embedding matrix itself (weight tying).
+    ``Seq2SeqTransformer(args, src_embed=None, tgt_embed=None, phase_embed=None)``: the sizes and
+    components come from ``args``; the embedding modules from the caller, so the model does not
+    choose them:
+
+    - ``src_embed``, ``tgt_embed``: ids (B, L) -> vectors (B, L, D), with a ``weight`` (V, D) (the
+      target's is also the output head: weight tying). None: a plain ``nn.Embedding`` of the vocabulary.
+    - ``phase_embed``: a vector added to every token's embedding on both sides, by its position's
+      phase: ``phase_embed(length, offset, device)`` (length, D) for positions offset onwards, or
+      ``phase_embed.of(phases)`` for phases given per token (``src_phase``). None: nothing added.
+
+    Token vectors are scaled by sqrt(d_model); one positional module is shared by both sides (None
+    for RoPE, which lives inside the attention layers). :func:`init_transformer_weights` applies to the
+    given modules too; built in the order source, target, phase, just before the model, they draw
+    the same random numbers as modules the model built itself.
     """
 
-    def __init__(self, args: ModelArgs):
+    def __init__(self, args: ModelArgs, *, src_embed: nn.Module | None = None, tgt_embed: nn.Module | None = None,
+                 phase_embed: nn.Module | None = None):
         super().__init__()
         self.args = args
         if args.pos_encoding not in POS_ENCODINGS:
@@ -244,9 +241,9 @@ class Seq2SeqTransformer(nn.Module):
             raise ValueError(f"Seq2SeqTransformer: d_model={args.d_model} is not divisible by n_heads={args.n_heads}; "
                              f"choose n_heads that divides d_model")
         self.d_model, self.src_pad_id, self.tgt_pad_id = args.d_model, args.src_pad_id, args.tgt_pad_id
-        self.src_embed = _embedding(args.src_vocab_size, args.d_model, args.src_codes, "source")
-        self.tgt_embed = _embedding(args.tgt_vocab_size, args.d_model, args.tgt_codes, "target")
-        self.phase_embed = key_phase_embedding(args.d_model, args.phase_embedding, args.key_period)
+        self.src_embed = _table(src_embed, args.src_vocab_size, args.d_model, "source")
+        self.tgt_embed = _table(tgt_embed, args.tgt_vocab_size, args.d_model, "target")
+        self.phase_embed = phase_embed
         rope = None
         if args.pos_encoding == "sinusoidal":
             self.pos_enc = SinusoidalPositionalEncoding(args.d_model, args.max_len, args.dropout)
@@ -265,15 +262,15 @@ class Seq2SeqTransformer(nn.Module):
 
     def _embed(self, ids, table, offset=0, phases=None):
         x = table(ids) * math.sqrt(self.d_model)  # (B, L, D)
-        if self.phase_embed is not None:  # the key phase of each position (or token), on both sides
+        if self.phase_embed is not None:  # the phase vector of each position (or given token), on both sides
             x = x + (self.phase_embed(ids.size(1), offset, ids.device) if phases is None else self.phase_embed.of(phases))
         return self.embed_dropout(x) if self.pos_enc is None else self.pos_enc(x, offset)
 
     def encode(self, src, src_phase=None):
         """src (B, Ls) -> memory (B, Ls, D) and src_mask (B, 1, 1, Ls).
 
-        ``src_phase`` (B, Ls): the key phase of each source token's first character, for tokens that
-        cover several characters (the aligned BPE); None: the phase of position i is i mod 8.
+        ``src_phase`` (B, Ls): each source token's phase for ``phase_embed``, for tokens that do not
+        each cover one position; None: position i's phase, ``phase_embed(Ls)``.
         """
         src_mask = padding_mask(src, self.src_pad_id)
         return self.encoder(self._embed(src, self.src_embed, phases=src_phase), src_mask), src_mask
@@ -285,8 +282,8 @@ class Seq2SeqTransformer(nn.Module):
         cache it is only the next token(s), at positions cache.length onwards, and no PAD
         mask is applied: greedy decoding feeds PAD only to rows that have already emitted
         EOS, and discards what those rows compute afterwards. With ``src_phase`` (aligned
-        tokens: target token t covers the characters of source token t), position t's key phase
-        is source token t's; positions past the source take its last token's.
+        tokens: target token t covers what source token t covers), position t's phase is source
+        token t's; positions past the source take its last token's.
         """
         offset = 0 if cache is None else cache.length
         self_mask = causal_mask(tgt_in.size(1), tgt_in.device, offset=offset)
@@ -330,6 +327,16 @@ class Seq2SeqTransformer(nn.Module):
     def num_params(self) -> int:
         """Trainable parameters; the tied output head is counted once (it is tgt_embed)."""
         return sum(p.numel() for p in self.parameters())
+
+
+def _table(embed: nn.Module | None, vocab_size: int, d_model: int, side: str) -> nn.Module:
+    """``embed``, checked against its vocabulary, or a plain ``nn.Embedding(vocab_size, d_model)`` when None."""
+    if embed is None:
+        return nn.Embedding(vocab_size, d_model)
+    rows = getattr(embed, "num_embeddings", vocab_size)
+    if rows != vocab_size:
+        raise ValueError(f"Seq2SeqTransformer: the {side} embedding has {rows} rows for a vocabulary of {vocab_size}")
+    return embed
 
 
 def _phase(src_phase) -> dict:

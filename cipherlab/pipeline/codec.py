@@ -11,7 +11,8 @@ A codec turns the cipher and the plaintext into what a model reads and writes, a
 Each gives datasets and batches for training, source ids and target text for decoding, and
 what a checkpoint must carry to do the same later (``artifacts``) and to recognise itself
 (``identity``). :func:`build_model` builds any of the five models from a ``Config``, from the
-args object :func:`model_args` (C1-C4) or :func:`blt_args` (C5) makes of the ``Config``; a
+args object :func:`model_args` (C1-C4) or :func:`blt_args` (C5) makes of the ``Config`` and, for C1-C4, the
+embedding modules :func:`model_embeddings` picks (the recipe's bit-factored tables and key-phase vector); a
 :class:`ModelBuilder` is what training and loading call to build one (:data:`OWN_MODEL`, or one made above
 the pipeline that puts other classes in place of some of cipherlab's);
 :func:`select_lines` is the part of the corpus a ``Config`` learns from; :func:`collate_source`
@@ -37,6 +38,7 @@ from cipherlab.base.config import Config
 from cipherlab.data.corpus import ByteChunkDataset, SubwordChunkDataset, collate, make_chunks, shuffle_chunks
 from cipherlab.models import ModelArgs, ScaledDotProductAttention, Seq2SeqTransformer
 from cipherlab.models.blt import BLTArgs, BLTModel, ByteEntropyModel, fixed_patch_membership, patch_membership
+from cipherlab.models.embedding import BitFactoredEmbedding, key_phase_embedding
 from cipherlab.models.blt_patching import as_byte_array
 from cipherlab.data.tokenizers import BPETokenizer, get_tokenizers
 from cipherlab.data.tokenizers.cipher_task import aligned_target_ids
@@ -56,6 +58,7 @@ __all__ = [
     "codec_from_artifacts",
     "fit_codec",
     "model_args",
+    "model_embeddings",
     "select_lines",
     "teacher_forcing_logits",
 ]
@@ -327,7 +330,8 @@ def build_model(
         raise ValueError(f"build_model({config.name}): bit_embeddings need each id's code; pass the codec")
     else:
         pads, codes = (pad_id, pad_id), (None, None)
-    return Seq2SeqTransformer(model_args(config, vocab_sizes, pads, codes, fused_attention=fused_attention))
+    args = model_args(config, vocab_sizes, pads, fused_attention=fused_attention)
+    return Seq2SeqTransformer(args, **model_embeddings(config, args, codes))
 
 
 class ModelBuilder(Protocol):
@@ -377,11 +381,10 @@ def _built_with_others(trained: list[dict]) -> str | None:
             "puts those classes back")
 
 
-def model_args(config: Config, vocab_sizes: tuple[int, int], pad_ids: tuple[int, int] = (0, 0),
-               codes: tuple = (None, None), *, fused_attention: bool = False) -> ModelArgs:
+def model_args(config: Config, vocab_sizes: tuple[int, int], pad_ids: tuple[int, int] = (0, 0), *,
+               fused_attention: bool = False) -> ModelArgs:
     """The :class:`~cipherlab.models.ModelArgs` of C1-C4 ``config``: its sizes and its four components,
-    with what only the codec knows, the (source, target) ``vocab_sizes``, ``pad_ids`` and, for
-    ``bit_embeddings``, ``codes`` (each id's byte or character code)."""
+    with what only the codec knows, the (source, target) ``vocab_sizes`` and ``pad_ids``."""
     return ModelArgs(
         *vocab_sizes,
         **config.model_hyperparameters(),
@@ -393,11 +396,24 @@ def model_args(config: Config, vocab_sizes: tuple[int, int], pad_ids: tuple[int,
         tgt_pad_id=pad_ids[1],
         fused_attention=fused_attention,
         rope_cross_attention=config.rope_cross_attention,
-        src_codes=codes[0],
-        tgt_codes=codes[1],
-        phase_embedding=config.phase_embedding,
-        key_period=PERIOD,
     )
+
+
+def model_embeddings(config: Config, args: ModelArgs, codes: tuple = (None, None)) -> dict[str, nn.Module | None]:
+    """The embedding modules of C1-C4 ``config``'s model, ``Seq2SeqTransformer(args, **model_embeddings(...))``:
+
+    - ``src_embed``, ``tgt_embed``: with a side's ``codes`` (each id's byte or character code, given for
+      ``bit_embeddings``: :meth:`SubwordCodec.codes`), a :class:`~cipherlab.models.embedding.BitFactoredEmbedding`;
+      without, a plain ``nn.Embedding``;
+    - ``phase_embed``: for ``phase_embedding``, a :class:`~cipherlab.models.embedding.KeyPhaseEmbedding` of the
+      cipher's period (position mod 8, or each token's phase, ``src_phase``); else None.
+
+    Built in that order, as the model would build its own, so that a seed gives the same weights.
+    """
+    tables = [nn.Embedding(size, args.d_model) if side is None else BitFactoredEmbedding(side, args.d_model)
+              for size, side in ((args.src_vocab_size, codes[0]), (args.tgt_vocab_size, codes[1]))]
+    return {"src_embed": tables[0], "tgt_embed": tables[1],
+            "phase_embed": key_phase_embedding(args.d_model, config.phase_embedding, PERIOD)}
 
 
 def blt_args(config: Config) -> BLTArgs:
