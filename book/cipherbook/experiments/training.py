@@ -281,6 +281,17 @@ def unigram_baseline(codec, corpus, chunk_chars: int) -> dict:
     return {"train_entropy": entropy, "val_cross_entropy": cross, "ln_v": math.log(vocab)}
 
 
+def unigram_accuracy(codec, corpus, chunk_chars: int) -> float:
+    """Teacher-forced token accuracy of always guessing the training chunks' most frequent target token,
+    on ``corpus``'s validation chunks (EOS included, BOS not): the level a curve starts from."""
+    counts = {}
+    for split in ("train", "val"):
+        chunks = make_chunks(corpus.plain, corpus.cipher, corpus.splits[split], chunk_chars)
+        counts[split] = Counter(t for _, tgt in codec.dataset(chunks) for t in list(tgt)[1:])
+    top = counts["train"].most_common(1)[0][0]
+    return counts["val"][top] / sum(counts["val"].values())
+
+
 # --------------------------------------------------------------------------- Pre-LN vs Post-LN, no warm-up
 
 def warmup_contrast(wiring: str, depth: int = 12, steps: int = 60, lr: float = 3e-3, warmup: int = 0,
@@ -427,6 +438,19 @@ def recipe_summary() -> dict:
             "lost": lost}
 
 
+def case_flip_upper(config: str = "c1", seed: int = 1) -> dict:
+    """The upper-case docstrings (``stdlib_upper``, outside ``RECIPE_SETS``) of one run without the case flip
+    (``results/recipe/no-case-flip``) and of the same run with every part on (``results/reference``):
+    {"without": exact lines, "with": exact lines, "lines": lines of the set}."""
+    from cipherlab.analysis import ablation
+
+    without = ablation.section(ablation.load_recipe_runs()["case_flip"][(config, seed)], "stdlib_upper")
+    with_it = ablation.section(ablation.load_reference_runs()[(config, seed)], "stdlib_upper")
+    if without["lines"] != with_it["lines"]:
+        raise ValueError(f"{config} seed {seed}: the upper-case sets differ ({without['lines']}, {with_it['lines']} lines)")
+    return {"without": without["exact_lines"], "with": with_it["exact_lines"], "lines": without["lines"]}
+
+
 def recipe_seeds() -> int:
     """How many seeds of C1 and of C2 each part of the recipe ablation (``results/recipe``, ``results/nophase``)
     trained: one number, or an error if the parts or the two configurations differ."""
@@ -452,6 +476,22 @@ def assignment_search():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def long_chunk_run() -> dict:
+    """C1 at the assignment preset with the course notes' ``CHUNK_CHARS``-character chunks
+    (``benchmarks/results/assignment_search``): its run, with its file's name and how it was measured
+    ("eval_every", "eval_lines", "threads", "os_cpus", "shared_with")."""
+    import json
+
+    search = assignment_search()
+    for path in sorted(search.FOLDER.glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        for run in record["runs"]:
+            if run["config"] == "c1" and run["hyperparameters"]["chunk_chars"] == CHUNK_CHARS:
+                how = {key: record[key] for key in ("eval_every", "eval_lines", "threads", "os_cpus", "shared_with")}
+                return {**run, **how, "file": path.name}
+    raise ValueError(f"{search.FOLDER}: no C1 run with {CHUNK_CHARS}-character chunks")
 
 
 def preset_curves() -> dict[str, dict]:

@@ -567,8 +567,11 @@ FACTS["training"] = {
     "preset_waste_random": lambda: trn.preset_waste()["random"],
     # the recipe ablation's headline (trn.recipe_summary, cpu preset)
     "recipe_ceiling_short": lambda: trn.recipe_summary()["short_of"],
-    "recipe_set_lines_min": lambda: trn.recipe_summary()["set_lines"],
     "recipe_seeds": lambda: trn.recipe_seeds(),
+    # C1 seed 1 on the upper-case docstrings, without the case flip and with every part on (trn.case_flip_upper)
+    "noflip_upper_exact": lambda: trn.case_flip_upper()["without"],
+    "ref_upper_exact": lambda: trn.case_flip_upper()["with"],
+    "upper_lines": lambda: trn.case_flip_upper()["lines"],
     **{f"recipe_lost_{part}": (lambda part=part: trn.recipe_summary()["lost"][part])
        for part in ("phase_embedding", "bit_embeddings", "phase_shuffle", "case_flip")},
 }
