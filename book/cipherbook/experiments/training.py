@@ -442,10 +442,11 @@ def case_flip_upper(config: str = "c1", seed: int = 1) -> dict:
     """The upper-case docstrings (``stdlib_upper``, outside ``RECIPE_SETS``) of one run without the case flip
     (``results/recipe/no-case-flip``) and of the same run with every part on (``results/reference``):
     {"without": exact lines, "with": exact lines, "lines": lines of the set}."""
+    from cipherbook.runs import RECIPE_FOLDERS, REFERENCE_RUN
     from cipherlab.analysis import ablation
 
-    without = ablation.section(ablation.load_recipe_runs()["case_flip"][(config, seed)], "stdlib_upper")
-    with_it = ablation.section(ablation.load_reference_runs()[(config, seed)], "stdlib_upper")
+    without = ablation.section(ablation.load_recipe_runs(RECIPE_FOLDERS)["case_flip"][(config, seed)], "stdlib_upper")
+    with_it = ablation.section(ablation.load_learn_runs(REFERENCE_RUN)[(config, seed)], "stdlib_upper")
     if without["lines"] != with_it["lines"]:
         raise ValueError(f"{config} seed {seed}: the upper-case sets differ ({without['lines']}, {with_it['lines']} lines)")
     return {"without": without["exact_lines"], "with": with_it["exact_lines"], "lines": without["lines"]}
