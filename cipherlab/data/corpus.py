@@ -92,8 +92,8 @@ def write_cipher(data_dir: str | os.PathLike | None = None) -> Path:
     try:
         write_atomic(out, "".join(line + "\n" for line in cipher), newline="\n")
     except OSError as e:
-        raise DatasetError(f"{out}: cannot write the cipher file ({e.strerror}); copy the data folder somewhere "
-                           "you can write to and pass that with --data-dir") from None
+        raise DatasetError(f"{out}: cannot write the cipher file ({e.strerror}); copy {folder} somewhere you can "
+                           "write to and give the command the copy's path in its place") from None
     return out
 
 
