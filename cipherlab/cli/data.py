@@ -1,7 +1,7 @@
 """The commands ``python -m cipherlab data COMMAND``: build-brown, build-docstrings, build-letters, cipher, verify,
 export-split and stats.
 
-The task chapter runs them. The work is :mod:`cipherlab.data.corpus`'s (and :mod:`cipherlab.data.sources`'
+The work is :mod:`cipherlab.data.corpus`'s (and :mod:`cipherlab.data.sources`'
 for the ``build-*`` recipes); each command checks its output location before that work starts.
 """
 

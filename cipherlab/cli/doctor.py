@@ -1,4 +1,4 @@
-"""The command ``python -m cipherlab doctor --checkpoint CK`` (the results chapter).
+"""The command ``python -m cipherlab doctor --checkpoint CK``.
 
 The diagnosis is :mod:`cipherlab.analysis.doctor`'s (:func:`~cipherlab.analysis.doctor.diagnose_checkpoint`,
 then :func:`~cipherlab.analysis.doctor.report`); here are its flags, its progress bar and the ``--json`` file.

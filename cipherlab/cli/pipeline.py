@@ -1,6 +1,6 @@
 """The commands ``train``, ``evaluate``, ``decrypt``, ``export`` and ``ablate`` of ``python -m cipherlab``.
 
-The training chapter runs them. ``cipherlab/__main__.py`` builds the parser and calls
+``cipherlab/__main__.py`` builds the parser and calls
 :func:`register_cli`; every command returns an exit code. A user error (unknown configuration
 or preset, a missing file, a cipher line that is not bits, an output folder that cannot be
 written) raises ValueError or OSError, which ``__main__`` turns into one line on stderr and a

@@ -1,4 +1,4 @@
-"""The command ``python -m cipherlab plan --preset assignment --gpu T4`` (the training chapter).
+"""The command ``python -m cipherlab plan --preset assignment --gpu T4``.
 
 The measurements and the estimate are :mod:`cipherlab.analysis.plan`'s (:func:`~cipherlab.analysis.plan.plan_preset`,
 then :func:`~cipherlab.analysis.plan.report`); here are its flags, their checks, its progress bar and the

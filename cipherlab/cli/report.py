@@ -1,4 +1,4 @@
-"""The command ``python -m cipherlab report RUNS_DIR --out DIR`` (the results chapter).
+"""The command ``python -m cipherlab report RUNS_DIR --out DIR``.
 
 The report is :mod:`cipherlab.analysis.report`'s (:func:`~cipherlab.analysis.report.build_report`, then
 :func:`~cipherlab.analysis.report.write_report`); here are its flags, and the check of every output folder
@@ -71,7 +71,7 @@ def register_cli(subparsers) -> None:
     """Add ``python -m cipherlab report``."""
     p = subparsers.add_parser(
         "report",
-        help="the results chapter's tables and figures for your own runs or prediction files",
+        help="the ablation's tables and figures for your own runs or prediction files",
         description="Write DIR/report.md (Markdown tables and figures only) from the run records in RUNS_DIR "
         "(c1.json ... from train/ablate, or <name>-c1-seed0.json from results/learn/probe.py) or from prediction "
         "files (c1.txt ..., one line per reference line, with --references): the results in every unit, each "

@@ -1,4 +1,4 @@
-"""The command ``python -m cipherlab score --pred PRED.txt`` (the results chapter).
+"""The command ``python -m cipherlab score --pred PRED.txt``.
 
 The metrics are :mod:`cipherlab.analysis.score`'s; here are the flags, the references the command reads
 (``--plain``/``--cipher`` files, checked line by line, or the data folder's test split), the notes it

@@ -1,4 +1,4 @@
-"""Checkpoints: what a training run saves, so that it can resume exactly (the training chapter).
+"""Checkpoints: what a training run saves, so that it can resume exactly.
 
 - :func:`save_checkpoint`: a training checkpoint (``best.pt``, ``last.pt``), written atomically (temporary file,
   then ``os.replace``), holding tensors and plain Python values only, so that ``torch.load(weights_only=True)``

@@ -1,4 +1,4 @@
-"""One record per trained model: what every run writes and every reader reads (the results chapter).
+"""One record per trained model: what every run writes and every reader reads.
 
 ``train``, ``ablate``, ``benchmarks/gpu_run.py`` and the results scripts (``results/learn/probe.py``)
 all write this one JSON object, and ``report``, the tables and the book read it back through

@@ -356,7 +356,7 @@ def multi_head(cls, kind: str = "mha", kv_cache: bool = True) -> Report:
     value (B, Lk, D), mask=None) -> (B, Lq, D); mask bool, True = BLOCKED, broadcast to (B, H, Lq, Lk).
     With rope, q and k are rotated after the head split (self-attention: both at positions 0..L-1).
     ``kv_cache`` (on by default; off checks a layer without a cache alone): when forward also takes
-    ``cache=`` (cipherlab's KVCache, the multi-head attention chapter), check that a self-attention cache filled one
+    ``cache=`` (cipherlab's KVCache), check that a self-attention cache filled one
     position at a time gives the full causal pass, with RoPE at offset = cache.length too, and
     that a static cross-attention cache gives what recomputing gives.
     """
