@@ -444,17 +444,15 @@ def decode_map_row(question: str) -> list[str]:
     """benchmarks/results/decode.json as a row of ``run_map``: it trains nothing, it times the models in its
     ``checkpoints`` folder; their sizes, recipe, seed and epochs from each checkpoint's stored configuration, C1's
     parameters counted from its weights, the machine from decode.json."""
-    import math
-
-    from safetensors import safe_open
+    from cipherlab.runner.trained import read_payload
 
     root = Path(__file__).resolve().parents[3]
     bench = json.loads((root / "benchmarks" / "results" / "decode.json").read_text(encoding="utf-8"))
     configs, params = {}, {}
     for name in bench["configurations"]:
-        with safe_open(root / bench["checkpoints"] / f"{name}.safetensors", "pt") as f:
-            configs[name] = json.loads(f.metadata()["config"])
-            params[name] = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
+        payload = read_payload(root / bench["checkpoints"] / f"{name}.safetensors")
+        configs[name] = payload["config"]
+        params[name] = sum(t.numel() for t in payload["model"].values())
     cfgs = list(configs.values())
     machine = bench["machine"]
     return [f"`benchmarks/results/decode.json` (models: `{bench['checkpoints']}`)",
