@@ -26,8 +26,9 @@ C1 has two seeds; every other configuration one, so a difference between configu
 measurement, not a ranking.
 
 Test scores are greedy decoding (length-aware: the cipher fixes each line's length) of all 500 Brown
-test lines, the handout's rule. `random` is 200 strings of random letters and spaces the model never saw
-(a language model cannot decode them); `stdlib` is 500 English lines from outside Brown.
+test lines, cipherlab's variant; the handout's loop runs until the end token (free greedy, `test_free`).
+`random` is 200 strings of random letters and spaces the model never saw (a language model cannot decode them);
+`stdlib` is 500 English lines from outside Brown.
 The models in `checkpoints/` are the seed-0 runs' `best.pt`, exported with `python -m cipherlab export --half`
 (float16 weights, widened to float32 on loading; each decodes its record's first lines exactly as
 recorded, `tests/test_assignment_cpu_models.py`).

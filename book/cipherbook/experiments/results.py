@@ -397,7 +397,10 @@ def readme_cores(folder: str) -> int | None:
     machine"); the records do not hold it. None when the README does not say."""
     import re
 
-    found = re.findall(r"(\d+)-core (?:CPU|machine)", (run_path(folder) / "README.md").read_text(encoding="utf-8"))
+    readme = run_path(folder) / "README.md"
+    if not readme.exists():  # results/notes/* share one README above them
+        return None
+    found = re.findall(r"(\d+)-core (?:CPU|machine)", readme.read_text(encoding="utf-8"))
     return int(found[0]) if found and len(set(found)) == 1 else None
 
 
@@ -406,7 +409,7 @@ def _machine(folder: str, runs: dict) -> str:
     devices = sorted({r["device"] or ("cpu" if r["versions"]["torch"].endswith("+cpu") else "device not recorded")
                       for r in runs.values()})  # records before the field: a CPU-only torch says it
     threads = sorted({r["versions"].get("threads") for r in runs.values()} - {None})
-    caps = sorted({r["hyperparameters"]["time_budget_s"] for r in runs.values()})
+    caps = sorted({r["hyperparameters"]["time_budget_s"] for r in runs.values()} - {None})
     cores = readme_cores(folder)
     return (", ".join(d.upper() if d == "cpu" else d for d in devices) + (f" ({cores} cores)" if cores else "")
             + "".join(f", {t} thread a run" for t in threads)
@@ -435,6 +438,33 @@ def run_map(folders: dict[str, str]) -> list[list[str]]:
                      _one_or_range(r["epochs"] for r in runs.values()), _machine(folder, runs),
                      ", ".join(f"{n:,}" for n in c1) or "–", question])
     return rows
+
+
+def decode_map_row(question: str) -> list[str]:
+    """benchmarks/results/decode.json as a row of ``run_map``: it trains nothing, it times the models in its
+    ``checkpoints`` folder; their sizes, recipe, seed and epochs from each checkpoint's stored configuration, C1's
+    parameters counted from its weights, the machine from decode.json."""
+    from cipherlab.runner.trained import read_payload
+
+    root = Path(__file__).resolve().parents[3]
+    bench = json.loads((root / "benchmarks" / "results" / "decode.json").read_text(encoding="utf-8"))
+    configs, params = {}, {}
+    for name in bench["configurations"]:
+        payload = read_payload(root / bench["checkpoints"] / f"{name}.safetensors")
+        configs[name] = payload["config"]
+        params[name] = sum(t.numel() for t in payload["model"].values())
+    cfgs = list(configs.values())
+    machine = bench["machine"]
+    return [f"`benchmarks/results/decode.json` (models: `{bench['checkpoints']}`)",
+            ", ".join(sorted({c["preset"] for c in cfgs})),
+            "; ".join(f"d {d}, {enc}+{dec}" for d, enc, dec in sorted({(c["d_model"], c["enc_layers"], c["dec_layers"])
+                                                                       for c in cfgs})),
+            ", ".join(sorted({c["recipe"] for c in cfgs})),
+            ", ".join(sorted({_reads({"hyperparameters": c}) for n, c in configs.items() if n != "c5"})),
+            f"{_configs(sorted(configs))}: {', '.join(map(str, sorted({c['seed'] for c in cfgs})))}",
+            f"{_one_or_range(c['max_epochs'] for c in cfgs)} (trained; here timed decoding)",
+            f"CPU ({machine['cpu_count']} cores), {machine['torch_threads']} thread",
+            f"{params['c1']:,}" if "c1" in params else "–", question]
 
 
 def run_names(runs: dict) -> dict:

@@ -675,6 +675,7 @@ FACTS["results"] = {
     "res_aligned_c1_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "base_exact"),
     "res_aligned_c2_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "exact"),
     "res_aligned_c2_alphabet_p": lambda: common.aligned_by_seed("c2", "random_alphabet", "p", ".2g"),
+    "res_aligned_c1_test_exact": lambda: common.aligned_by_seed("c2", "test", "base_exact"),  # Brown, length-aware
     **{f"res_nophase_lost_{c}_s{s}": (lambda c=c, s=s: sum(res.lines_lost_without_phase()[(c, s)].values()))
        for c in ("c3", "c4") for s in (0, 1)},  # exact lines lost over the seven sets without the key-phase embedding
     **{f"res_nophase_{c}_s{s}_free": (lambda c=c, s=s: res.nophase_lines(c, s))
@@ -695,6 +696,7 @@ FACTS["results"] = {
     "res_acpu_val_lines": lambda: res.only(r["hyperparameters"]["max_eval_lines"] for r in res.assignment_cpu().values()),
     "res_acpu_label_smoothing": lambda: res.only(r["hyperparameters"]["label_smoothing"]
                                              for r in res.assignment_cpu().values()),
+    "res_acpu_smoothing_loss": lambda: -math.log(1 - FACTS["results"]["res_acpu_label_smoothing"]()),  # its loss floor
 
     # §7.8 Q1: what each metric sees
     "res_drop_bit": lambda: res.pct(res.damaged("drop")["bit_accuracy"]),
