@@ -619,6 +619,8 @@ FACTS["results"] = {
     "res_acpu_c2c5_p_max": lambda: max(r["p"] for r in res.acpu_paired() if r["other"][0] in ("c2", "c5")),
     "res_acpu_c3c4_p_min": lambda: min(res.acpu_against_better_c1(c)["p"] for c in ("c3", "c4")),
     "res_acpu_c5_free": lambda: res.acpu_lines("c5", 0, "test_free"),
+    "res_aligned_bonferroni": lambda: FACTS["positional"]["aligned_bonferroni"](),
+    "res_acpu_c1_free_seeds": lambda: common.seed_by_seed([res.acpu_lines("c1", s, "test_free") for s in (0, 1)]),
     "res_acpu_c5_exact": lambda: res.acpu_exact("c5"),
     "res_acpu_c1_exact_seeds": lambda: common.seed_by_seed([res.acpu_exact("c1", s) for s in (0, 1)]),
     **{f"res_acpu_random_{c}_s{s}": (lambda c=c, s=s: res.acpu_lines(c, s, "random_letters")) for c, s in res.ACPU_RUNS},
