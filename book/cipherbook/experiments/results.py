@@ -590,6 +590,11 @@ def acpu_lines(config: str, seed: int = 0, set_name: str = "test") -> int:
     return assignment_cpu()[(config, seed)]["sets"][set_name]["exact_lines"]
 
 
+def acpu_bit_min(set_name: str = "test") -> float:
+    """The lowest bit accuracy (%) of any results/assignment-cpu run on a set ("test" or "test_free")."""
+    return pct(min(assignment_cpu()[k]["sets"][set_name]["bit_accuracy"] for k in ACPU_RUNS))
+
+
 def acpu_gain_over_better_c1(config: str, set_name: str = "test") -> int:
     """Exact lines ``config`` (seed 0) decoded beyond C1's better seed on the same set."""
     return acpu_lines(config, 0, set_name) - max(acpu_lines("c1", s, set_name) for s in (0, 1))

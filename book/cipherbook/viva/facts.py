@@ -692,6 +692,8 @@ FACTS["results"] = {
     # results/assignment-cpu: what the lead table rests on
     "res_acpu_cores": lambda: res.readme_cores("assignment-cpu"),  # its README; the records do not hold it
     "res_acpu_free_min": lambda: min(res.acpu_lines(c, s, "test_free") for c, s in res.ACPU_RUNS),
+    "res_acpu_bit_miss_max": lambda: 100 - res.acpu_bit_min(),  # bits missed, length-aware (%)
+    "res_acpu_free_bit_min": lambda: res.acpu_bit_min("test_free"),
     "res_acpu_c2_random_p": lambda: common.seed_by_seed([r["p"] for r in res.acpu_random_against_c1("c2")], ".2g"),
     "res_acpu_c4_saving": lambda: res.assignment_cpu()[("c1", 0)]["params"] - res.assignment_cpu()[("c4", 0)]["params"],
     "res_ref_c4_saving": lambda: res.ref_runs()[("c1", 0)]["params"] - res.ref_runs()[("c4", 0)]["params"],
