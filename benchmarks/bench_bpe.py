@@ -32,12 +32,8 @@ from pathlib import Path
 os.environ.setdefault("RAYON_NUM_THREADS", "1")  # the Rust trainer on one thread, like Python
 
 from cipherlab.data.corpus import load_corpus  # noqa: E402
-from cipherlab.data.tokenizers.bpe import (  # noqa: E402
-    BPETokenizer,
-    _LinkedCorpus,
-    learn_merges,
-    text_sequences,
-)
+from cipherlab.data.tokenizers.bpe import BPETokenizer, learn_merges, text_sequences  # noqa: E402
+from cipherlab.data.tokenizers.bpe.fast import _LinkedCorpus  # noqa: E402
 from cipherlab.data.tokenizers.cipher_task import SOURCE_MODES, TARGET_SETTINGS, boundary_straddle_rate  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bpe.json"

@@ -205,6 +205,42 @@ def test_the_library_reads_none_of_the_books_files():
 
 
 
+CORE = ("models", "data", "pipeline", "base")  # the code a student reads beside the chapters
+BOOK_WORDS = re.compile(r"results/|\bchapters?\b|course notes|\bthe book\b|§", flags=re.I)
+
+
+def book_mentions(text: str, name: str) -> list[str]:
+    """``NAME:LINE`` of each line of ``text`` (code, docstring or comment) that names the repository's runs, the book,
+    its chapters or the course notes."""
+    return [f"{name}:{n}" for n, line in enumerate(text.splitlines(), 1) if BOOK_WORDS.search(line)]
+
+
+def test_the_core_forgets_the_book():
+    """The core says what it does, not where the book or a committed run uses it: those notes live in book/cipherbook
+    and the results/ READMEs."""
+    found = [hit for folder in CORE for path in sorted((PACKAGE / folder).rglob("*.py"))
+             for hit in book_mentions(path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE.parent)))]
+    assert not found, "the core names the book or its runs:\n" + "\n".join(found)
+
+
+def test_the_book_rule_sees_a_mention():
+    text = '"""The fast learner."""\n# timed in results/bpe\nx = 1  # see Chapter 6\ny = "the course notes\' recipe"\n'
+    assert book_mentions(text, "f.py") == ["f.py:2", "f.py:3", "f.py:4"]
+
+
+def test_the_core_stays_small_and_writes_one_way():
+    """The size goals of the core, and one atomic writer (base/files.py) and one lock (runner/lock.py) in the package."""
+    lines = {folder: sum(len(p.read_text(encoding="utf-8").splitlines()) for p in (PACKAGE / folder).rglob("*.py"))
+             for folder in CORE}
+    assert sum(lines.values()) <= 6500, f"the core has grown to {sum(lines.values())} lines (goal 6,500): {lines}"
+    train = len((PACKAGE / "pipeline" / "train.py").read_text(encoding="utf-8").splitlines())
+    assert train <= 350, f"pipeline/train.py has {train} lines (goal 350): move what is not training out"
+    uses = {word: sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                         if re.search(rf"\b{word}\(", p.read_text(encoding="utf-8")))
+            for word in ("os.replace", "fcntl.flock")}
+    assert uses == {"os.replace": ["base/files.py"], "fcntl.flock": ["runner/lock.py"]}, uses
+
+
 COMMAND_LINE = ("cli", "__main__.py")  # where argparse may be used: cipherlab/cli/ and cipherlab/__main__.py
 
 

@@ -307,9 +307,9 @@ def recipe_caveats(config: Config) -> list[str]:
     if bpe and config.tgt_vocab is not None and config.bit_embeddings:
         notes.append("bit_embeddings: target BPE tokens longer than one character keep a free embedding row")
     if bpe and bits and config.src_vocab is not None and config.phase_shuffle > 0:
-        notes.append("tokenisation: a BPE over the cipher's bits was measured not to learn under this recipe (results/"
-                     "merges: its tokens cut through characters and its merges, learned on English, are rare in "
-                     "shuffled chunks); the aligned BPE (--tokens aligned) was")
+        notes.append("tokenisation: a BPE over the cipher's bits was measured not to learn under this recipe (its "
+                     "tokens cut through characters, and its merges, learned on English, are rare in shuffled "
+                     "chunks); the aligned BPE (--tokens aligned) was")
     return notes
 
 

@@ -534,8 +534,8 @@ def _add_source_mode(p: argparse.ArgumentParser) -> None:
         choices=list(TOKENIZATIONS),
         help="C1-C4's whole tokenisation (cipherlab/base/config.py TOKENIZATIONS): 'aligned' (the assignment "
         "preset's: BPE over phase-tagged cipher bytes, target tokens the plaintext of the source's), 'notes' "
-        "(the course notes' 1024/8000 BPE over bits, no Brown test line exact at the cpu sizes "
-        "in a few epochs: results/merges) or 'chars' (no merges: the cpu preset's); default: the preset's",
+        "(the course notes' 1024/8000 BPE over bits, measured to decode no Brown test line "
+        "exactly at the cpu sizes in a few epochs) or 'chars' (no merges: the cpu preset's); default: the preset's",
     )
 
 

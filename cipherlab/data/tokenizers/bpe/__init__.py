@@ -12,7 +12,6 @@ position, overlapping ones included (``zip(symbols, symbols[1:])``); ties go to 
 - ``tokenizer``  ``BPETokenizer``, ``text_sequences`` and the file format
 """
 
-from cipherlab.data.tokenizers.bpe.fast import _LinkedCorpus as _LinkedCorpus  # shown in the book; timed by bench_bpe.py
 from cipherlab.data.tokenizers.bpe.fast import fast_merges
 from cipherlab.data.tokenizers.bpe.learn import iter_merges, learn_merges
 from cipherlab.data.tokenizers.bpe.naive import Pair, apply_merges, best_pair, merge_symbols, naive_merges, pair_counts
