@@ -4,10 +4,12 @@ import hashlib
 import json
 import re
 import textwrap
+from unittest import mock
 
 import pytest
 import torch
 
+import cipherlab.student.parts as parts_module
 from cipherlab.__main__ import main
 from cipherlab.runner.integrity import CheckpointError, load_checkpoint
 from cipherlab.runner.trained import load_trained
@@ -133,9 +135,13 @@ def trained(tmp_path_factory):
     (root / "data" / "brown_plain.txt").write_text("".join(x + "\n" for x in SAMPLE_LINES), encoding="latin-1")
     student = _student(root)
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
+    tried = []  # each time the student's classes are tried: once per run, whatever loads the model
+    real = parts_module.validate_parts
+    with contextlib.redirect_stdout(printed), mock.patch.object(
+            parts_module, "validate_parts", lambda *a, **k: tried.append(a) or real(*a, **k)):
         code = main(["train", "--config", "c1", *TINY, "--data-dir", str(root / "data"), "--out", str(root / "run"),
                      "--results-dir", str(root / "results"), "--part", f"attention={student}:MyAttention"])
+    assert len(tried) == 1, f"the parts were tried {len(tried)} times in one run"
     return root, student, printed.getvalue(), code
 
 
