@@ -663,8 +663,9 @@ def gains_past_bar(folder: str) -> dict[tuple[str, int, str], tuple[int, int]]:
     """Every paired row of results/nophase or results/aligned (:func:`cipherbook.experiments.common.nophase_paired`,
     ``aligned_paired``) where a configuration other than C2 decoded more lines than C1 of the same seed, p below
     the folder's Bonferroni bar: ``{(config, seed, set): (C1's exact lines, the configuration's)}``."""
-    rows = {"nophase": common.nophase_paired, "aligned": common.aligned_paired}[folder]()
-    bar = 0.05 / len(rows)
+    paired, bonferroni = {"nophase": (common.nophase_paired, common.nophase_bonferroni),
+                          "aligned": (common.aligned_paired, common.aligned_bonferroni)}[folder]
+    rows, bar = paired(), bonferroni()
     return {(r["config"], r["seed"], r["set"]): (r["base_exact"], r["exact"]) for r in rows
             if r["config"] != "c2" and r["p"] < bar and r["only_config"] > r["only_base"]}
 
