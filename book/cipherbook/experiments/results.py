@@ -20,6 +20,7 @@ import sacrebleu
 
 from cipherlab.data.cipher import encrypt
 from cipherlab.base.config import CONFIG_NAMES, TOKENIZATIONS, make_config
+from cipherbook.experiments import common
 from cipherbook.experiments.common import reference_runs
 from cipherlab.pipeline.metrics import compute_metrics
 from cipherlab.runner.record import read_record
@@ -263,10 +264,12 @@ def ref_runs() -> dict[tuple[str, int], dict]:
     return reference_runs()
 
 
-def ref_time_ratios(config: str) -> list[float]:
-    """Training seconds of ``config`` over C1's with the same seed, seed by seed (every reference run trained
-    the same number of epochs)."""
-    runs = ref_runs()
+def ref_time_ratios(config: str, folder: str = "reference") -> list[float]:
+    """Training seconds of ``config`` over C1's with the same seed, seed by seed, in results/reference (every run
+    trained the same number of epochs) or another folder of the same runs ("nophase")."""
+    runs = ref_runs() if folder == "reference" else load_learn_runs(folder)
+    if len({r["epochs"] for r in runs.values()}) != 1:
+        raise ValueError(f"results/{folder}: the runs trained different numbers of epochs")
     return [r["train_seconds"] / runs[("c1", seed)]["train_seconds"] for (name, seed), r in runs.items()
             if name == config]
 
@@ -529,12 +532,13 @@ def acpu_exact(config: str, seed: int = 0) -> int:
 
 
 @functools.cache
-def acpu_paired() -> tuple[dict, ...]:
-    """McNemar's exact test on the Brown test lines of results/assignment-cpu (greedy, length-aware): C1's seed 1
-    against its seed 0 first (how far a seed alone moves C1), then C2-C5 (seed 0) against each seed of C1.
+def acpu_paired(set_name: str = "test") -> tuple[dict, ...]:
+    """McNemar's exact test on the Brown test lines of results/assignment-cpu, decoded as ``set_name`` says ("test":
+    length-aware greedy; "test_free": free greedy, the model ends each line): C1's seed 1 against its seed 0 first
+    (how far a seed alone moves C1), then C2-C5 (seed 0) against each seed of C1.
     Each row: ``base`` and ``other`` (config, seed), lines only ``base`` / only ``other`` decoded, p."""
     runs = assignment_cpu()
-    lines = {key: r["sets"]["test"]["exact_by_line"] for key, r in runs.items()}
+    lines = {key: r["sets"][set_name]["exact_by_line"] for key, r in runs.items()}
     pairs = [(("c1", 0), ("c1", 1))] + [(("c1", seed), (c, 0)) for c in CONFIG_NAMES[1:] if (c, 0) in runs
                                         for seed in (0, 1)]
     rows = []
@@ -568,6 +572,23 @@ def acpu_against_better_c1(config: str) -> dict:
     """The test of ``config`` (seed 0) against the C1 seed that decoded more test lines (results/assignment-cpu)."""
     better = max((("c1", s) for s in (0, 1)), key=lambda key: acpu_exact(*key))
     return next(r for r in acpu_paired() if r["base"] == better and r["other"] == (config, 0))
+
+
+def acpu_test(config: str, c1_seed: int, set_name: str = "test") -> dict:
+    """The row of :func:`acpu_paired` testing ``config`` (seed 0) against C1's seed ``c1_seed`` on ``set_name``."""
+    return next(r for r in acpu_paired(set_name) if r["base"] == ("c1", c1_seed) and r["other"] == (config, 0))
+
+
+def acpu_stop_lost(config: str, seed: int = 0) -> int:
+    """Brown test lines a results/assignment-cpu run decoded exactly length-aware but not freely: lost when the
+    model, not the cipher's length, ends the line."""
+    sets = assignment_cpu()[(config, seed)]["sets"]
+    return sum(a == "1" and b == "0" for a, b in zip(sets["test"]["exact_by_line"], sets["test_free"]["exact_by_line"]))
+
+
+def acpu_bit_min_config(set_name: str = "test") -> str:
+    """The configuration of the results/assignment-cpu run with the lowest bit accuracy on a set ("C3")."""
+    return min(ACPU_RUNS, key=lambda k: assignment_cpu()[k]["sets"][set_name]["bit_accuracy"])[0].upper()
 
 
 def decode_benchmark_machine() -> str:
@@ -636,6 +657,23 @@ def lines_lost_without_phase() -> dict[tuple[str, int], dict[str, int]]:
     reference, nophase = ref_runs(), load_learn_runs("nophase")
     return {key: {name: section(reference[key], name)["exact_lines"] - section(r, name)["exact_lines"]
                   for name, _ in REFERENCE_SETS} for key, r in sorted(nophase.items())}
+
+
+def gains_past_bar(folder: str) -> dict[tuple[str, int, str], tuple[int, int]]:
+    """Every paired row of results/nophase or results/aligned (:func:`cipherbook.experiments.common.nophase_paired`,
+    ``aligned_paired``) where a configuration other than C2 decoded more lines than C1 of the same seed, p below
+    the folder's Bonferroni bar: ``{(config, seed, set): (C1's exact lines, the configuration's)}``."""
+    paired, bonferroni = {"nophase": (common.nophase_paired, common.nophase_bonferroni),
+                          "aligned": (common.aligned_paired, common.aligned_bonferroni)}[folder]
+    rows, bar = paired(), bonferroni()
+    return {(r["config"], r["seed"], r["set"]): (r["base_exact"], r["exact"]) for r in rows
+            if r["config"] != "c2" and r["p"] < bar and r["only_config"] > r["only_base"]}
+
+
+def gain_past_bar(folder: str, config: str, set_name: str) -> str:
+    """C1's exact lines → ``config``'s, seed 1, on one probe set, for a gain of :func:`gains_past_bar`: "448→499"."""
+    base, exact = gains_past_bar(folder)[(config, 1, set_name)]
+    return f"{base}→{exact}"
 
 
 def nophase_lines(config: str, seed: int, set_name: str = "test_free") -> int:

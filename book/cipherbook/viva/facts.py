@@ -701,6 +701,23 @@ FACTS["results"] = {
     "res_acpu_label_smoothing": lambda: res.only(r["hyperparameters"]["label_smoothing"]
                                              for r in res.assignment_cpu().values()),
     "res_acpu_smoothing_loss": lambda: -math.log(1 - FACTS["results"]["res_acpu_label_smoothing"]()),  # its loss floor
+    # the same Brown test lines decoded freely (the handout's greedy, "test_free"): paired tests against C1
+    "res_acpu_free_c2_p_max": lambda: max(res.acpu_test("c2", s, "test_free")["p"] for s in (0, 1)),
+    "res_acpu_free_c5_s1_p": lambda: res.acpu_test("c5", 1, "test_free")["p"],
+    "res_acpu_free_c3_s1_p": lambda: res.acpu_test("c3", 1, "test_free")["p"],
+    "res_acpu_c3_stop_lost": lambda: res.acpu_stop_lost("c3"),  # exact length-aware, not freely
+    "res_acpu_free_bit_min_config": lambda: res.acpu_bit_min_config("test_free"),
+    # gains past the Bonferroni bars other than C2's, all against C1's seed 1 (C1's exact lines → the other's)
+    "res_nophase_c4_free_gain": lambda: res.gain_past_bar("nophase", "c4", "test_free"),
+    "res_nophase_c5_test_gain": lambda: res.gain_past_bar("nophase", "c5", "test"),
+    "res_aligned_c3_free_gain": lambda: res.gain_past_bar("aligned", "c3", "test_free"),
+    "res_aligned_c4_alphabet_gain": lambda: res.gain_past_bar("aligned", "c4", "random_alphabet"),
+    "res_aligned_alphabet_lines": lambda: FACTS["positional"]["aligned_alphabet_lines"](),
+    "res_nophase_brown_lines": lambda: FACTS["mha"]["mha_nophase_brown_lines"](),
+    # C5's training time over C1's elsewhere: results/nophase seed by seed, the benchmark's one step (blt.json)
+    "res_nophase_c5_time_ratio_min": lambda: min(res.ref_time_ratios("c5", "nophase")),
+    "res_nophase_c5_time_ratio_max": lambda: max(res.ref_time_ratios("c5", "nophase")),
+    "res_blt_step_ratio": lambda: blt.benchmark("blt")["training_step"]["step_time_ratio_c5_over_c1"],
 
     # §7.8 Q1: what each metric sees
     "res_drop_bit": lambda: res.pct(res.damaged("drop")["bit_accuracy"]),
@@ -727,6 +744,8 @@ FACTS["results"] = {
     "res_bleu_chars": lambda: res.bleu_by_unit("char"),
     "res_c5_chrf": lambda: res.value("c5", "chrf"),
     "res_c1_chrf": lambda: res.value("c1", "chrf"),
+    "res_c1_epochs": lambda: res.records()["c1"]["epochs"],  # the time-budget run: unequal epochs
+    "res_c5_epochs": lambda: res.records()["c5"]["epochs"],
     # §7.8 Q5: two rows
     "res_levenshtein_kitten_sitting": lambda: levenshtein("kitten", "sitting"),
     "res_full_cells": lambda: (max(res.test_line_lengths()) + 1) ** 2,
@@ -768,6 +787,8 @@ FACTS["results"] = {
     "res_ext_c2_exact": lambda: res.exact_pct("c2", EXTENDED_RUN),
     "res_ext_c5_epochs": lambda: res.records(EXTENDED_RUN)["c5"]["epochs"],
     "res_ext_c2_epochs": lambda: res.records(EXTENDED_RUN)["c2"]["epochs"],
+    "res_ext_c5_lines_exact": lambda: res.records(EXTENDED_RUN)["c5"]["sets"]["test"]["exact_lines"],
+    "res_ext_c2_lines_exact": lambda: res.records(EXTENDED_RUN)["c2"]["sets"]["test"]["exact_lines"],
     # §7.9 Q4: the slot already spent on bits vs bytes
     "res_bytes_bit_min": lambda: min(res.over_c1_c4("bit_accuracy", scale=100)),
     "res_bytes_bit_max": lambda: max(res.over_c1_c4("bit_accuracy", scale=100)),
