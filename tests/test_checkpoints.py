@@ -26,10 +26,10 @@ from cipherlab.data.corpus import load_corpus
 from cipherlab.pipeline.decode import decrypt_lines
 from cipherlab.pipeline.metrics import bit_accuracy
 from cipherlab.runner.training import train_config
+from cipherbook.runs import committed_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT / "results" / "checkpoints"
-COMMITTED = sorted(REFERENCE.glob("*.safetensors"))
+COMMITTED = [committed_checkpoint(name) for name in CONFIG_NAMES]  # the book's reference models, results/checkpoints
 FIRST_TEST_LINES = 8
 # the folders whose models left the tree, and the files each README must name
 GONE = {"results/notes/checkpoints": ["c2", "c5"],

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 import pytest
 
 from cipherlab.__main__ import main
-from cipherlab.analysis.attention_maps import committed_checkpoint
 from cipherlab.analysis.doctor import (CIPHER_MIN_KEPT_SHARE, CLASSES, LEARNED_MIN_CHAR_ACCURACY, PARTLY_MIN_KEPT_SHARE,
                               char_class, diagnose_checkpoint, error_breakdown, probe, random_strings, report,
                               training_alphabet, verdict)
 from cipherlab.data.cipher import encrypt
+from cipherbook.runs import committed_checkpoint
 
 C2 = committed_checkpoint("c2")
 FAST = ["--lines", "12", "--random", "4", "--attention-chunks", "2"]

@@ -126,10 +126,11 @@ def test_heatmap_refuses_a_default_that_is_not_a_map():
 
 
 def test_committed_models_give_the_chapter_9_explorer_under_two_megabytes():
+    from cipherbook.runs import load_committed_model
     from cipherlab.analysis import attention_maps
 
     torch.set_num_threads(1)
-    model, codec, config = attention_maps.load_committed_model("c2")  # the reference C2
+    model, codec, config = load_committed_model("c2")  # the reference C2
     view = attention_maps.attention_view(model, codec, attention_maps.example_chunks(config, 4), "C2")
     modules = {(f"C2: {kind}, layer {layer}",): w for (kind, layer), w in view.maps.items()}
     x = explorers.heatmap_explorer(modules, ("module",), ("C2: cross, layer 1", 0, 0), texts=view.texts, vmax=None)

@@ -252,7 +252,7 @@ def test_plot_heads_draws_one_panel_per_head_like_chapter_2():
 def test_a_missing_committed_model_is_an_error_naming_the_file(monkeypatch, tmp_path):
     monkeypatch.setenv(ablation.RESULTS_ENV, str(tmp_path))
     with pytest.raises(FileNotFoundError, match=r"c1\.safetensors"):
-        attention_maps.load_committed_model("c1")
+        book_runs.load_committed_model("c1")
 
 
 # --------------------------------------------------------------------------- runs that go on, targets, errors.json
@@ -306,11 +306,11 @@ def test_errors_json_entries_are_found_under_the_names_analysis_gave_them(run_co
     (run_copy / "errors.json").write_text(json.dumps({"about": {}, "cpu/c1": _entry(), "cpu-long/c2": _entry()}))
     errors = ablation.load_errors(run_copy)
     assert list(errors) == ["cpu/c1", "cpu-long/c2"]
-    assert ablation.error_entry(errors, book_runs.EXTENDED_RUN, "c2", book_runs.ANALYSIS_RUNS) is errors["cpu-long/c2"]
-    assert ablation.error_entry(errors, "cpu", "c1", {}) is errors["cpu/c1"]  # a run named as errors.json names it
-    assert ablation.error_entry(None, "cpu", "c1", book_runs.ANALYSIS_RUNS) is None
-    assert ablation.entry_label("cpu-long/c2", book_runs.ANALYSIS_RUNS) == "C2, notes/extended/cpu"
-    assert ablation.entry_label("cpu-long/c2", {}) == "C2, cpu-long"
+    assert ablation.error_entry(errors, book_runs.EXTENDED_RUN, "c2", names=book_runs.ANALYSIS_RUNS) is errors["cpu-long/c2"]
+    assert ablation.error_entry(errors, "cpu", "c1") is errors["cpu/c1"]  # a run named as errors.json names it
+    assert ablation.error_entry(None, "cpu", "c1", names=book_runs.ANALYSIS_RUNS) is None
+    assert ablation.entry_label("cpu-long/c2", names=book_runs.ANALYSIS_RUNS) == "C2, notes/extended/cpu"
+    assert ablation.entry_label("cpu-long/c2") == "C2, cpu-long"
 
 
 def test_free_and_length_aware_decoding_side_by_side():

@@ -1,4 +1,5 @@
-"""The book's runs under ``results/`` and the figures others reported that they are compared with.
+"""The book's runs under ``results/``, its committed models, and the figures others reported that they are
+compared with.
 
 The library reads any run folder; which folders the book's chapters and ``results/README.md`` read,
 and what the course notes and the best public results reported, are the book's, so they live here.
@@ -8,12 +9,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from cipherlab.analysis import ablation
 
-__all__ = ["ANALYSIS_RUNS", "BITS_RUN", "EQUAL_EPOCHS_RUN", "EXTENDED_RUN", "LEARN_RUN", "PRIMARY_RUN",
-           "RECIPE_FOLDERS", "REFERENCES", "REFERENCE_FIELDS", "REFERENCE_RUN", "SEED_RANGES", "Range", "Reference",
-           "comparison_table", "plot_accuracy", "reference"]
+__all__ = ["ANALYSIS_RUNS", "BITS_RUN", "CHECKPOINTS_FOLDER", "EQUAL_EPOCHS_RUN", "EXTENDED_RUN", "LEARN_RUN",
+           "PRIMARY_RUN", "RECIPE_FOLDERS", "REFERENCES", "REFERENCE_FIELDS", "REFERENCE_RUN", "SEED_RANGES", "Range",
+           "Reference", "committed_checkpoint", "comparison_table", "load_committed_model", "plot_accuracy",
+           "reference"]
 
 PRIMARY_RUN = "notes/cpu"  # the course notes recipe's reference run: C1-C4 read the cipher in bytes mode
 BITS_RUN = "notes/cpu-bits"  # the same preset with the course notes' bits mode for C1-C4
@@ -43,6 +46,31 @@ RECIPE_FOLDERS = {
     "source_eos": "recipe/no-source-eos",
     "select_on": "recipe/select-on-loss",
 }
+
+
+# The committed reference models: the seed-0 models of the reference ablation (REFERENCE_RUN), exported as
+# results/checkpoints/<config>.safetensors.
+CHECKPOINTS_FOLDER = "checkpoints"
+
+
+def committed_checkpoint(config: str) -> Path:
+    """The committed reference model of a configuration: ``results/checkpoints/<config>.safetensors``, the
+    seed-0 run of the reference ablation (``results/reference``), trained with the default recipe."""
+    return ablation.results_dir() / CHECKPOINTS_FOLDER / f"{config}.safetensors"
+
+
+def load_committed_model(config: str):
+    """(model, codec, Config) of the committed reference model of ``config`` (:func:`committed_checkpoint`), on the CPU.
+
+    Raises FileNotFoundError naming the file when it is not there.
+    """
+    from cipherlab.runner.trained import load_trained
+
+    path = committed_checkpoint(config)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no committed model of {config.upper()} (the reference ablation's seed-0 "
+                                "models are results/checkpoints/c1..c5.safetensors; restore the file from git)")
+    return load_trained(path, device="cpu")
 
 
 # --------------------------------------------------------------------------- what others reported

@@ -13,8 +13,8 @@ What a trained model attends to, in one module:
   measure what the pictures show;
 - :func:`plot_heads` draws every head of one module, :func:`plot_head` one head large,
   :func:`plot_offsets` the weight by offset;
-- :func:`load_committed_model` and :func:`example_chunks` give the committed reference models
-  (``results/checkpoints``) and a few test chunks to look at.
+- :func:`example_chunks` gives a few test chunks to look at (the model to look with comes from
+  ``cipherlab.runner.trained.load_trained``).
 
 Every plotting function returns a matplotlib Figure that pyplot no longer holds: show it with
 ``display(fig)`` (or as a cell's last expression), save it with ``fig.savefig``.
@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -35,7 +34,6 @@ from cipherlab.pipeline.codec import teacher_forcing_logits
 from cipherlab.data.tokenizers.cipher_task import aligned_target_ids
 from cipherlab.models.attention import ScaledDotProductAttention
 from cipherlab.analysis.ablation.plots import figure
-from cipherlab.analysis.ablation.records import results_dir
 from cipherlab.base.markdown import markdown_table
 
 __all__ = [
@@ -48,10 +46,8 @@ __all__ = [
     "band_mass",
     "capture_attention",
     "capturing",
-    "committed_checkpoint",
     "coverage",
     "example_chunks",
-    "load_committed_model",
     "offset_profile",
     "plot_head",
     "plot_heads",
@@ -309,27 +305,7 @@ def attention_table(summary: list[dict]) -> str:
                            "same key phase, best head"], rows)
 
 
-# --------------------------------------------------------------------------- the committed models
-
-
-def committed_checkpoint(config: str) -> Path:
-    """The committed reference model of a configuration: ``results/checkpoints/<config>.safetensors``, the
-    seed-0 run of the reference ablation (``results/reference``), trained with the default recipe."""
-    return results_dir() / "checkpoints" / f"{config}.safetensors"
-
-
-def load_committed_model(config: str):
-    """(model, codec, Config) of the committed reference model of ``config`` (:func:`committed_checkpoint`), on the CPU.
-
-    Raises FileNotFoundError naming the file when it is not there.
-    """
-    from cipherlab.runner.trained import load_trained
-
-    path = committed_checkpoint(config)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no committed model of {config.upper()} (the reference ablation's seed-0 "
-                                "models are results/checkpoints/c1..c5.safetensors; restore the file from git)")
-    return load_trained(path, device="cpu")
+# --------------------------------------------------------------------------- chunks to look at
 
 
 def example_chunks(config: Config, n: int = 4, split: str = "test", corpus=None) -> list:

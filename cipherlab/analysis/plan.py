@@ -440,7 +440,7 @@ def public_comparison(plan: dict) -> dict | None:
 
 def cpu_measurement(plan: dict, folder: Path = CPU_RECORDS) -> dict | None:
     """Each planned configuration's seed-0 run of the assignment preset on a CPU (``folder``, one record per
-    configuration as ``results/learn/probe.py`` writes it) beside the plan: steps in its first epoch, seconds a
+    configuration and seed, ``<config>-seed0.json``) beside the plan: steps in its first epoch, seconds a
     step, and the plan's own steps an epoch. None for another preset, a plan with overrides, or no records."""
     if plan["preset"] != "assignment" or plan.get("overrides") or not folder.is_dir():
         return None

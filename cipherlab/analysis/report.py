@@ -3,8 +3,8 @@
 RUNS_DIR holds one of two kinds of input:
 
 - run records (:mod:`cipherlab.runner.record`, one layout whoever wrote them): ``c1.json`` ... ``c5.json``
-  as ``python -m cipherlab train`` and ``ablate`` write them (and ``errors.json`` where ``results/analysis.py``
-  ran), or ``<name>-c1-seed0.json`` ... as ``results/learn/probe.py`` writes them (``results/reference``). Each
+  as ``python -m cipherlab train`` and ``ablate`` write them (and ``errors.json``, where the run's errors were
+  analysed), or ``<name>-c1-seed0.json`` ..., one record per configuration and seed. Each
   record holds its decrypted sets (``sets``: ``test``, ``test_free``, ``random_letters`` ...) and its
   training log (``log``);
 - your own model's predictions: one ``.txt`` file per configuration (``c1.txt`` ... ``c5.txt``, or any
@@ -47,10 +47,10 @@ __all__ = ["DEFAULT_CHUNK_CHARS", "LENGTH_BINS", "REPORT_FILE", "Block", "Report
            "check_out", "parts_summary", "write_report"]
 
 DEFAULT_CHUNK_CHARS = 32  # the cpu preset's chunk length (Config.chunk_chars): lines are decoded chunk by chunk
-LENGTH_BINS = ((0, 100), (100, 200), (200, 400), (400, 800), (800, 10**6))  # as results/analysis.py bins lines
+LENGTH_BINS = ((0, 100), (100, 200), (200, 400), (400, 800), (800, 10**6))  # line lengths in characters, as errors.json bins them
 REPORT_FILE = "report.md"
 CURVES_FILE = "curves.png"
-PROBE_GLOB = "*c[1-5]*-seed*.json"  # <name>-c1-seed0.json (results/learn/probe.py, ablation.load_learn_runs)
+PROBE_GLOB = "*c[1-5]*-seed*.json"  # <name>-c1-seed0.json, one per configuration and seed (ablation.load_learn_runs)
 TRAIN_FILE = re.compile(r"c[1-5]\.json")  # c1.json (train/ablate, ablation.load_run)
 SECTIONS = ("What the recipe hands the model", "Results", "Paired comparisons against the baseline",
             "Where the errors are", "Random-string probe", "Free or length-aware decoding", "Training curves")
@@ -167,7 +167,7 @@ def _nothing_to_report(folder: Path) -> ValueError:
         return ValueError(f"{folder}: holds .txt files but no run records; to score them as predictions, pass "
                           "--references FILE with the reference plaintext lines")
     return ValueError(f"{folder}: no run records (c1.json ... c5.json from train/ablate, or <name>-c1-seed0.json "
-                      "from results/learn/probe.py); pass the folder a run wrote, or prediction files with "
+                      "..., one per configuration and seed); pass the folder a run wrote, or prediction files with "
                       "--references")
 
 
@@ -408,7 +408,7 @@ def _substitution_table(errors: dict) -> str | None:
             kind = ablation.char_kind(item["reference"][0]) if item["op"] == "substitute" else item["op"]
             counts[model][kind] += 1
     columns = [*CHAR_KINDS, "drop", "add"]
-    models = [ablation.entry_label(key, {}) for key in errors]  # named as errors.json names them
+    models = [ablation.entry_label(key) for key in errors]  # named as errors.json names them
     rows = [[model, *(counts[model][k] for k in columns)] for model in models if model in counts]
     return ablation.markdown_table(["model", *(f"substituted: {k}" for k in CHAR_KINDS), "drops", "additions"],
                                   rows) if rows else None
@@ -417,7 +417,7 @@ def _substitution_table(errors: dict) -> str | None:
 def _errors(report: Report, runs: dict, folder: Path) -> None:
     """Where the errors are, and free against length-aware decoding, from ``errors.json`` if the folder has one."""
     if not (folder / "errors.json").is_file():
-        report.lack(ERRORS, str(folder), "errors.json (results/analysis.py writes it from the checkpoints): the "
+        report.lack(ERRORS, str(folder), "errors.json (where the models go wrong, analysed from their checkpoints): the "
                     "records keep only per-line outcomes and right characters per line; for key phase, chunk "
                     "position, character class and line length, score a file of predictions with --references")
         return
@@ -448,8 +448,8 @@ def _random(report: Report, runs: dict, folder: Path) -> None:
              _of(x["exact_lines"], x["lines"])]
             for (c, s), r in runs.items() for n in _RANDOM_SETS if (x := r["sets"].get(n))]
     if not rows:
-        report.lack(RANDOM, str(folder), f"random-string sets ({', '.join(_RANDOM_SETS)}; results/learn/probe.py "
-                    "scores them)")
+        report.lack(RANDOM, str(folder), f"random-string sets ({', '.join(_RANDOM_SETS)}; a record holds them "
+                    "when its model was also scored on cipherlab.analysis.probes' sets)")
         return
     report.table(RANDOM, "Random strings no language model can predict: characters right %, bit accuracy %, "
                  "exact lines", ablation.markdown_table(["config", "seed", "set", "lines", "characters %",

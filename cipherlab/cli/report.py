@@ -73,7 +73,7 @@ def register_cli(subparsers) -> None:
         "report",
         help="the ablation's tables and figures for your own runs or prediction files",
         description="Write DIR/report.md (Markdown tables and figures only) from the run records in RUNS_DIR "
-        "(c1.json ... from train/ablate, or <name>-c1-seed0.json from results/learn/probe.py) or from prediction "
+        "(c1.json ... from train/ablate, or <name>-c1-seed0.json ..., one record per configuration and seed) or from prediction "
         "files (c1.txt ..., one line per reference line, with --references): the results in every unit, each "
         "configuration against C1 on the same lines (McNemar's exact test), where the errors are, the "
         "random-string probe, free against length-aware decoding and the training curves, each where the "

@@ -1,6 +1,6 @@
 """One record per trained model: what every run writes and every reader reads.
 
-``train``, ``ablate``, ``benchmarks/gpu_run.py`` and the results scripts (``results/learn/probe.py``)
+``train``, ``ablate`` and any script that trains or probes a model through :func:`make_record`
 all write this one JSON object, and ``report``, the tables and the book read it back through
 :func:`check_record`. A record is
 

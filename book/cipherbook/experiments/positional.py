@@ -24,7 +24,7 @@ from cipherbook.experiments.common import (BITS, D_MODEL, KEY_PERIOD, MAX_LEN, N
 from cipherlab.models.attention import MultiHeadAttention, causal_mask
 from cipherlab.models.positional import RotaryPositionalEmbedding, interleaved_to_half_split, inverse_frequencies
 from cipherlab.models.transformer import ModelArgs, Seq2SeqTransformer
-from cipherbook.runs import EQUAL_EPOCHS_RUN
+from cipherbook.runs import EQUAL_EPOCHS_RUN, load_committed_model
 
 HEAD_DIM = D_MODEL // N_HEADS
 CPU_C2 = make_config("c2", "cpu", recipe="notes")  # the course notes' recipe, as the committed C2; the reference run's C2: the sizes the cross-attention probe uses
@@ -355,7 +355,7 @@ def padding_shift_check(shift: int = KEY_PERIOD, n_chunks: int = 4) -> dict:
     ``shift`` characters earlier ("delayed"); and how many characters free greedy decoding (EOS where
     the model puts it) writes for each padded chunk ("free_chars").
     """
-    from cipherlab.analysis.attention_maps import example_chunks, load_committed_model
+    from cipherlab.analysis.attention_maps import example_chunks
 
     model, codec, config = load_committed_model("c2")  # results/checkpoints/c2.safetensors
     chunks = example_chunks(config, n_chunks)  # full chunks: config.chunk_chars characters each

@@ -1,4 +1,4 @@
-"""Where the errors are, from ``errors.json`` (``results/analysis.py``).
+"""Where the errors are, from a run's ``errors.json`` (:func:`cipherlab.analysis.ablation.records.load_errors`).
 
 :func:`profile_rows` finds where in a chunk and at which key phase a model's errors fall, against
 counting noise (:func:`excess`, :data:`SPIKE_Z`, :data:`SPIKE_RATIO`) and from a chunk's first half to
@@ -110,7 +110,7 @@ def profile_rows(errors: dict, lengths: Sequence[int], *, names: dict[str, str] 
         worst_chunk = max(range(len(chunk)), key=lambda i: z_chunk[i] if z_chunk[i] is not None else -math.inf)
         worst_phase = max(range(len(phase)), key=lambda i: z_phase[i] if z_phase[i] is not None else -math.inf)
         rate = sum(x for x, _ in pairs) / sum(s for _, s in pairs) if pairs else None
-        rows.append({"key": key, "label": entry_label(key, names or {}), "rate": rate,
+        rows.append({"key": key, "label": entry_label(key, names=names), "rate": rate,
                      "errors": round(sum(x for x, _ in pairs)),
                      "chunk_position": worst_chunk, "chunk_z": z_chunk[worst_chunk] or 0.0,
                      "chunk_ratio": (chunk[worst_chunk] or 0.0) / rate if rate else None,
@@ -155,7 +155,7 @@ def edits(errors: dict, width: int = 12, *, names: dict[str, str] | None = None)
                     "models": [], "line": example["line"], "index": i1, "end": i2, "op": ops[op],
                     "reference": ref[i1:i2], "prediction": pred[j1:j2],
                     "before": ref[max(0, i1 - width):i1], "after": ref[i2:i2 + width]})
-                item["models"].append(entry_label(key, names or {}))
+                item["models"].append(entry_label(key, names=names))
     return sorted(found.values(), key=lambda item: (item["line"], item["index"]))
 
 
@@ -275,7 +275,7 @@ def length_table(errors: dict, keys: Sequence[str], lengths: Sequence[int], *,
         rows.append([span, b["lines"]] + [f"{pct(col[i]['exact'])} ({pct(col[i]['independent'])})"
                                           for col in columns.values()])
     return markdown_table(["line length, characters", "lines"]
-                          + [f"{entry_label(k, names or {})}: exact % (independent %)" for k in keys], rows)
+                          + [f"{entry_label(k, names=names)}: exact % (independent %)" for k in keys], rows)
 
 
 def random_string_errors(model_path, n_random: int = 200) -> dict:

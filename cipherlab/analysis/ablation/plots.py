@@ -152,7 +152,7 @@ def plot_error_profiles(errors: dict, keys: Sequence[str] | None = None, *,
             mean = sum(known) / len(known) if known else 0
             if mean:
                 ax.plot(range(len(values)), [None if v is None else v / mean for v in values], marker=".",
-                        label=entry_label(key, names or {}))
+                        label=entry_label(key, names=names))
     for ax, title in zip(axes, ("position in the 32-character chunk", "key phase (position mod 8)")):
         ax.axhline(1.0, color="grey", lw=0.6)
         ax.set_xlabel(title)

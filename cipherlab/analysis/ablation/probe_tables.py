@@ -1,7 +1,7 @@
 """The tables of the learn and reference ablations, seed by seed, and the goals they set themselves.
 
 Those ablations score every configuration and seed on several probe sets (the records of
-``results/learn/probe.py``, read by :func:`cipherlab.analysis.ablation.records.load_learn_runs`): the learn
+``<name>-c1-seed0.json`` ..., read by :func:`cipherlab.analysis.ablation.records.load_learn_runs`): the learn
 ablation trained an earlier recipe, the reference ablation the default one. The ``learn_*`` functions lay out
 the learn ablation against :data:`LEARN_GOALS`; :func:`reference_tables` and :func:`goals_table` the reference
 ablation against :data:`REFERENCE_GOALS`; :func:`paired_table` and :func:`recipe_comparison` the paired

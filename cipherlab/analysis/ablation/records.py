@@ -107,7 +107,7 @@ def load_learn_runs(folder: str | os.PathLike) -> dict[tuple[str, int], dict]:
     path = run_path(folder)
     files = sorted(path.glob("*c[1-5]*-seed*.json"))
     if not files:
-        raise _missing(path / "c1-seed0.json", "python results/learn/probe.py, see results/learn/ablation/README.md")
+        raise _missing(path / "c1-seed0.json", "one run record per configuration and seed, <name>-c1-seed0.json ...")
     records = {}
     for file in files:
         record = read_record(file)
@@ -130,9 +130,10 @@ def section(record: dict, name: str) -> dict:
     return record["sets"][name]
 
 
-def _missing(path: Path, made_by: str) -> FileNotFoundError:
-    return FileNotFoundError(f"{path}: no such file; it is part of the committed results, so restore it from git "
-                             f"or make it again ({made_by})")
+def _missing(path: Path, what: str) -> FileNotFoundError:
+    """The error for a missing file of a run, saying what the file holds (``what``)."""
+    return FileNotFoundError(f"{path}: no such file ({what}); if it is part of the committed results, restore it "
+                             "from git or make it again with the command that results/README.md names for it")
 
 
 def load_curve(folder: str | os.PathLike, config: str) -> list[dict]:
@@ -143,23 +144,24 @@ def load_curve(folder: str | os.PathLike, config: str) -> list[dict]:
     """
     path = run_path(folder) / f"{config}.json"
     if not path.is_file():
-        raise _missing(path, "cipherlab train writes it")
+        raise _missing(path, "a run record, as python -m cipherlab train writes it")
     return read_record(path)["log"]
 
 
-def _load_file(folder: str | os.PathLike, name: str, made_by: str) -> dict:
+def _load_file(folder: str | os.PathLike, name: str, what: str) -> dict:
     """A JSON object file of a run; FileNotFoundError naming it when absent, ValueError when not an object."""
     path = run_path(folder) / name
     if not path.is_file():
-        raise _missing(path, made_by)
+        raise _missing(path, what)
     data = _read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object keyed by configuration, got {type(data).__name__}")
     return data
 
 
-_MADE_BY = {"beam.json": "python results/extras.py", "generalisation.json": "python results/extras.py",
-            "errors.json": "python results/analysis.py"}
+_HOLDS = {"beam.json": "the run's models decoded greedily and with beam search",
+          "generalisation.json": "the run's models on lines from outside the corpus",
+          "errors.json": "where the run's models go wrong, decoded freely and length-aware"}
 
 
 def _per_config(data: dict) -> dict:
@@ -172,17 +174,17 @@ def load_beam(folder: str | os.PathLike) -> dict:
 
     Only the configuration entries; :func:`provenance` reads the file's "about" entry.
     """
-    return _per_config(_load_file(folder, "beam.json", _MADE_BY["beam.json"]))
+    return _per_config(_load_file(folder, "beam.json", _HOLDS["beam.json"]))
 
 
 def load_generalisation(folder: str | os.PathLike) -> dict:
     """``generalisation.json`` of a run as ``{"c2": metrics, "c5": metrics}`` (out-of-corpus lines)."""
-    return _per_config(_load_file(folder, "generalisation.json", _MADE_BY["generalisation.json"]))
+    return _per_config(_load_file(folder, "generalisation.json", _HOLDS["generalisation.json"]))
 
 
 def provenance(folder: str | os.PathLike, name: str) -> str:
     """How a file of a run was made: the command and commit its "about" entry records ("not recorded" if none)."""
-    about = _load_file(folder, name, _MADE_BY.get(name, "see results/README.md")).get("about") or {}
+    about = _load_file(folder, name, _HOLDS.get(name, "a file of the run")).get("about") or {}
     if not about:
         return "not recorded"
     return f"{about.get('command', '?')} (commit {str(about.get('git_commit') or about.get('commit') or '?')[:12]})"
@@ -192,7 +194,7 @@ def load_calibration() -> dict:
     """``results/calibration/calibration.json``, the short validation runs that chose the ``cpu`` preset."""
     path = results_dir() / "calibration" / "calibration.json"
     if not path.is_file():
-        raise _missing(path, "results/calibration/calibrate.py")
+        raise _missing(path, "the short validation runs that chose the cpu preset")
     data = _read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise ValueError(f"{path}: expected an object with a list of runs under \"runs\"")
@@ -200,29 +202,30 @@ def load_calibration() -> dict:
 
 
 def load_errors(folder: str | os.PathLike) -> dict:
-    """``errors.json`` of a run (``results/analysis.py``) without its "about" entry.
+    """``errors.json`` of a run (where its models go wrong, from their checkpoints) without its "about" entry.
 
     Keyed ``"<runs folder>/<config>"`` (the folder the analysis read, see :func:`error_entry`), each value
     with ``test_free`` and ``test_length_aware`` (metrics of free and length-aware greedy decoding), ``lines``,
     ``lines_with_wrong_length``, ``char_error_by_chunk_position``, ``char_error_by_key_phase``,
     ``exact_lines_by_length``, ``exact_chunks`` and a few ``errors``.
     """
-    data = _load_file(folder, "errors.json", _MADE_BY["errors.json"])
+    data = _load_file(folder, "errors.json", _HOLDS["errors.json"])
     return {key: entry for key, entry in data.items() if key != "about"}
 
 
-def error_entry(errors: dict | None, run: str, config: str, names: dict[str, str]) -> dict | None:
+def error_entry(errors: dict | None, run: str, config: str, *, names: dict[str, str] | None = None) -> dict | None:
     """The ``errors.json`` entry of one configuration of a run; ``names`` ``{run: the name errors.json gives
-    it}`` for runs whose entries are named otherwise than the run. None when ``errors`` is None (no analysis
-    given) or the analysis did not cover that model."""
-    return None if errors is None else errors.get(f"{names.get(run, run)}/{config}")
+    it}`` for runs whose entries are named otherwise than the run (None: every run as errors.json names it).
+    None when ``errors`` is None (no analysis given) or the analysis did not cover that model."""
+    return None if errors is None else errors.get(f"{(names or {}).get(run, run)}/{config}")
 
 
-def entry_label(key: str, names: dict[str, str]) -> str:
+def entry_label(key: str, *, names: dict[str, str] | None = None) -> str:
     """``"cpu/c2"`` -> ``"C2, <run>"``: an ``errors.json`` key named after the run that ``names`` (``{run: the
-    name errors.json gives it}``, as for :func:`error_entry`) gives that name, else after the name itself."""
+    name errors.json gives it}``, as for :func:`error_entry`) gives that name, else (and with ``names`` None)
+    after the name itself."""
     folder, config = key.rsplit("/", 1)
-    runs = {analysed: run for run, analysed in names.items()}
+    runs = {analysed: run for run, analysed in (names or {}).items()}
     return f"{config.upper()}, {runs.get(folder, folder)}"
 
 

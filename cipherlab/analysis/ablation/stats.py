@@ -159,7 +159,7 @@ def beam_gains(beam: dict, key: str = "sequence_accuracy") -> dict[str, float | 
 def decoding_rows(errors: dict, *, names: dict[str, str] | None = None) -> list[dict]:
     """Per ``errors.json`` entry: its label (:func:`~cipherlab.analysis.ablation.records.entry_label` with
     ``names``), free and length-aware metrics, and the free lines of the wrong length."""
-    return [{"key": key, "label": entry_label(key, names or {}), "free": e["test_free"],
+    return [{"key": key, "label": entry_label(key, names=names), "free": e["test_free"],
              "aware": e["test_length_aware"], "lines": e["lines"], "wrong_length": e["lines_with_wrong_length"]}
             for key, e in errors.items()]
 

@@ -225,7 +225,7 @@ def target_rows(runs: dict[str, dict[str, dict]], errors: dict | None = None, *,
             if name not in records:
                 continue
             decodings = [("free", records[name]["sets"]["test"])]
-            entry = error_entry(errors, run, name, names or {})
+            entry = error_entry(errors, run, name, names=names)
             if entry is not None:
                 decodings.append(("length-aware", entry["test_length_aware"]))
             for decoding, metrics in decodings:
@@ -285,7 +285,7 @@ def extended_table(stages: dict[str, dict[str, dict]], errors: dict | None = Non
             if name not in records:
                 continue
             r = records[name]
-            aware = (error_entry(errors, run, name, names or {}) or {}).get("test_length_aware")
+            aware = (error_entry(errors, run, name, names=names) or {}).get("test_length_aware")
             rows.append([name.upper(), run, r["epochs"], num(r.get("best_val_loss"), ".4f"),
                          pct2(metric(r, "bit_accuracy")), pct(metric(r, "sequence_accuracy")),
                          pct2(aware and metric(aware, "bit_accuracy")),
