@@ -204,7 +204,6 @@ def test_the_library_reads_none_of_the_books_files():
     assert not found, "the library reaches into the book:\n" + "\n".join(found)
 
 
-
 CORE = ("models", "data", "pipeline", "base")  # the code a student reads beside the chapters
 BOOK_WORDS = re.compile(r"results/|\bchapters?\b|course notes|\bthe book\b|§", flags=re.I)
 

@@ -1,8 +1,9 @@
 """The one Markdown-table writer of the package.
 
 :func:`cipherlab.runner.evaluate.write_table` (a run's ``table.md``), :mod:`cipherlab.analysis.ablation`
-(the ablation tables) and any README generator lay their tables out with :func:`markdown_table`; :func:`pct`, :func:`pct2` and :func:`num` format their cells. It imports
-nothing of the package, so every stage of the flow may use it.
+(the ablation tables) and any README generator lay their tables out with :func:`markdown_table`;
+:func:`pct`, :func:`pct2` and :func:`num` format their cells. It imports nothing of the package, so
+every stage of the flow may use it.
 """
 
 from __future__ import annotations
