@@ -422,26 +422,40 @@ def recipe_summary() -> dict:
     """The recipe ablation's headline (``cpu`` preset, as the training chapter's recipe cell computes it):
     "short_of": the most lines any C1-C4 run of the reference ablation (``results/reference``, every part on,
     both seeds) is short of exact on one set (Brown length-aware, and ``RECIPE_SETS``); "set_lines": the fewest
-    lines a set of theirs holds; "lost": {part: the most exact lines one C1 or C2 run without that part lost
-    on one of ``RECIPE_SETS``} (``results/recipe``, ``results/nophase``)."""
+    lines a set of theirs holds; "lines": {set: its lines} (Brown free and length-aware alike); "docstrings": the C1-C4
+    reference run with the fewest exact docstring lines ("run", "exact", "lines"); "lost": {part: the most
+    exact lines one C1 or C2 run without that part lost on one of ``RECIPE_SETS``} (``results/recipe``,
+    ``results/nophase``); "p": {part: McNemar's exact p of that run on that set against the reference}."""
     from cipherlab.analysis import ablation
     from cipherbook.runs import RECIPE_FOLDERS, REFERENCE_RUN
 
     costs, full = ablation.load_recipe_runs(RECIPE_FOLDERS), ablation.load_learn_runs(REFERENCE_RUN)
     sets = ("test", *RECIPE_SETS)
-    ceiling = [r for key, r in full.items() if key[0] != "c5"]
-    short_of = max(ablation.section(r, s)["lines"] - ablation.section(r, s)["exact_lines"] for r in ceiling for s in sets)
-    lost = {part: max(ablation.section(full[key], s)["exact_lines"] - ablation.section(run, s)["exact_lines"]
-                      for key, run in runs.items() if key[0] in ("c1", "c2") for s in RECIPE_SETS)
-            for part, runs in costs.items()}
-    return {"short_of": short_of, "set_lines": min(ablation.section(r, s)["lines"] for r in ceiling for s in sets),
-            "lost": lost}
+    ceiling = {key: r for key, r in full.items() if key[0] != "c5"}
+    short_of = max(ablation.section(r, s)["lines"] - ablation.section(r, s)["exact_lines"]
+                   for r in ceiling.values() for s in sets)
+    lines = {s: {ablation.section(r, s)["lines"] for r in full.values()} for s in sets}
+    if any(len(n) != 1 for n in lines.values()) or lines["test"] != lines["test_free"]:
+        raise ValueError(f"the reference runs score sets of different sizes: {lines}")
+    lost, p = {}, {}
+    for part, runs in costs.items():
+        pairs = [(ablation.section(full[key], s), ablation.section(run, s))
+                 for key, run in runs.items() if key[0] in ("c1", "c2") for s in RECIPE_SETS]
+        x, y = max(pairs, key=lambda pair: pair[0]["exact_lines"] - pair[1]["exact_lines"])
+        lost[part] = x["exact_lines"] - y["exact_lines"]
+        p[part] = ablation.mcnemar(x["exact_by_line"], y["exact_by_line"])[2]
+    (config, seed), doc = min(((key, ablation.section(r, "stdlib")) for key, r in ceiling.items()),
+                              key=lambda item: item[1]["exact_lines"])
+    return {"short_of": short_of,
+            "set_lines": min(ablation.section(r, s)["lines"] for r in ceiling.values() for s in sets),
+            "lines": {s: n.pop() for s, n in lines.items()}, "lost": lost, "p": p,
+            "docstrings": {"run": f"{config.upper()} seed {seed}", "exact": doc["exact_lines"], "lines": doc["lines"]}}
 
 
 def case_flip_upper(config: str = "c1", seed: int = 1) -> dict:
     """The upper-case docstrings (``stdlib_upper``, outside ``RECIPE_SETS``) of one run without the case flip
     (``results/recipe/no-case-flip``) and of the same run with every part on (``results/reference``):
-    {"without": exact lines, "with": exact lines, "lines": lines of the set}."""
+    {"without": exact lines, "with": exact lines, "lines": lines of the set, "p": McNemar's exact p}."""
     from cipherbook.runs import RECIPE_FOLDERS, REFERENCE_RUN
     from cipherlab.analysis import ablation
 
@@ -449,7 +463,8 @@ def case_flip_upper(config: str = "c1", seed: int = 1) -> dict:
     with_it = ablation.section(ablation.load_learn_runs(REFERENCE_RUN)[(config, seed)], "stdlib_upper")
     if without["lines"] != with_it["lines"]:
         raise ValueError(f"{config} seed {seed}: the upper-case sets differ ({without['lines']}, {with_it['lines']} lines)")
-    return {"without": without["exact_lines"], "with": with_it["exact_lines"], "lines": without["lines"]}
+    return {"without": without["exact_lines"], "with": with_it["exact_lines"], "lines": without["lines"],
+            "p": ablation.mcnemar(with_it["exact_by_line"], without["exact_by_line"])[2]}
 
 
 def recipe_seeds() -> int:

@@ -573,7 +573,17 @@ FACTS["training"] = {
     "noflip_upper_exact": lambda: trn.case_flip_upper()["without"],
     "ref_upper_exact": lambda: trn.case_flip_upper()["with"],
     "upper_lines": lambda: trn.case_flip_upper()["lines"],
+    "noflip_upper_p": lambda: trn.case_flip_upper()["p"],
+    # the probe sets' sizes, and the C1-C4 reference run furthest from the ceiling on docstrings
+    "recipe_brown_lines": lambda: trn.recipe_summary()["lines"]["test"],
+    "recipe_letters_lines": lambda: trn.recipe_summary()["lines"]["random_letters"],
+    "recipe_alphabet_lines": lambda: trn.recipe_summary()["lines"]["random_alphabet"],
+    "recipe_doc_run": lambda: trn.recipe_summary()["docstrings"]["run"],
+    "recipe_doc_exact": lambda: trn.recipe_summary()["docstrings"]["exact"],
+    "recipe_doc_lines": lambda: trn.recipe_summary()["docstrings"]["lines"],
     **{f"recipe_lost_{part}": (lambda part=part: trn.recipe_summary()["lost"][part])
+       for part in ("phase_embedding", "bit_embeddings", "phase_shuffle", "case_flip", "source_eos", "select_on")},
+    **{f"recipe_lost_{part}_p": (lambda part=part: trn.recipe_summary()["p"][part])
        for part in ("phase_embedding", "bit_embeddings", "phase_shuffle", "case_flip", "source_eos", "select_on")},
 }
 
