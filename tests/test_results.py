@@ -511,6 +511,7 @@ def test_the_committed_runs_load_in_full():
 def test_the_results_answers_say_what_the_files_hold():
     """The sentences of bank/results.yml that a changed result would make wrong, checked against the files
     (the numbers in those answers are facts, filled in by sync; these are the words around them)."""
+    from cipherbook.experiments import blt
     from cipherbook.experiments import results as facts
     from cipherbook.viva.facts import FACTS
 
@@ -559,16 +560,20 @@ def test_the_results_answers_say_what_the_files_hold():
     assert cpu["c1"]["epochs"] != cpu["c5"]["epochs"]
     # §7.8 Q7: C1's, C2's and C5's lines/s lie "within the spread of two timings of one model"
     assert all(abs(facts.bench_lps(c) / facts.bench_lps("c1") - 1) < facts.bench_repeat_spread() for c in ("c2", "c5"))
-    # §7.9 Q3: C5 decodes every test line length-aware; "freely it is within noise of C1's better seed";
-    # "0.86-3.5 times C1's": the benchmark's step the lowest of the ratios the answer tables, results/reference the
-    # highest; the extended run was "free-decoded"
+    # §7.9 Q3: C2 "free-decodes more lines than C5, at less cost" (the McNemar test favours C2, its epoch the
+    # shorter); C5 "decodes all" length-aware; "1.5-3.5 at cpu": results/nophase's lowest ratio and
+    # results/reference's highest; the blt.json row is its own setup (the notes' bits BPE), not the assignment's
     acpu = facts.assignment_cpu()
-    assert facts.acpu_exact("c5") == acpu[("c5", 0)]["sets"]["test"]["lines"]
+    versus = facts.acpu_c2_against_c5()
+    assert versus["only_c2"] > versus["only_c5"] == 0 and versus["p"] < 0.05
+    assert facts.acpu_over_c1("c2", "epoch") < facts.acpu_over_c1("c5", "epoch")
+    assert facts.acpu_lines("c5") == acpu[("c5", 0)]["sets"]["test"]["lines"]
     better_free = max((0, 1), key=lambda s: facts.acpu_lines("c1", s, "test_free"))
     assert facts.acpu_test("c5", better_free, "test_free")["p"] > 0.05
-    ratios = [facts.acpu_over_c1("c5", "step"), facts.acpu_over_c1("c5", "epoch"), *facts.ref_time_ratios("c5"),
-              *facts.ref_time_ratios("c5", "nophase"), FACTS["results"]["res_blt_step_ratio"]()]
-    assert min(ratios) == FACTS["results"]["res_blt_step_ratio"]() and max(ratios) == max(facts.ref_time_ratios("c5"))
+    cpu_ratios = [*facts.ref_time_ratios("c5"), *facts.ref_time_ratios("c5", "nophase")]
+    assert min(cpu_ratios) == min(facts.ref_time_ratios("c5", "nophase"))
+    assert max(cpu_ratios) == max(facts.ref_time_ratios("c5"))
+    assert blt.benchmark("blt")["bpe"]["mode"] == "bits"
     assert {r["sets"]["test"]["decoding"] for r in extended.values()} == {"free greedy"}
 
 

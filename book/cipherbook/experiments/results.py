@@ -548,9 +548,9 @@ def acpu_paired(set_name: str = "test") -> tuple[dict, ...]:
     return tuple(rows)
 
 
-def acpu_seed_test() -> dict:
+def acpu_seed_test(set_name: str = "test") -> dict:
     """The test of C1's seed 1 against its seed 0 (results/assignment-cpu): what a seed alone moves."""
-    return acpu_paired()[0]
+    return acpu_paired(set_name)[0]
 
 
 def acpu_epoch_seed_spread() -> float:
@@ -577,6 +577,21 @@ def acpu_against_better_c1(config: str) -> dict:
 def acpu_test(config: str, c1_seed: int, set_name: str = "test") -> dict:
     """The row of :func:`acpu_paired` testing ``config`` (seed 0) against C1's seed ``c1_seed`` on ``set_name``."""
     return next(r for r in acpu_paired(set_name) if r["base"] == ("c1", c1_seed) and r["other"] == (config, 0))
+
+
+def acpu_bonferroni() -> tuple[int, float]:
+    """§9.1's paired tests (:func:`acpu_paired`, length-aware and free greedy together) and their Bonferroni bar,
+    0.05 over their number."""
+    tests = len(acpu_paired()) + len(acpu_paired("test_free"))
+    return tests, 0.05 / tests
+
+
+def acpu_c2_against_c5(set_name: str = "test_free") -> dict:
+    """McNemar's test of C2 against C5 (seed 0 each) on the Brown test lines of results/assignment-cpu: lines only
+    C2 decoded, only C5 decoded, p."""
+    runs = assignment_cpu()
+    only_c2, only_c5, p = mcnemar(*(runs[(c, 0)]["sets"][set_name]["exact_by_line"] for c in ("c2", "c5")))
+    return {"only_c2": only_c2, "only_c5": only_c5, "p": p}
 
 
 def acpu_stop_lost(config: str, seed: int = 0) -> int:

@@ -42,7 +42,7 @@ from cipherlab.models.attention import MultiHeadAttention
 from cipherlab.models.norm import LayerNorm, RMSNorm
 from cipherlab.models.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from cipherlab.models.transformer import cross_kv_cache_bytes, kv_cache_bytes
-from cipherbook.runs import BITS_RUN, EQUAL_EPOCHS_RUN, EXTENDED_RUN, PRIMARY_RUN, reference
+from cipherbook.runs import BITS_RUN, EQUAL_EPOCHS_RUN, PRIMARY_RUN, reference
 from cipherlab.data.tokenizers.bytes import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
 FACTS: dict[str, dict[str, Callable[[], object]]] = {}
@@ -618,21 +618,11 @@ FACTS["results"] = {
     # the assignment preset, one epoch on a CPU (results/assignment-cpu): the chapter's lead table
     "res_acpu_lines": lambda: res.assignment_cpu()[("c1", 0)]["sets"]["test"]["lines"],
     "res_acpu_epochs": lambda: max(r["epochs"] for r in res.assignment_cpu().values()),
-    "res_acpu_exact_min": lambda: min(res.pct(r["sets"]["test"]["sequence_accuracy"]) for r in res.assignment_cpu().values()),
     "res_acpu_c5_epoch_ratio": lambda: res.over_c1(res.assignment_cpu(), "seconds_per_epoch")[("c5", 0)],
     # its paired tests on the Brown test lines: C1's seeds against each other, C2-C5 against each C1 seed
-    "res_acpu_seed_p": lambda: res.acpu_seed_test()["p"],
-    "res_acpu_seed_gap": lambda: abs(res.acpu_exact("c1", 0) - res.acpu_exact("c1", 1)),
-    "res_acpu_c1_best": lambda: max(res.acpu_exact("c1", s) for s in (0, 1)),
-    "res_acpu_headroom": lambda: (res.assignment_cpu()[("c1", 0)]["sets"]["test"]["lines"]  # lines C1 left to gain
-                                  - max(res.acpu_exact("c1", s) for s in (0, 1))),
-    "res_acpu_c2c5_p_max": lambda: max(r["p"] for r in res.acpu_paired() if r["other"][0] in ("c2", "c5")),
-    "res_acpu_c3c4_p_min": lambda: min(res.acpu_against_better_c1(c)["p"] for c in ("c3", "c4")),
     "res_acpu_c5_free": lambda: res.acpu_lines("c5", 0, "test_free"),
     "res_aligned_bonferroni": lambda: FACTS["positional"]["aligned_bonferroni"](),
     "res_acpu_c1_free_seeds": lambda: common.seed_by_seed([res.acpu_lines("c1", s, "test_free") for s in (0, 1)]),
-    "res_acpu_c5_exact": lambda: res.acpu_exact("c5"),
-    "res_acpu_c1_exact_seeds": lambda: common.seed_by_seed([res.acpu_exact("c1", s) for s in (0, 1)]),
     **{f"res_acpu_random_{c}_s{s}": (lambda c=c, s=s: res.acpu_lines(c, s, "random_letters")) for c, s in res.ACPU_RUNS},
     # C5 against C1 (seed 0), the handout's costs; C3's and C4's epochs over C1's
     "res_acpu_c5_peak_ratio": lambda: res.acpu_over_c1("c5", "peak"),
@@ -715,18 +705,36 @@ FACTS["results"] = {
     "res_acpu_free_c2_p_max": lambda: max(res.acpu_test("c2", s, "test_free")["p"] for s in (0, 1)),
     "res_acpu_free_c5_s1_p": lambda: res.acpu_test("c5", 1, "test_free")["p"],
     "res_acpu_free_c3_s1_p": lambda: res.acpu_test("c3", 1, "test_free")["p"],
+    "res_acpu_free_c4_p": lambda: common.seed_by_seed([res.acpu_test("c4", s, "test_free")["p"] for s in (0, 1)], ".2g"),
+    "res_acpu_c4_free": lambda: res.acpu_lines("c4", 0, "test_free"),
+    "res_acpu_c2_free": lambda: res.acpu_lines("c2", 0, "test_free"),
+    "res_acpu_free_seed_gap": lambda: abs(res.acpu_lines("c1", 0, "test_free") - res.acpu_lines("c1", 1, "test_free")),
+    "res_acpu_free_seed_p": lambda: res.acpu_seed_test("test_free")["p"],
+    "res_acpu_free_c1_best": lambda: max(res.acpu_lines("c1", s, "test_free") for s in (0, 1)),
+    "res_acpu_free_headroom": lambda: (FACTS["results"]["res_acpu_lines"]()  # lines C1's better seed left to gain
+                                       - FACTS["results"]["res_acpu_free_c1_best"]()),
+    "res_acpu_tests": lambda: res.acpu_bonferroni()[0],  # §9.1's paired tests, both greedy rules
+    "res_acpu_bonferroni": lambda: res.acpu_bonferroni()[1],
+    "res_acpu_c5_p_max": lambda: max(r["p"] for r in res.acpu_paired() if r["other"][0] == "c5"),  # length-aware
+    "res_acpu_free_c2_over_c5": lambda: res.acpu_c2_against_c5()["only_c2"],  # free greedy, McNemar
+    "res_acpu_free_c5_over_c2": lambda: res.acpu_c2_against_c5()["only_c5"],
+    "res_acpu_free_c2_c5_p": lambda: res.acpu_c2_against_c5()["p"],
     "res_acpu_c3_stop_lost": lambda: res.acpu_stop_lost("c3"),  # exact length-aware, not freely
     "res_acpu_free_bit_min_config": lambda: res.acpu_bit_min_config("test_free"),
     # gains past the Bonferroni bars other than C2's, all against C1's seed 1 (C1's exact lines → the other's)
     "res_nophase_c4_free_gain": lambda: res.gain_past_bar("nophase", "c4", "test_free"),
-    "res_nophase_c5_test_gain": lambda: res.gain_past_bar("nophase", "c5", "test"),
     "res_aligned_c3_free_gain": lambda: res.gain_past_bar("aligned", "c3", "test_free"),
-    "res_aligned_c4_alphabet_gain": lambda: res.gain_past_bar("aligned", "c4", "random_alphabet"),
     "res_aligned_alphabet_lines": lambda: FACTS["positional"]["aligned_alphabet_lines"](),
     "res_nophase_brown_lines": lambda: FACTS["mha"]["mha_nophase_brown_lines"](),
     # C5's training time over C1's elsewhere: results/nophase seed by seed, the benchmark's one step (blt.json)
     "res_nophase_c5_time_ratio_min": lambda: min(res.ref_time_ratios("c5", "nophase")),
     "res_nophase_c5_time_ratio_max": lambda: max(res.ref_time_ratios("c5", "nophase")),
+    # blt.json's setup, not the assignment's: the notes' BPE over bits, its chunk length, the steps it timed
+    "res_blt_src_vocab": lambda: f'{blt.benchmark("blt")["bpe"]["src_vocab"]:,}',
+    "res_blt_tgt_vocab": lambda: f'{blt.benchmark("blt")["bpe"]["tgt_vocab"]:,}',
+    "res_blt_chunk_chars": lambda: blt.benchmark("blt")["training_step"]["chunk_chars"],
+    "res_blt_steps_timed": lambda: len(blt.benchmark("blt")["training_step"]["step_times_s"]["c5"]),
+    "res_aligned_c4_alphabet_exact": lambda: common.aligned_by_seed("c4", "random_alphabet", "exact"),
     "res_blt_step_ratio": lambda: blt.benchmark("blt")["training_step"]["step_time_ratio_c5_over_c1"],
 
     # §7.8 Q1: what each metric sees
@@ -772,7 +780,6 @@ FACTS["results"] = {
     "res_chunk_chars": res.run_chunk_chars,
     "res_uncached_positions": lambda: res.triangle(res.run_chunk_chars() + 1),
     "res_cached_positions": lambda: res.run_chunk_chars() + 1,
-    "res_extended_run": lambda: f"results/{EXTENDED_RUN}",
     "res_bench_lines": lambda: res.decode_benchmark()["c5"]["lines_per_second"]["lines"],
     "res_bench_c1_lps": lambda: res.bench_lps("c1"),
     "res_bench_c2_lps": lambda: res.bench_lps("c2"),
@@ -791,14 +798,6 @@ FACTS["results"] = {
     "res_equal_c4_se": lambda: res.se_against_c1("c4"),
     "res_c4_controlled_exact": lambda: res.against_c1("c4", "sequence_accuracy", res.RUN),
     # §7.9 Q3: C5
-    "res_ext_c5_minus_c2": res.extended_c5_minus_c2,
-    "res_ext_c5_minus_c2_stderr": res.extended_se,
-    "res_ext_c5_exact": lambda: res.exact_pct("c5", EXTENDED_RUN),
-    "res_ext_c2_exact": lambda: res.exact_pct("c2", EXTENDED_RUN),
-    "res_ext_c5_epochs": lambda: res.records(EXTENDED_RUN)["c5"]["epochs"],
-    "res_ext_c2_epochs": lambda: res.records(EXTENDED_RUN)["c2"]["epochs"],
-    "res_ext_c5_lines_exact": lambda: res.records(EXTENDED_RUN)["c5"]["sets"]["test"]["exact_lines"],
-    "res_ext_c2_lines_exact": lambda: res.records(EXTENDED_RUN)["c2"]["sets"]["test"]["exact_lines"],
     # §7.9 Q4: the slot already spent on bits vs bytes
     "res_bytes_bit_min": lambda: min(res.over_c1_c4("bit_accuracy", scale=100)),
     "res_bytes_bit_max": lambda: max(res.over_c1_c4("bit_accuracy", scale=100)),
