@@ -280,12 +280,6 @@ def ref_exact_pct(pick=min, sets: tuple[str, ...] | None = None) -> float:
     return pct(pick(section(r, n)["sequence_accuracy"] for r in ref_runs().values() for n in names))
 
 
-def ref_perfect_runs() -> int:
-    """Reference runs that decoded every line of every probe set exactly."""
-    return sum(all(section(r, n)["exact_lines"] == section(r, n)["lines"] for n, _ in REFERENCE_SETS)
-               for r in ref_runs().values())
-
-
 @functools.cache
 def paired() -> tuple[dict, ...]:
     """McNemar's exact test of C2-C5 against C1, seed by seed, on every probe set of the reference ablation."""

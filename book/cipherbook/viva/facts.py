@@ -601,8 +601,6 @@ FACTS["results"] = {
     "res_ref_runs": lambda: len(res.ref_runs()),
     "res_ref_seeds": common.reference_seeds,
     "res_ref_sets": common.reference_sets,
-    "res_ref_perfect_runs": res.ref_perfect_runs,
-    "res_ref_exact_min": res.ref_exact_pct,
     "res_ref_brown_exact_min": lambda: res.ref_exact_pct(min, ("test_free",)),
     "res_ref_c5_epoch_ratio": lambda: res.ref_epoch_over_c1("c5"),  # as §9.4's cell prints it
     "res_ref_epochs": common.reference_epochs,
@@ -691,7 +689,6 @@ FACTS["results"] = {
     "res_nophase_c3_brown_exact": lambda: FACTS["mha"]["mha_nophase_c3_brown_exact"](),
     # results/assignment-cpu: what the lead table rests on
     "res_acpu_cores": lambda: res.readme_cores("assignment-cpu"),  # its README; the records do not hold it
-    "res_acpu_free_min": lambda: min(res.acpu_lines(c, s, "test_free") for c, s in res.ACPU_RUNS),
     "res_acpu_bit_miss_max": lambda: 100 - res.acpu_bit_min(),  # bits missed, length-aware (%)
     "res_acpu_free_bit_min": lambda: res.acpu_bit_min("test_free"),
     "res_acpu_c2_random_p": lambda: common.seed_by_seed([r["p"] for r in res.acpu_random_against_c1("c2")], ".2g"),
@@ -708,6 +705,8 @@ FACTS["results"] = {
     "res_acpu_free_c4_p": lambda: common.seed_by_seed([res.acpu_test("c4", s, "test_free")["p"] for s in (0, 1)], ".2g"),
     "res_acpu_c4_free": lambda: res.acpu_lines("c4", 0, "test_free"),
     "res_acpu_c2_free": lambda: res.acpu_lines("c2", 0, "test_free"),
+    "res_acpu_c3_free": lambda: res.acpu_lines("c3", 0, "test_free"),
+    "res_acpu_c5_params_ratio": lambda: FACTS["blt"]["c5_over_c1_assignment_preset"](),  # seed 0, counted
     "res_acpu_free_seed_gap": lambda: abs(res.acpu_lines("c1", 0, "test_free") - res.acpu_lines("c1", 1, "test_free")),
     "res_acpu_free_seed_p": lambda: res.acpu_seed_test("test_free")["p"],
     "res_acpu_free_c1_best": lambda: max(res.acpu_lines("c1", s, "test_free") for s in (0, 1)),
@@ -721,9 +720,6 @@ FACTS["results"] = {
     "res_acpu_free_c2_c5_p": lambda: res.acpu_c2_against_c5()["p"],
     "res_acpu_c3_stop_lost": lambda: res.acpu_stop_lost("c3"),  # exact length-aware, not freely
     "res_acpu_free_bit_min_config": lambda: res.acpu_bit_min_config("test_free"),
-    # gains past the Bonferroni bars other than C2's, all against C1's seed 1 (C1's exact lines → the other's)
-    "res_nophase_c4_free_gain": lambda: res.gain_past_bar("nophase", "c4", "test_free"),
-    "res_aligned_c3_free_gain": lambda: res.gain_past_bar("aligned", "c3", "test_free"),
     "res_aligned_alphabet_lines": lambda: FACTS["positional"]["aligned_alphabet_lines"](),
     "res_nophase_brown_lines": lambda: FACTS["mha"]["mha_nophase_brown_lines"](),
     # C5's training time over C1's elsewhere: results/nophase seed by seed, the benchmark's one step (blt.json)
