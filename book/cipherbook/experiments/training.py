@@ -415,41 +415,44 @@ def preset_waste() -> dict:
 # --------------------------------------------------------------------------- the recipe's parts
 
 RECIPE_SETS = ("random_letters", "random_alphabet", "test_free")  # the probe sets the recipe table scores
+RECIPE_SET_NAMES = {"random_letters": "letters", "random_alphabet": "alphabet", "test_free": "Brown free"}
 
 
 @functools.lru_cache(maxsize=1)
 def recipe_summary() -> dict:
-    """The recipe ablation's headline (``cpu`` preset, as the training chapter's recipe cell computes it):
-    "short_of": the most lines any C1-C4 run of the reference ablation (``results/reference``, every part on,
-    both seeds) is short of exact on one set (Brown length-aware, and ``RECIPE_SETS``); "set_lines": the fewest
-    lines a set of theirs holds; "lines": {set: its lines} (Brown free and length-aware alike); "docstrings": the C1-C4
-    reference run with the fewest exact docstring lines ("run", "exact", "lines"); "lost": {part: the most
-    exact lines one C1 or C2 run without that part lost on one of ``RECIPE_SETS``} (``results/recipe``,
-    ``results/nophase``); "p": {part: McNemar's exact p of that run on that set against the reference}."""
+    """The recipe ablation's headline (``cpu`` preset, as the training chapter's recipe cell computes it), each
+    part against the reference ablation (``results/reference``, every part on): "lost": {part: the most exact
+    lines one C1 or C2 run without that part lost on one of ``RECIPE_SETS``} (``results/recipe``,
+    ``results/nophase``); "p": {part: McNemar's exact p of that run on that set against the reference};
+    "where": {part: that run and set, "C2 s1 · alphabet"}; "of": {part: the exact lines the reference run
+    decoded on that set}; "others": {part: the most any other C1 or C2 run lost on one of ``RECIPE_SETS``};
+    "aware": {part: the lines that run lost on Brown decoded length-aware}; "scale": the epochs, the
+    minutes of training allowed and the torch threads of every run (one of each, or an error)."""
     from cipherlab.analysis import ablation
     from cipherbook.runs import RECIPE_FOLDERS, REFERENCE_RUN
 
     costs, full = ablation.load_recipe_runs(RECIPE_FOLDERS), ablation.load_learn_runs(REFERENCE_RUN)
-    sets = ("test", *RECIPE_SETS)
-    ceiling = {key: r for key, r in full.items() if key[0] != "c5"}
-    short_of = max(ablation.section(r, s)["lines"] - ablation.section(r, s)["exact_lines"]
-                   for r in ceiling.values() for s in sets)
-    lines = {s: {ablation.section(r, s)["lines"] for r in full.values()} for s in sets}
-    if any(len(n) != 1 for n in lines.values()) or lines["test"] != lines["test_free"]:
-        raise ValueError(f"the reference runs score sets of different sizes: {lines}")
-    lost, p = {}, {}
+
+    def loss(key, run, s):
+        return ablation.section(full[key], s)["exact_lines"] - ablation.section(run, s)["exact_lines"]
+
+    lost, p, where, of, others, aware = {}, {}, {}, {}, {}, {}
     for part, runs in costs.items():
-        pairs = [(ablation.section(full[key], s), ablation.section(run, s))
-                 for key, run in runs.items() if key[0] in ("c1", "c2") for s in RECIPE_SETS]
-        x, y = max(pairs, key=lambda pair: pair[0]["exact_lines"] - pair[1]["exact_lines"])
+        pairs = [(key, s) for key in runs if key[0] in ("c1", "c2") for s in RECIPE_SETS]
+        key, s = max(pairs, key=lambda pair: loss(pair[0], runs[pair[0]], pair[1]))
+        x, y = ablation.section(full[key], s), ablation.section(runs[key], s)
         lost[part] = x["exact_lines"] - y["exact_lines"]
         p[part] = ablation.mcnemar(x["exact_by_line"], y["exact_by_line"])[2]
-    (config, seed), doc = min(((key, ablation.section(r, "stdlib")) for key, r in ceiling.items()),
-                              key=lambda item: item[1]["exact_lines"])
-    return {"short_of": short_of,
-            "set_lines": min(ablation.section(r, s)["lines"] for r in ceiling.values() for s in sets),
-            "lines": {s: n.pop() for s, n in lines.items()}, "lost": lost, "p": p,
-            "docstrings": {"run": f"{config.upper()} seed {seed}", "exact": doc["exact_lines"], "lines": doc["lines"]}}
+        where[part] = f"{key[0].upper()} s{key[1]} · {RECIPE_SET_NAMES[s]}"
+        of[part] = x["exact_lines"]
+        others[part] = max(loss(k, runs[k], t) for k, t in pairs if k != key)
+        aware[part] = loss(key, runs[key], "test")
+    scale = {(r["epochs"], r["hyperparameters"]["time_budget_s"] / 60, r["versions"]["threads"])
+             for runs in (full, *costs.values()) for r in runs.values()}
+    if len(scale) != 1:
+        raise ValueError(f"the recipe ablation's runs trained at different scales (epochs, minutes, threads): {scale}")
+    return {"lost": lost, "p": p, "where": where, "of": of, "others": others, "aware": aware,
+            "scale": dict(zip(("epochs", "minutes", "threads"), scale.pop()))}
 
 
 def case_flip_upper(config: str = "c1", seed: int = 1) -> dict:
@@ -465,6 +468,17 @@ def case_flip_upper(config: str = "c1", seed: int = 1) -> dict:
         raise ValueError(f"{config} seed {seed}: the upper-case sets differ ({without['lines']}, {with_it['lines']} lines)")
     return {"without": without["exact_lines"], "with": with_it["exact_lines"], "lines": without["lines"],
             "p": ablation.mcnemar(with_it["exact_by_line"], without["exact_by_line"])[2]}
+
+
+def case_flip_upper_others(config: str = "c1", seed: int = 1) -> int:
+    """The most upper-case docstring lines any other C1 or C2 run without the case flip differs by, lost or
+    gained, from the same run with every part on (``case_flip_upper`` for each)."""
+    from cipherbook.runs import RECIPE_FOLDERS
+    from cipherlab.analysis import ablation
+
+    runs = ablation.load_recipe_runs(RECIPE_FOLDERS)["case_flip"]
+    return max(abs(r["with"] - r["without"]) for r in (case_flip_upper(*key) for key in runs
+                                                        if key[0] in ("c1", "c2") and key != (config, seed)))
 
 
 def recipe_seeds() -> int:

@@ -566,24 +566,24 @@ FACTS["training"] = {
     "preset_train_chunks": lambda: f"{trn.preset_waste()['examples']:,}",
     "preset_waste_bucketed": lambda: trn.preset_waste()["bucketed"],
     "preset_waste_random": lambda: trn.preset_waste()["random"],
-    # the recipe ablation's headline (trn.recipe_summary, cpu preset)
-    "recipe_ceiling_short": lambda: trn.recipe_summary()["short_of"],
+    # the recipe ablation's headline (trn.recipe_summary, cpu preset): its scale, each part's worst run
     "recipe_seeds": lambda: trn.recipe_seeds(),
     # C1 seed 1 on the upper-case docstrings, without the case flip and with every part on (trn.case_flip_upper)
-    "noflip_upper_exact": lambda: trn.case_flip_upper()["without"],
     "ref_upper_exact": lambda: trn.case_flip_upper()["with"],
-    "upper_lines": lambda: trn.case_flip_upper()["lines"],
+    "noflip_upper_lost": lambda: trn.case_flip_upper()["with"] - trn.case_flip_upper()["without"],
+    "upper_others_within": lambda: trn.case_flip_upper_others(),
+    **{f"recipe_{what}": (lambda what=what: trn.recipe_summary()["scale"][what]) for what in ("epochs", "minutes", "threads")},
+    "recipe_eos_aware": lambda: trn.recipe_summary()["aware"]["source_eos"],  # the worst source_eos run, length-aware
     "noflip_upper_p": lambda: trn.case_flip_upper()["p"],
-    # the probe sets' sizes, and the C1-C4 reference run furthest from the ceiling on docstrings
-    "recipe_brown_lines": lambda: trn.recipe_summary()["lines"]["test"],
-    "recipe_letters_lines": lambda: trn.recipe_summary()["lines"]["random_letters"],
-    "recipe_alphabet_lines": lambda: trn.recipe_summary()["lines"]["random_alphabet"],
-    "recipe_doc_run": lambda: trn.recipe_summary()["docstrings"]["run"],
-    "recipe_doc_exact": lambda: trn.recipe_summary()["docstrings"]["exact"],
-    "recipe_doc_lines": lambda: trn.recipe_summary()["docstrings"]["lines"],
     **{f"recipe_lost_{part}": (lambda part=part: trn.recipe_summary()["lost"][part])
        for part in ("phase_embedding", "bit_embeddings", "phase_shuffle", "case_flip", "source_eos", "select_on")},
+    # the worst run's McNemar p, the run and set, the lines it decoded with every part on (select_on lost none)
     **{f"recipe_lost_{part}_p": (lambda part=part: trn.recipe_summary()["p"][part])
+       for part in ("phase_embedding", "bit_embeddings", "phase_shuffle", "case_flip", "source_eos")},
+    **{f"recipe_{what}_{part}": (lambda part=part, what=what: trn.recipe_summary()[what][part])
+       for part in ("phase_embedding", "bit_embeddings", "phase_shuffle", "case_flip", "source_eos")
+       for what in ("where", "of")},
+    **{f"recipe_others_{part}": (lambda part=part: trn.recipe_summary()["others"][part])
        for part in ("phase_embedding", "bit_embeddings", "phase_shuffle", "case_flip", "source_eos", "select_on")},
 }
 
