@@ -671,7 +671,6 @@ FACTS["results"] = {
     "res_nophase_c1_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "base_exact"),
     "res_nophase_c2_alphabet_exact": lambda: common.nophase_by_seed("c2", "random_alphabet", "exact"),
     "res_nophase_c2_alphabet_p": lambda: common.nophase_by_seed("c2", "random_alphabet", "p", ".2g"),
-    "res_nophase_c3_brown_p": lambda: FACTS["mha"]["mha_nophase_c3_brown_p"](),
     "res_aligned_c1_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "base_exact"),
     "res_aligned_c2_alphabet_exact": lambda: common.aligned_by_seed("c2", "random_alphabet", "exact"),
     "res_aligned_c2_alphabet_p": lambda: common.aligned_by_seed("c2", "random_alphabet", "p", ".2g"),
@@ -685,8 +684,6 @@ FACTS["results"] = {
     "res_phase_bonferroni": res.phase_bonferroni,
     **{f"res_phase_sets_lost_{c}": (lambda c=c: common.seed_by_seed([res.phase_sets_lost(c, s) for s in (0, 1)]))
        for c in CONFIG_NAMES},  # sets lost past the bar, seed 0 and seed 1
-    "res_nophase_c3_c1_brown_exact": lambda: FACTS["mha"]["mha_nophase_c1_brown_exact"](),
-    "res_nophase_c3_brown_exact": lambda: FACTS["mha"]["mha_nophase_c3_brown_exact"](),
     # results/assignment-cpu: what the lead table rests on
     "res_acpu_cores": lambda: res.readme_cores("assignment-cpu"),  # its README; the records do not hold it
     "res_acpu_bit_miss_max": lambda: 100 - res.acpu_bit_min(),  # bits missed, length-aware (%)
@@ -721,7 +718,6 @@ FACTS["results"] = {
     "res_acpu_c3_stop_lost": lambda: res.acpu_stop_lost("c3"),  # exact length-aware, not freely
     "res_acpu_free_bit_min_config": lambda: res.acpu_bit_min_config("test_free"),
     "res_aligned_alphabet_lines": lambda: FACTS["positional"]["aligned_alphabet_lines"](),
-    "res_nophase_brown_lines": lambda: FACTS["mha"]["mha_nophase_brown_lines"](),
     # C5's training time over C1's elsewhere: results/nophase seed by seed, the benchmark's one step (blt.json)
     "res_nophase_c5_time_ratio_min": lambda: min(res.ref_time_ratios("c5", "nophase")),
     "res_nophase_c5_time_ratio_max": lambda: max(res.ref_time_ratios("c5", "nophase")),
