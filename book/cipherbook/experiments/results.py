@@ -679,12 +679,6 @@ def gains_past_bar(folder: str) -> dict[tuple[str, int, str], tuple[int, int]]:
             if r["config"] != "c2" and r["p"] < bar and r["only_config"] > r["only_base"]}
 
 
-def gain_past_bar(folder: str, config: str, set_name: str) -> str:
-    """C1's exact lines → ``config``'s, seed 1, on one probe set, for a gain of :func:`gains_past_bar`: "448→499"."""
-    base, exact = gains_past_bar(folder)[(config, 1, set_name)]
-    return f"{base}→{exact}"
-
-
 def nophase_lines(config: str, seed: int, set_name: str = "test_free") -> int:
     """Exact lines of a results/nophase run on one probe set (by default Brown, free greedy)."""
     return section(load_learn_runs("nophase")[(config, seed)], set_name)["exact_lines"]
